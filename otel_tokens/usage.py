@@ -1,0 +1,224 @@
+"""`Usage`: the one normalized usage record every backend produces.
+
+Instrumentors translate whatever a backend reports (OpenAI ``usage`` blocks, Anthropic stream
+events, agent-CLI output) into this record, so that accounting and telemetry never see a
+provider's shape. Meanings follow the OpenTelemetry GenAI semantic conventions:
+
+* ``input_tokens`` *includes* ``cache_read_tokens`` and ``cache_write_tokens``;
+* ``output_tokens`` *includes* ``reasoning_tokens``;
+* ``None`` means "the backend did not say" and is never turned into 0.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import operator
+from dataclasses import dataclass, fields, replace
+from typing import Any, Literal, Mapping
+
+__all__ = ["TOKEN_CLASSES", "USAGE_SOURCES", "Usage", "UsageSource"]
+
+UsageSource = Literal["reported", "estimated", "parsed_text"]
+
+#: Names of the token-count fields, in the order used everywhere (ledger columns, metrics).
+TOKEN_CLASSES: tuple[str, ...] = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+)
+
+#: Valid ``source`` values, from most to least authoritative.
+USAGE_SOURCES: tuple[str, ...] = ("reported", "parsed_text", "estimated")
+
+
+def check_token_count(name: str, value: Any) -> int | None:
+    """Return ``value`` as an ``int`` token count, or raise ``ValueError`` naming ``name``.
+
+    Accepts ints (and integral floats such as ``12.0``, which some JSON emitters produce);
+    rejects booleans, NaN/inf, fractions, negatives and non-numbers.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise ValueError(f"{name} must be an integer token count, got a boolean ({value!r})")
+    if type(value) is int:  # the common case, kept cheap
+        if value < 0:
+            raise ValueError(f"{name} must not be negative, got {value}")
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"{name} must be a finite token count, got {value!r}")
+        if not value.is_integer():
+            raise ValueError(f"{name} must be a whole number of tokens, got {value!r}")
+        value = int(value)
+    else:
+        try:
+            value = operator.index(value)
+        except TypeError:
+            raise ValueError(
+                f"{name} must be an integer token count, got {type(value).__name__} {value!r}"
+            ) from None
+    if value < 0:
+        raise ValueError(f"{name} must not be negative, got {value}")
+    return value
+
+
+def check_amount(name: str, value: Any) -> float | None:
+    """Return ``value`` as a finite, non-negative ``float`` (USD, premium requests) or raise."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a number, got {type(value).__name__} {value!r}")
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{name} must not be negative, got {value}")
+    return value
+
+
+def _add_optional(a: Any, b: Any) -> Any:
+    """None-aware sum: None + x is x, None + None stays None."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return a + b
+
+
+def _same_or_none(a: str | None, b: str | None) -> str | None:
+    """Keep a label when both sides agree (or one is unknown); drop it when they differ."""
+    if a is None:
+        return b
+    if b is None or a == b:
+        return a
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What one backend call consumed, normalized across providers.
+
+    Token classes are ``int | None``; ``None`` means unknown (not reported), never zero.
+    ``cost_usd`` is a cost the *backend itself* reported (e.g. Claude Code's
+    ``total_cost_usd``); computed prices live in the pricing module, not here.
+    """
+
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    premium_requests: float | None = None
+    cost_usd: float | None = None
+    model: str | None = None
+    provider: str | None = None
+    response_id: str | None = None
+    source: UsageSource = "reported"
+
+    def __post_init__(self) -> None:
+        for name in TOKEN_CLASSES:
+            value = getattr(self, name)
+            if value is not None:
+                checked = check_token_count(name, value)
+                if checked is not value:
+                    object.__setattr__(self, name, checked)
+        for name in ("premium_requests", "cost_usd"):
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, check_amount(name, value))
+        if self.source not in USAGE_SOURCES:
+            raise ValueError(f"source must be one of {', '.join(USAGE_SOURCES)}; got {self.source!r}")
+        for name in ("model", "provider", "response_id"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"{name} must be a string or None, got {type(value).__name__}")
+        # The semantic conventions count cache tokens inside input and reasoning inside output;
+        # a record that breaks this would make fresh input (and the cost split) negative.
+        inp = self.input_tokens
+        if inp is not None:
+            cached = (self.cache_read_tokens or 0) + (self.cache_write_tokens or 0)
+            if cached > inp:
+                raise ValueError(
+                    f"input_tokens ({inp}) must include cache_read_tokens "
+                    f"({self.cache_read_tokens}) and cache_write_tokens ({self.cache_write_tokens})"
+                )
+        out = self.output_tokens
+        if out is not None and self.reasoning_tokens is not None and self.reasoning_tokens > out:
+            raise ValueError(
+                f"output_tokens ({out}) must include reasoning_tokens ({self.reasoning_tokens})"
+            )
+
+    # -- derived values -------------------------------------------------------------------
+    @property
+    def fresh_input_tokens(self) -> int | None:
+        """Input tokens neither read from nor written to a cache (None when input is unknown).
+
+        An unreported cache class counts as no cache use: the backend said nothing of caching.
+        """
+        if self.input_tokens is None:
+            return None
+        return self.input_tokens - (self.cache_read_tokens or 0) - (self.cache_write_tokens or 0)
+
+    @property
+    def total_tokens(self) -> int | None:
+        """Input plus output (None only when both are unknown)."""
+        return _add_optional(self.input_tokens, self.output_tokens)
+
+    @property
+    def is_empty(self) -> bool:
+        """True when no token class, cost or premium-request figure is known."""
+        return all(getattr(self, n) is None for n in TOKEN_CLASSES) and (
+            self.premium_requests is None and self.cost_usd is None
+        )
+
+    # -- combination ----------------------------------------------------------------------
+    def __add__(self, other: object) -> Usage:
+        """Sum two records across calls: None + 5 is 5, None + None stays None.
+
+        Labels (model, provider, response id) survive only when both sides agree; the
+        source of a sum is the least authoritative of its parts.
+        """
+        if not isinstance(other, Usage):
+            return NotImplemented
+        source = max(self.source, other.source, key=USAGE_SOURCES.index)
+        return Usage(
+            input_tokens=_add_optional(self.input_tokens, other.input_tokens),
+            output_tokens=_add_optional(self.output_tokens, other.output_tokens),
+            cache_read_tokens=_add_optional(self.cache_read_tokens, other.cache_read_tokens),
+            cache_write_tokens=_add_optional(self.cache_write_tokens, other.cache_write_tokens),
+            reasoning_tokens=_add_optional(self.reasoning_tokens, other.reasoning_tokens),
+            premium_requests=_add_optional(self.premium_requests, other.premium_requests),
+            cost_usd=_add_optional(self.cost_usd, other.cost_usd),
+            model=_same_or_none(self.model, other.model),
+            provider=_same_or_none(self.provider, other.provider),
+            response_id=self.response_id if self.response_id == other.response_id else None,
+            source=source,
+        )
+
+    def __radd__(self, other: object) -> Usage:
+        """Lets ``sum(usages)`` work: ``0 + usage`` is ``usage``."""
+        if isinstance(other, int) and not isinstance(other, bool) and other == 0:
+            return self
+        return NotImplemented
+
+    def replace(self, **changes: Any) -> Usage:
+        """A copy with ``changes`` applied (validated like a new record)."""
+        return replace(self, **changes)
+
+    # -- serialization --------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict of every field (None kept, so "unknown" survives a round trip)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
+        """Inverse of :meth:`to_dict`; unknown keys are a clear error, not silently dropped."""
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - names)
+        if unknown:
+            raise ValueError(f"unknown Usage field(s): {', '.join(unknown)}")
+        return cls(**dict(data))

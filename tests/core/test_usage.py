@@ -1,0 +1,121 @@
+"""Usage: validation, None-ness, semconv meanings, sums."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from otel_tokens import TOKEN_CLASSES, Usage
+
+
+def test_unknown_stays_none_never_zero():
+    u = Usage(output_tokens=7)
+    assert u.input_tokens is None
+    assert u.cache_read_tokens is None
+    assert u.fresh_input_tokens is None
+    assert u.total_tokens == 7
+
+
+@pytest.mark.parametrize("field", TOKEN_CLASSES)
+@pytest.mark.parametrize(
+    "bad, words",
+    [(-1, "negative"), (math.nan, "finite"), (math.inf, "finite"), (1.5, "whole"),
+     (True, "boolean"), (False, "boolean"), ("12", "integer"), ([3], "integer")],
+)  # fmt: skip
+def test_bad_token_values_raise_naming_the_field(field, bad, words):
+    with pytest.raises(ValueError) as info:
+        Usage(**{field: bad})
+    assert field in str(info.value)
+    assert words in str(info.value)
+
+
+def test_integral_floats_become_ints():
+    u = Usage(input_tokens=12.0, output_tokens=3)
+    assert u.input_tokens == 12 and type(u.input_tokens) is int
+
+
+@pytest.mark.parametrize("field", ["cost_usd", "premium_requests"])
+@pytest.mark.parametrize("bad", [-0.01, math.nan, math.inf, True, "1"])
+def test_bad_amounts_raise(field, bad):
+    with pytest.raises(ValueError, match=field):
+        Usage(**{field: bad})
+
+
+def test_amounts_accept_fractions_of_a_request():
+    assert Usage(premium_requests=Fraction(1, 3)).premium_requests == pytest.approx(1 / 3)
+
+
+def test_bad_source_and_labels():
+    with pytest.raises(ValueError, match="source"):
+        Usage(source="guessed")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="model"):
+        Usage(model=4)  # type: ignore[arg-type]
+
+
+def test_semconv_inclusive_meanings():
+    u = Usage(input_tokens=1000, cache_read_tokens=600, cache_write_tokens=100,
+              output_tokens=300, reasoning_tokens=120)  # fmt: skip
+    assert u.fresh_input_tokens == 300
+    assert u.total_tokens == 1300
+    with pytest.raises(ValueError, match="must include cache_read_tokens"):
+        Usage(input_tokens=10, cache_read_tokens=8, cache_write_tokens=3)
+    with pytest.raises(ValueError, match="must include reasoning_tokens"):
+        Usage(output_tokens=10, reasoning_tokens=11)
+
+
+def test_fresh_input_treats_unreported_cache_as_no_cache():
+    assert Usage(input_tokens=50).fresh_input_tokens == 50
+
+
+def test_frozen():
+    u = Usage(input_tokens=1)
+    with pytest.raises(AttributeError):
+        u.input_tokens = 2  # type: ignore[misc]
+
+
+def test_addition_keeps_none_ness():
+    a = Usage(input_tokens=5, cost_usd=0.5, model="m", provider="p")
+    b = Usage(output_tokens=3, model="m", provider="q")
+    s = a + b
+    assert (s.input_tokens, s.output_tokens, s.cache_read_tokens) == (5, 3, None)
+    assert s.cost_usd == 0.5
+    assert s.model == "m" and s.provider is None
+    assert (Usage() + Usage()).input_tokens is None
+
+
+def test_sum_and_source_of_a_sum():
+    parts = [Usage(input_tokens=1), Usage(input_tokens=2, source="estimated"), Usage(input_tokens=3)]
+    total = sum(parts)
+    assert isinstance(total, Usage)
+    assert total.input_tokens == 6
+    assert total.source == "estimated"
+    assert (Usage(source="parsed_text") + Usage()).source == "parsed_text"
+    with pytest.raises(TypeError):
+        Usage() + 1  # type: ignore[operator]
+
+
+def test_dict_round_trip_and_unknown_keys():
+    u = Usage(input_tokens=3, output_tokens=None, response_id="r1", source="parsed_text")
+    assert Usage.from_dict(u.to_dict()) == u
+    with pytest.raises(ValueError, match="prompt_tokens"):
+        Usage.from_dict({"prompt_tokens": 3})
+
+
+def test_replace_validates():
+    with pytest.raises(ValueError, match="output_tokens"):
+        Usage(output_tokens=3).replace(output_tokens=-3)
+
+
+_counts = st.one_of(st.none(), st.integers(min_value=0, max_value=10**9))
+
+
+@given(st.lists(st.tuples(_counts, _counts), max_size=20))
+def test_sum_matches_known_values(pairs):
+    usages = [Usage(input_tokens=i, output_tokens=o) for i, o in pairs]
+    total = sum(usages, Usage())
+    known_in = [i for i, _ in pairs if i is not None]
+    assert total.input_tokens == (sum(known_in) if known_in else None)
