@@ -17,6 +17,7 @@ The seed's recommended "history array + totals" design, all four phases:
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 import math
@@ -53,6 +54,8 @@ __all__ = [
 FIGURES: tuple[str, ...] = (*TOKEN_CLASSES, "total_tokens", "cost_usd", "premium_requests")
 
 _ledger_ids = itertools.count(1)
+#: Past this many evictions since the last query a full sort is cheaper than deleting one by one.
+_MAX_INCREMENTAL_REMOVALS = 128
 
 
 def _as_id(value: int | str | None, bits: int, name: str) -> int:
@@ -104,9 +107,8 @@ class UsageLedger:
         self._id_prefix = f"{secrets.token_hex(4)}-"
         self._model_cost: dict[str | None, list[int]] = {}  # model -> [scaled cost, count]
         self._in_flight: dict[Hashable, Usage] = {}
-        self._appends = 0
-        self._removals = 0
-        self._sorted: dict[str, tuple[list, int, int]] = {}  # figure -> (values, appends, removals)
+        self._truncations = 0  # rollbacks that removed records (reset percentile caches)
+        self._sorted: dict[str, tuple[list, int, int, tuple[int, int]]] = {}  # percentile caches
         self._store: SqliteStore | None = None
         self._pending: dict[int, list[Any]] = {}  # lid -> row not yet written (last item: active)
         self._pending_deactivate: list[int] = []
@@ -192,7 +194,6 @@ class UsageLedger:
             else:
                 entry[0] += scaled[5]
                 entry[1] += 1
-        self._appends += 1
         if persist and self._store is not None:
             self._pending[lid] = [
                 request_id if request_id is not None else f"{self._id_prefix}{lid:x}",
@@ -207,7 +208,6 @@ class UsageLedger:
                 self._evicted_last_ts = h.ts[p]
             h.evict_front()
             self._evicted += 1
-            self._removals += 1
         return self._evicted + len(self._history) - 1
 
     # -- streaming ------------------------------------------------------------------------
@@ -400,43 +400,41 @@ class UsageLedger:
                     self._pending_deactivate.append(h.rowid[phys])
         h.truncate(position)
         if removed:
-            self._removals += 1
+            self._truncations += 1
             if self._store is not None:
                 self._flush_locked()
         return removed
 
     # -- statistics -----------------------------------------------------------------------
-    def _values(self, figure: str, start: int = 0) -> list:
-        """Known values of ``figure`` for retained records from logical ``start`` on."""
-        h = self._history
-        rng = h.positions(start)
-        if figure in TOKEN_CLASSES:
-            col = h.tokens[TOKEN_CLASSES.index(figure)]
-            return [v for v in col[rng.start : rng.stop] if v >= 0]
-        if figure == "total_tokens":
-            ins, outs = h.tokens[0][rng.start : rng.stop], h.tokens[1][rng.start : rng.stop]
-            return [
-                (i if i > 0 else 0) + (o if o > 0 else 0)
-                for i, o in zip(ins, outs)
-                if i >= 0 or o >= 0
-            ]
-        if figure in ("cost_usd", "premium_requests"):
-            col = h.cost if figure == "cost_usd" else h.premium
-            return [v for v in col[rng.start : rng.stop] if v == v]
-        raise ValueError(f"unknown figure {figure!r}; choose from {', '.join(FIGURES)}")
-
     def _sorted_values(self, figure: str) -> list:
+        """Ascending known values of ``figure`` over the retained history.
+
+        Cached per figure and brought up to date incrementally: new records are merged in
+        (Timsort merges two sorted runs in about linear time) and evicted ones, still
+        physically present until the next compaction, are taken out; only a first query, a
+        compaction or a rollback pays for a full sort.
+        """
+        if figure not in FIGURES:
+            raise ValueError(f"unknown figure {figure!r}; choose from {', '.join(FIGURES)}")
+        h = self._history
+        lo, hi = h.start, len(h.lid)
         cached = self._sorted.get(figure)
-        if cached is not None and cached[2] == self._removals:
-            values, appends, _ = cached
-            new = self._appends - appends
-            if new:
-                values = values + self._values(figure, len(self._history) - new)
-                values.sort()  # Timsort merges the sorted cache and the new run in ~linear time
-        else:
-            values = self._values(figure)
+        values = None
+        if cached is not None and cached[3] == (h.compactions, self._truncations):
+            values, old_lo, old_hi = cached[0], cached[1], cached[2]
+            removed = h.values(figure, old_lo, lo) if lo > old_lo else []
+            if len(removed) > _MAX_INCREMENTAL_REMOVALS:
+                values = None
+            else:
+                for v in removed:
+                    del values[bisect.bisect_left(values, v)]
+                if hi > old_hi:
+                    values += h.values(figure, old_hi, hi)
+                    values.sort()
+        if values is None:
+            values = h.values(figure, lo, hi)
             values.sort()
-        self._sorted[figure] = (values, self._appends, self._removals)
+        self._sorted[figure] = (values, lo, hi, (h.compactions, self._truncations))
         return values
 
     def percentile(self, figure: str, q: float) -> float | None:

@@ -42,6 +42,7 @@ class History:
         self.rowid = array("q")  # SQLite row id once persisted, else -1
         self.request_ids: list[str | None] = []  # None: derived from the ledger prefix and lid
         self._start = 0  # physical index of the oldest retained record
+        self.compactions = 0  # bumps when physical indexes shift (caches keyed on them reset)
         self.labels: list[str | None] = [None]
         self._label_codes: dict[str | None, int] = {None: 0}
         self._columns = (
@@ -135,9 +136,32 @@ class History:
             span_id=f"{span:016x}" if span else None,
         )
 
+    @property
+    def start(self) -> int:
+        """Physical index of the oldest retained record (evicted ones stay below it until the
+        next compaction)."""
+        return self._start
+
     def positions(self, start: int = 0) -> range:
         """Physical indexes of the retained records from logical ``start`` on."""
         return range(self._start + start, len(self.lid))
+
+    def values(self, figure: str, lo: int, hi: int) -> list:
+        """Known values of ``figure`` at physical indexes ``lo..hi`` (unknown ones skipped)."""
+        if figure in TOKEN_CLASSES:
+            return [v for v in self.tokens[TOKEN_CLASSES.index(figure)][lo:hi] if v >= 0]
+        if figure == "total_tokens":
+            ins, outs = self.tokens[0][lo:hi], self.tokens[1][lo:hi]
+            return [
+                (i if i > 0 else 0) + (o if o > 0 else 0)
+                for i, o in zip(ins, outs)
+                if i >= 0 or o >= 0
+            ]
+        if figure == "cost_usd":
+            return [v for v in self.cost[lo:hi] if v == v]
+        if figure == "premium_requests":
+            return [v for v in self.premium[lo:hi] if v == v]
+        raise ValueError(f"unknown figure {figure!r}")
 
     def find_lid(self, lid: int) -> int | None:
         """Logical position of the record with local id ``lid`` (binary search), or None."""
@@ -169,6 +193,7 @@ class History:
                 del col[:s]
             del self.request_ids[:s]
             self._start = 0
+            self.compactions += 1
 
     def figure(self, phys: int, figure: str) -> float | None:
         """One figure (a token class, ``total_tokens``, ``cost_usd``, ``premium_requests``)."""

@@ -261,3 +261,23 @@ def test_recent():
         led.append(u(n))
     assert [r.input_tokens for r in led.recent(2)] == [3, 4]
     assert led.recent(0) == []
+
+
+def test_percentile_cache_survives_compaction_and_many_evictions():
+    led = UsageLedger(max_history=100)
+    seen = []
+    for n in range(9000):  # several compactions of the physical arrays
+        v = (n * 7919) % 1009
+        led.append(u(v, n % 13))
+        seen.append(v)
+        if n % 37 == 0 or 4090 <= n <= 4100:
+            window = seen[-100:]
+            if len(window) >= 2:
+                expected = pystats.quantiles(window, n=100, method="inclusive")
+                assert led.percentile("input_tokens", 95) == pytest.approx(expected[94])
+                assert led.percentile("input_tokens", 50) == pytest.approx(expected[49])
+        if n == 5000:  # a burst of evictions larger than the incremental path takes
+            for m in range(300):
+                led.append(u(m))
+                seen.append(m)
+    assert led.statistics()["input_tokens"].count == 100

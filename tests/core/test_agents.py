@@ -1,0 +1,159 @@
+"""Agent binding: context manager, decorator, asyncio, threads, registry, environment."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+
+import pytest
+
+import otel_tokens
+from otel_tokens import Estimate, Usage
+from otel_tokens.agents import DEFAULT_MAX_HISTORY, current_agent
+
+
+def test_calls_outside_any_binding_go_to_default():
+    entry = current_agent()
+    assert entry.name == "default"
+    assert [e.name for e in otel_tokens.agents()] == ["default"]
+
+
+def test_context_manager_binds_and_nests():
+    with otel_tokens.agent("planner", max_input_tokens=1000) as planner:
+        assert current_agent() is planner
+        assert planner.state.max_input_tokens == 1000
+        with otel_tokens.agent("coder") as coder:
+            assert current_agent() is coder
+        assert current_agent() is planner
+    assert current_agent().name == "default"
+    assert {e.name for e in otel_tokens.agents()} == {"planner", "coder", "default"}
+
+
+def test_same_name_same_entry_and_window_update():
+    with otel_tokens.agent("a") as first:
+        pass
+    with otel_tokens.agent("a", max_input_tokens=500) as second:
+        assert second is first
+        assert second.state.max_input_tokens == 500
+
+
+def test_decorator_sync_and_async():
+    @otel_tokens.agent("sync-agent")
+    def work(x):
+        return current_agent().name, x
+
+    @otel_tokens.agent("async-agent")
+    async def awork(x):
+        await asyncio.sleep(0)
+        return current_agent().name, x
+
+    assert work(1) == ("sync-agent", 1)
+    assert asyncio.run(awork(2)) == ("async-agent", 2)
+    assert work.__name__ == "work"
+    assert current_agent().name == "default"
+
+
+def test_decorator_restores_binding_on_exception():
+    @otel_tokens.agent("boom")
+    def fail():
+        raise KeyError("x")
+
+    with pytest.raises(KeyError):
+        fail()
+    assert current_agent().name == "default"
+
+
+def test_asyncio_tasks_inherit_the_binding():
+    async def child():
+        await asyncio.sleep(0)
+        return current_agent().name
+
+    async def main():
+        async with otel_tokens.agent("parent"):
+            tasks = [asyncio.create_task(child()) for _ in range(5)]
+        return await asyncio.gather(*tasks)
+
+    assert asyncio.run(main()) == ["parent"] * 5
+
+
+def test_threads_follow_only_when_the_context_is_passed():
+    seen = {}
+
+    def record(key):
+        seen[key] = current_agent().name
+
+    with otel_tokens.agent("worker"):
+        plain = threading.Thread(target=record, args=("plain",))
+        ctx = contextvars.copy_context()
+        passed = threading.Thread(target=ctx.run, args=(record, "passed"))
+        plain.start(), passed.start()
+        plain.join(), passed.join()
+    assert seen == {"plain": "default", "passed": "worker"}
+
+
+def test_bad_names_are_clear_errors():
+    for bad in ("", "   ", None, 3):
+        with pytest.raises(ValueError, match="agent name"):
+            otel_tokens.agent(bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_input_tokens"):
+        otel_tokens.agent("x", max_input_tokens=-5)
+
+
+def test_ledger_settings_from_environment(monkeypatch, tmp_path):
+    assert current_agent().ledger.max_history == DEFAULT_MAX_HISTORY
+    db = tmp_path / "agents.sqlite3"
+    monkeypatch.setenv("OTEL_TOKENS_LEDGER_PATH", str(db))
+    monkeypatch.setenv("OTEL_TOKENS_LEDGER_MAX_HISTORY", "7")
+    with otel_tokens.agent("persisted") as entry:
+        assert entry.ledger.max_history == 7
+        assert entry.ledger.path == str(db)
+        entry.ledger.append(Usage(input_tokens=3))
+    otel_tokens.clear_agents()
+    with otel_tokens.agent("persisted") as entry:
+        assert entry.ledger.cumulative.input_tokens == 3
+    monkeypatch.setenv("OTEL_TOKENS_LEDGER_MAX_HISTORY", "lots")
+    with pytest.raises(ValueError, match="OTEL_TOKENS_LEDGER_MAX_HISTORY"):
+        otel_tokens.agent("another")
+
+
+def test_eight_threads_ten_thousand_completions_each_are_exact():
+    threads_n, per_thread = 8, 10_000
+    entry = otel_tokens.agent("busy", max_input_tokens=200_000).__enter__()
+    barrier = threading.Barrier(threads_n)
+
+    def work(t):
+        barrier.wait()
+        for n in range(per_thread):
+            usage = Usage(input_tokens=100 + t, output_tokens=n % 7, cache_read_tokens=t,
+                          cost_usd=0.001)  # fmt: skip
+            if n % 2:
+                handle = entry.state.start_streaming(Estimate(90, "full"))
+                key = (t, n)
+                entry.ledger.stream_update(key, usage.replace(output_tokens=0))
+                entry.state.complete(usage, handle)
+                entry.ledger.stream_finalize(key, usage)
+            else:
+                entry.state.complete(usage)
+                entry.ledger.append(usage)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(threads_n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    total = threads_n * per_thread
+    out_per_thread = sum(n % 7 for n in range(per_thread))
+    assert entry.state.turn_count == total
+    assert entry.state.total_output_tokens == threads_n * out_per_thread
+    assert entry.state.status == "idle" and entry.state.current_estimate is None
+    assert entry.state.max_observed_input_tokens == 100 + threads_n - 1
+    c = entry.ledger.cumulative
+    assert c.requests == total
+    assert c.input_tokens == sum((100 + t) * per_thread for t in range(threads_n))
+    assert c.output_tokens == threads_n * out_per_thread
+    assert c.cache_read_tokens == sum(t * per_thread for t in range(threads_n))
+    assert c.cost_usd == pytest.approx(total * 0.001, abs=1e-12)
+    assert entry.ledger.lifetime == c
+    assert entry.ledger.in_flight == {}
+    assert len(entry.ledger) == DEFAULT_MAX_HISTORY and entry.ledger.evicted == total - len(entry.ledger)
