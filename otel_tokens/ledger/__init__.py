@@ -103,6 +103,7 @@ class UsageLedger:
         self._discarded = TotalsAccumulator()  # rolled back: in lifetime, not in cumulative
         self._evicted = 0
         self._evicted_last_ts = -math.inf
+        self._evicted_last_lid = 0  # local id of the newest evicted record
         self._next_lid = 1
         self._id_prefix = f"{secrets.token_hex(4)}-"
         self._model_cost: dict[str | None, list[int]] = {}  # model -> [scaled cost, count]
@@ -206,6 +207,7 @@ class UsageLedger:
             p = h.physical(0)
             if h.ts[p] > self._evicted_last_ts:
                 self._evicted_last_ts = h.ts[p]
+            self._evicted_last_lid = h.lid[p]
             h.evict_front()
             self._evicted += 1
         return self._evicted + len(self._history) - 1
@@ -295,36 +297,30 @@ class UsageLedger:
         """An opaque restore point for :meth:`restore`."""
         with self._lock:
             h = self._history
-            last = h.lid[h.physical(len(h) - 1)] if len(h) else 0
-            return Checkpoint(self._id, last, self._evicted)
+            last = h.lid[h.physical(len(h) - 1)] if len(h) else self._evicted_last_lid
+            return Checkpoint(self._id, last)
 
     def restore(self, checkpoint: Checkpoint) -> list[UsageRecord]:
         """Return cumulative totals and history to ``checkpoint`` (lifetime is kept, as the
         seed's ``setState``); returns the records removed."""
         if not isinstance(checkpoint, Checkpoint) or checkpoint._ledger_id != self._id:
             raise LedgerError("restore() needs a checkpoint taken from this same ledger")
+        last = checkpoint._last_lid
         with self._lock:
-            h = self._history
-            if checkpoint._last_lid == 0:
-                if self._evicted != checkpoint._evicted:
-                    raise HistoryEvictedError(
-                        "cannot restore: records appended after the checkpoint were evicted "
-                        f"(max_history={self.max_history})"
-                    )
+            position = self._history.find_lid(last) if last else None
+            if position is not None:
+                return self._truncate_locked(position + 1)
+            if last == self._evicted_last_lid:  # the timeline ended at the newest evicted record
                 return self._truncate_locked(0)
-            position = h.find_lid(checkpoint._last_lid)
-            if position is None:
-                first = h.lid[h.physical(0)] if len(h) else self._next_lid
-                if checkpoint._last_lid < first and self._evicted > checkpoint._evicted:
-                    raise HistoryEvictedError(
-                        "cannot restore: the checkpoint reaches past evicted history "
-                        f"(max_history={self.max_history})"
-                    )
-                raise LedgerError(
-                    "cannot restore: a rollback already removed the request this checkpoint "
-                    "was taken after"
+            if last < self._evicted_last_lid:
+                raise HistoryEvictedError(
+                    "cannot restore: records after the checkpoint were evicted "
+                    f"(max_history={self.max_history})"
                 )
-            return self._truncate_locked(position + 1)
+            raise LedgerError(
+                "cannot restore: a rollback already removed the request this checkpoint "
+                "was taken after"
+            )
 
     def rollback_to_index(self, index: int) -> list[UsageRecord]:
         """Undo every request from timeline ``index`` on (back to just before it)."""

@@ -175,8 +175,7 @@ class Checkpoint:
     """Opaque restore point returned by :meth:`UsageLedger.checkpoint`."""
 
     _ledger_id: int
-    _last_lid: int  # local id of the newest record at checkpoint time, 0 when there was none
-    _evicted: int  # records evicted by then
+    _last_lid: int  # local id of the newest record of the timeline then, 0 if it was empty
 
 
 @dataclass(frozen=True, slots=True)

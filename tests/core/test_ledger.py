@@ -281,3 +281,23 @@ def test_percentile_cache_survives_compaction_and_many_evictions():
                 led.append(u(m))
                 seen.append(m)
     assert led.statistics()["input_tokens"].count == 100
+
+
+def test_restore_to_a_checkpoint_whose_last_record_was_just_evicted():
+    """Found by the state machine: the timeline then ended exactly at the eviction line."""
+    led = UsageLedger(max_history=4)
+    led.append(u(1))
+    cp = led.checkpoint()
+    for n in range(4):
+        led.append(u(10))
+    assert led.evicted == 1
+    led.restore(cp)
+    assert len(led) == 0 and led.cumulative.input_tokens == 1
+    led.append(u(5))
+    assert led.cumulative.input_tokens == 6
+    led.append(u(1))
+    led.rollback_to_index(1)  # down to the eviction line, and a checkpoint there
+    cp2 = led.checkpoint()
+    led.append(u(7))
+    led.restore(cp2)
+    assert led.cumulative.input_tokens == 1
