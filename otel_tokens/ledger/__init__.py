@@ -381,7 +381,7 @@ class UsageLedger:
         removed = [self._record(p) for p in range(position, len(h))]
         for p in range(position, len(h)):
             phys = h.physical(p)
-            scaled = scaled_values(_usage_at(h, phys), h.amount(h.cost, phys))
+            scaled = scaled_values(h.usage(phys), h.amount(h.cost, phys))
             self._cumulative.add(scaled, -1)
             self._discarded.add(scaled)
             if scaled[5] is not None:
@@ -463,7 +463,7 @@ class UsageLedger:
             ts = h.ts
             for phys in h.positions():
                 if lo <= ts[phys] < hi:
-                    acc.add(scaled_values(_usage_at(h, phys), h.amount(h.cost, phys)))
+                    acc.add(scaled_values(h.usage(phys), h.amount(h.cost, phys)))
             return acc.freeze()
 
     def top(self, n: int = 10, by: str = "cost_usd") -> list[UsageRecord]:
@@ -556,14 +556,3 @@ class UsageLedger:
         where = f", path={self.path!r}" if self._store is not None else ""
         return f"<UsageLedger {self.name!r}: {len(self)} records, {self._evicted} evicted{where}>"
 
-
-def _usage_at(h: History, phys: int) -> Usage:
-    """The token figures of a stored record as a Usage (for re-adding it to totals)."""
-    return Usage(
-        input_tokens=h.token(0, phys),
-        output_tokens=h.token(1, phys),
-        cache_read_tokens=h.token(2, phys),
-        cache_write_tokens=h.token(3, phys),
-        reasoning_tokens=h.token(4, phys),
-        premium_requests=h.amount(h.premium, phys),
-    )

@@ -14,7 +14,7 @@ import math
 from array import array
 from typing import Iterator
 
-from ..usage import TOKEN_CLASSES, USAGE_SOURCES
+from ..usage import TOKEN_CLASSES, USAGE_SOURCES, Usage
 from .records import UsageRecord
 
 __all__ = ["History"]
@@ -111,6 +111,17 @@ class History:
         """Cost or premium requests at a physical index (None when unknown)."""
         v = arr[phys]
         return None if v != v else v
+
+    def usage(self, phys: int) -> Usage:
+        """The figures stored at a physical index, as a Usage (to re-add them to totals)."""
+        return Usage(
+            input_tokens=self.token(0, phys),
+            output_tokens=self.token(1, phys),
+            cache_read_tokens=self.token(2, phys),
+            cache_write_tokens=self.token(3, phys),
+            reasoning_tokens=self.token(4, phys),
+            premium_requests=self.amount(self.premium, phys),
+        )
 
     def record(self, position: int, index: int, id_prefix: str) -> UsageRecord:
         """Materialize the record at ``position`` as an immutable :class:`UsageRecord`."""
