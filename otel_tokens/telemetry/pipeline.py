@@ -1,0 +1,599 @@
+"""The one completion pipeline: a backend call's span, accounting and metrics.
+
+Every instrumentor (SDKs, agent CLIs, user backends) opens a :class:`CallContext` when a call
+starts and ends it exactly once with :meth:`CallContext.complete` or :meth:`CallContext.fail`.
+The pipeline then updates the bound agent's TokenState and ledger, prices the call, checks for
+anomalies, sets every span attribute and records every metric of the telemetry contract.
+
+Nothing here raises into the host program: each step is guarded, and a fault is logged once
+per kind and counted on ``otel_tokens.instrumentation.errors``. The single deliberate
+exception is :class:`BudgetExceeded`, raised by :meth:`Pipeline.start_call` only when the user
+opted in to budget enforcement.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from typing import Any, Callable, Iterator, Sequence
+
+from opentelemetry import metrics, trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from ..agents import AgentEntry, agents, current_agent
+from ..errors import LedgerPersistenceError
+from ..pricing import PriceResult, Pricer
+from ..state import Estimate, StreamHandle
+from ..usage import Usage
+from . import instruments as names
+from .anomalies import Anomaly, AnomalyGuard, BudgetExceeded
+from .faults import Faults
+from .instruments import Instruments, record_signed
+
+__all__ = [
+    "CallContext", "Pipeline", "get_guard", "get_pipeline", "on_anomaly", "set_budget",
+    "set_pipeline",
+]  # fmt: skip
+
+_SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
+_CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+_NO_PRICE = PriceResult(None, None)
+
+
+def _truthy(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+class Pipeline:
+    """Tracer, instruments, pricing and anomaly guard shared by every instrumentor."""
+
+    def __init__(
+        self,
+        tracer_provider: trace.TracerProvider | None = None,
+        meter_provider: metrics.MeterProvider | None = None,
+        *,
+        pricer: Pricer | None = None,
+        guard: AnomalyGuard | None = None,
+    ) -> None:
+        from .. import __version__
+
+        self.tracer = trace.get_tracer("otel_tokens", __version__, tracer_provider, _SCHEMA_URL)
+        meter = metrics.get_meter("otel_tokens", __version__, meter_provider, _SCHEMA_URL)
+        self.faults = Faults()
+        self.instruments = Instruments.create(meter, self._observe_utilization)
+        self.faults.bind(self.instruments.errors)
+        self.pricer = pricer if pricer is not None else Pricer.from_env()
+        self.guard = guard if guard is not None else get_guard()
+        self.capture_content = _truthy(_CAPTURE_ENV)
+
+    # -- calls ----------------------------------------------------------------------------
+    def start_call(
+        self,
+        *,
+        operation: str,
+        provider: str,
+        request_model: str | None,
+        stream: bool = False,
+        server_address: str | None = None,
+        server_port: int | None = None,
+        estimate: Estimate | None = None,
+        conversation_id: str | None = None,
+        span_name: str | None = None,
+        attributes: dict[str, Any] | None = None,
+        agent: AgentEntry | None = None,
+    ) -> CallContext:
+        """Open a call: its span (started, not yet current) and the agent's streaming state.
+
+        Raises only :class:`BudgetExceeded`, and only when budget enforcement is on.
+        """
+        try:
+            entry = agent if agent is not None else current_agent()
+        except Exception as exc:
+            self.faults.report("internal", exc)
+            entry = None
+        if entry is not None:
+            try:
+                self.guard.check_before(
+                    entry.name, estimate.input_tokens if estimate is not None else None
+                )
+            except BudgetExceeded as exc:
+                self._announce(None, exc.anomaly, {names.AGENT_NAME: entry.name})
+                raise
+            except Exception as exc:
+                self.faults.report("internal", exc)
+        return CallContext(
+            self, entry, operation, provider, request_model, stream, server_address,
+            server_port, estimate, conversation_id, span_name, attributes,
+        )  # fmt: skip
+
+    def _observe_utilization(self, options: Any) -> Iterator[metrics.Observation]:
+        """``otel_tokens.context.utilization``: each agent's displayed share of its context."""
+        try:
+            points = []
+            for entry in agents():
+                ratio = entry.state.display().ratio
+                if ratio is not None:
+                    points.append(metrics.Observation(ratio, {names.AGENT_NAME: entry.name}))
+            return iter(points)
+        except Exception as exc:
+            self.faults.report("metrics", exc)
+            return iter(())
+
+    def _announce(self, span: Any, anomaly: Anomaly, attrs: dict[str, Any]) -> None:
+        """An anomaly: span event, counter, callbacks (each guarded)."""
+        try:
+            if span is not None:
+                span.add_event(names.ANOMALY_EVENT, {
+                    names.ANOMALY_KIND: anomaly.kind,
+                    names.ANOMALY_OBSERVED: anomaly.observed,
+                    names.ANOMALY_THRESHOLD: anomaly.threshold,
+                })  # fmt: skip
+            self.instruments.anomalies.add(1, {**attrs, names.ANOMALY_KIND: anomaly.kind})
+        except Exception as exc:
+            self.faults.report("metrics", exc)
+        for callback in self.guard.callbacks:
+            try:
+                callback(anomaly)
+            except Exception as exc:
+                self.faults.report("callback", exc)
+
+
+class CallContext:
+    """One backend call from start to its single end (complete or fail)."""
+
+    __slots__ = (
+        "_pipeline", "_agent", "_span", "_start", "_first_chunk", "_estimate", "_handle",
+        "_attrs", "_stream", "_stream_key", "_ended", "_lock", "operation", "provider",
+        "request_model",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        agent: AgentEntry | None,
+        operation: str,
+        provider: str,
+        request_model: str | None,
+        stream: bool,
+        server_address: str | None,
+        server_port: int | None,
+        estimate: Estimate | None,
+        conversation_id: str | None,
+        span_name: str | None,
+        attributes: dict[str, Any] | None,
+    ) -> None:
+        self._pipeline = pipeline
+        self._agent = agent
+        self._start = time.perf_counter()
+        self._first_chunk: float | None = None
+        self._estimate = estimate
+        self._handle: StreamHandle | None = None
+        self._stream = stream
+        self._stream_key: object | None = None
+        self._ended = False
+        self._lock = threading.Lock()
+        self.operation = operation
+        self.provider = provider
+        self.request_model = request_model
+        agent_name = agent.name if agent is not None else "default"
+        attrs: dict[str, Any] = {
+            names.OPERATION: operation,
+            names.PROVIDER: provider,
+            names.AGENT_NAME: agent_name,
+        }
+        if request_model:
+            attrs[names.REQUEST_MODEL] = request_model
+        if server_address:
+            attrs[names.SERVER_ADDRESS] = server_address
+        self._attrs = attrs  # the common metric attributes
+        self._span: Any = None
+        try:
+            span_attrs = dict(attrs)
+            span_attrs[names.REQUEST_STREAM] = bool(stream)
+            if server_port:
+                span_attrs[names.SERVER_PORT] = server_port
+            if conversation_id:
+                span_attrs[names.CONVERSATION_ID] = conversation_id
+            if estimate is not None:
+                span_attrs[names.ESTIMATE_INPUT] = estimate.input_tokens
+                span_attrs[names.ESTIMATE_SOURCE] = estimate.source
+            if attributes:
+                span_attrs.update(attributes)
+            name = span_name or (f"{operation} {request_model}" if request_model else operation)
+            self._span = pipeline.tracer.start_span(
+                name, kind=SpanKind.CLIENT, attributes=span_attrs
+            )
+        except Exception as exc:
+            pipeline.faults.report("span", exc)
+        if stream and agent is not None:
+            try:
+                self._handle = agent.state.start_streaming(estimate)
+            except Exception as exc:
+                pipeline.faults.report("state", exc)
+
+    # -- during the call ------------------------------------------------------------------
+    @property
+    def span(self) -> Any:
+        """The call's span (a non-recording one if the span could not be started)."""
+        return self._span if self._span is not None else trace.INVALID_SPAN
+
+    @property
+    def ended(self) -> bool:
+        """True once complete() or fail() ran."""
+        return self._ended
+
+    @property
+    def estimate(self) -> Estimate | None:
+        """The pre-call (or latest) input estimate."""
+        return self._estimate
+
+    @contextlib.contextmanager
+    def activate(self) -> Iterator[None]:
+        """Make the call's span current (so HTTP client spans nest under it)."""
+        span = self._span
+        if span is None:
+            yield
+            return
+        token = None
+        try:
+            from opentelemetry import context as otel_context
+
+            token = otel_context.attach(trace.set_span_in_context(span))
+        except Exception as exc:
+            self._pipeline.faults.report("span", exc)
+        try:
+            yield
+        finally:
+            if token is not None:
+                try:
+                    otel_context.detach(token)
+                except Exception as exc:
+                    self._pipeline.faults.report("span", exc)
+
+    def first_chunk(self) -> None:
+        """Note the first streamed chunk (time to first chunk); later calls are ignored."""
+        if self._first_chunk is None:
+            self._first_chunk = time.perf_counter()
+
+    def update_estimate(self, estimate: Estimate) -> None:
+        """Replace the input estimate (e.g. once more of a streamed request is known)."""
+        try:
+            self._estimate = estimate
+            if self._handle is not None and self._agent is not None and not self._ended:
+                self._agent.state.set_estimate(self._handle, estimate)
+        except Exception as exc:
+            self._pipeline.faults.report("state", exc)
+
+    def stream_usage(self, usage: Usage) -> None:
+        """A running usage total seen mid-stream (replaces the previous one in the ledger)."""
+        try:
+            if self._agent is not None and not self._ended:
+                if self._stream_key is None:
+                    self._stream_key = object()
+                self._agent.ledger.stream_update(self._stream_key, usage)
+        except Exception as exc:
+            self._pipeline.faults.report("ledger", exc)
+
+    # -- the end --------------------------------------------------------------------------
+    def complete(
+        self,
+        usage: Usage | None,
+        *,
+        response_model: str | None = None,
+        response_id: str | None = None,
+        finish_reasons: Sequence[str] | None = None,
+        attributes: dict[str, Any] | None = None,
+    ) -> None:
+        """End the call successfully with its usage (None: the backend reported none)."""
+        self._end(usage, None, response_model, response_id, finish_reasons, attributes)
+
+    def fail(
+        self,
+        error: BaseException | str,
+        usage: Usage | None = None,
+        *,
+        response_model: str | None = None,
+        response_id: str | None = None,
+        attributes: dict[str, Any] | None = None,
+    ) -> None:
+        """End the call as failed: ``error.type``, ERROR status, no turn counted. Usage that
+        arrived before the failure (billed tokens) is still recorded."""
+        self._end(usage, error, response_model, response_id, None, attributes)
+
+    def _end(
+        self,
+        usage: Usage | None,
+        error: BaseException | str | None,
+        response_model: str | None,
+        response_id: str | None,
+        finish_reasons: Sequence[str] | None,
+        attributes: dict[str, Any] | None,
+    ) -> None:
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+        duration = time.perf_counter() - self._start
+        try:
+            self._account(usage, error, response_model, response_id, finish_reasons,
+                          attributes, duration)  # fmt: skip
+        except Exception as exc:
+            self._pipeline.faults.report("internal", exc)
+        finally:
+            if self._span is not None:
+                try:
+                    self._span.end()
+                except Exception as exc:
+                    self._pipeline.faults.report("span", exc)
+
+    def _account(
+        self,
+        usage: Usage | None,
+        error: BaseException | str | None,
+        response_model: str | None,
+        response_id: str | None,
+        finish_reasons: Sequence[str] | None,
+        attributes: dict[str, Any] | None,
+        duration: float,
+    ) -> None:
+        p = self._pipeline
+        faults = p.faults
+        inst = p.instruments
+        span = self._span
+        agent = self._agent
+        failed = error is not None
+
+        if usage is None:
+            if not failed:
+                faults.report("usage_missing", detail=f"{self.provider} returned no usage")
+            usage = Usage()
+        elif type(usage) is not Usage:
+            faults.report("usage_invalid", detail=f"not a Usage: {type(usage).__name__}")
+            usage = Usage()
+        response_model = response_model or usage.model
+        has_tokens = usage.input_tokens is not None or usage.output_tokens is not None
+
+        price = _NO_PRICE
+        try:
+            price = p.pricer.price(usage, self.provider, response_model or self.request_model)
+        except Exception as exc:
+            faults.report("pricing", exc)
+
+        trace_id = span_id = None
+        if span is not None:
+            try:
+                ctx = span.get_span_context()
+                if ctx.is_valid:
+                    trace_id, span_id = ctx.trace_id, ctx.span_id
+            except Exception as exc:
+                faults.report("span", exc)
+
+        if agent is not None:
+            try:
+                if failed:
+                    agent.state.fail(self._handle)
+                else:
+                    agent.state.complete(usage, self._handle)
+            except Exception as exc:
+                faults.report("state", exc)
+            try:
+                ledger = agent.ledger
+                if failed and not has_tokens:
+                    if self._stream_key is not None:
+                        ledger.stream_discard(self._stream_key)
+                else:
+                    record = {"cost_usd": price.cost_usd, "request_id": response_id,
+                              "trace_id": trace_id, "span_id": span_id}  # fmt: skip
+                    if self._stream_key is not None:
+                        ledger.stream_finalize(self._stream_key, usage, **record)
+                    else:
+                        ledger.append(usage, **record)
+            except LedgerPersistenceError as exc:
+                faults.report("ledger_persistence", exc)
+            except Exception as exc:
+                faults.report("ledger", exc)
+
+        attrs = self._attrs
+        if response_model:
+            attrs = {**attrs, names.RESPONSE_MODEL: response_model}
+
+        anomalies: list[Anomaly] = []
+        if agent is not None and (has_tokens or price.cost_usd is not None):
+            try:
+                anomalies = p.guard.observe(
+                    agent.name, usage.total_tokens, price.cost_usd, response_model
+                )
+            except Exception as exc:
+                faults.report("internal", exc)
+
+        estimate = self._estimate
+        estimate_error = None
+        if estimate is not None and usage.input_tokens and usage.source != "estimated":
+            estimate_error = (estimate.input_tokens - usage.input_tokens) / usage.input_tokens
+
+        ttfc = None
+        if self._first_chunk is not None:
+            ttfc = self._first_chunk - self._start
+
+        if span is not None:
+            try:
+                self._set_span_attributes(
+                    span, usage, error, response_model, response_id, finish_reasons,
+                    price, estimate_error, ttfc, attributes,
+                )  # fmt: skip
+            except Exception as exc:
+                faults.report("span", exc)
+        for anomaly in anomalies:
+            p._announce(span, anomaly, attrs)
+
+        try:
+            inst_attrs = attrs
+            error_type = _error_type(error) if failed else None
+            duration_attrs = {**attrs, names.ERROR_TYPE: error_type} if failed else attrs
+            inst.duration.record(duration, duration_attrs)
+            if ttfc is not None and self._stream:
+                inst.time_to_first_chunk.record(ttfc, duration_attrs)
+            source = usage.source
+            for field, _span_attr, token_type in names.TOKEN_ATTRIBUTES:
+                value = getattr(usage, field)
+                if value is None:
+                    continue
+                if token_type in ("input", "output"):
+                    inst.token_usage.record(value, {**inst_attrs, names.TOKEN_TYPE: token_type})
+                inst.tokens.add(
+                    value, {**inst_attrs, names.TOKEN_TYPE: token_type, names.USAGE_SOURCE: source}
+                )
+            if price.cost_usd is not None:
+                inst.cost.add(price.cost_usd, {**inst_attrs, names.COST_SOURCE: price.source})
+            elif price.unpriced and has_tokens:
+                inst.unpriced.add(1, inst_attrs)
+            if usage.premium_requests is not None:
+                inst.premium_requests.add(usage.premium_requests, inst_attrs)
+            if estimate_error is not None and estimate is not None:
+                record_signed(
+                    inst.estimate_error, estimate_error,
+                    {**inst_attrs, names.ESTIMATE_SOURCE: estimate.source},
+                )  # fmt: skip
+        except Exception as exc:
+            faults.report("metrics", exc)
+
+    def _set_span_attributes(
+        self,
+        span: Any,
+        usage: Usage,
+        error: BaseException | str | None,
+        response_model: str | None,
+        response_id: str | None,
+        finish_reasons: Sequence[str] | None,
+        price: PriceResult,
+        estimate_error: float | None,
+        ttfc: float | None,
+        extra: dict[str, Any] | None,
+    ) -> None:
+        if not span.is_recording():
+            return
+        values: dict[str, Any] = {names.USAGE_SOURCE: usage.source}
+        for field, span_attr, _token_type in names.TOKEN_ATTRIBUTES:
+            value = getattr(usage, field)
+            if value is not None:  # a class the backend did not report is absent, never 0
+                values[span_attr] = value
+        if response_model:
+            values[names.RESPONSE_MODEL] = response_model
+        response_id = response_id or usage.response_id
+        if response_id:
+            values[names.RESPONSE_ID] = response_id
+        if finish_reasons:
+            values[names.FINISH_REASONS] = tuple(str(r) for r in finish_reasons)
+        if price.cost_usd is not None:
+            values[names.COST_USD] = price.cost_usd
+            values[names.COST_SOURCE] = price.source
+        if usage.premium_requests is not None:
+            values[names.PREMIUM_REQUESTS] = usage.premium_requests
+        if estimate_error is not None:
+            values[names.ESTIMATE_ERROR] = estimate_error
+        if ttfc is not None:
+            values[names.TIME_TO_FIRST_CHUNK] = ttfc
+        agent = self._agent
+        if agent is not None:
+            state = agent.state
+            values[names.STATE_TURN_COUNT] = state.turn_count
+            values[names.STATE_TOTAL_OUTPUT] = state.total_output_tokens
+            if state.max_observed_input_tokens is not None:
+                values[names.STATE_MAX_OBSERVED_INPUT] = state.max_observed_input_tokens
+            ratio = state.display().ratio
+            if ratio is not None:
+                values[names.STATE_CONTEXT_UTILIZATION] = ratio
+        if extra:
+            values.update(extra)
+        if error is not None:
+            error_type = _error_type(error)
+            values[names.ERROR_TYPE] = error_type
+            message = str(error) if isinstance(error, BaseException) else error
+            span.set_status(Status(StatusCode.ERROR, message[:1000] or error_type))
+        span.set_attributes(values)
+
+
+def _error_type(error: BaseException | str | None) -> str:
+    """``error.type``: the exception's qualified class name, or the given string."""
+    if error is None:
+        return ""
+    if isinstance(error, BaseException):
+        cls = type(error)
+        module = cls.__module__
+        return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
+    return str(error)
+
+
+# -- the process-wide pipeline ----------------------------------------------------------------
+_pipeline: Pipeline | None = None
+_pipeline_lock = threading.Lock()
+
+
+def get_pipeline() -> Pipeline:
+    """The process-wide pipeline (built on the global providers on first use).
+
+    On the hot path a configuration error (a malformed price file) cannot be raised: it is
+    counted, and prices fall back to genai-prices alone. ``configure()``/``instrument()``
+    raise it at start instead.
+    """
+    global _pipeline
+    pipeline = _pipeline
+    if pipeline is None:
+        with _pipeline_lock:
+            if _pipeline is None:
+                try:
+                    _pipeline = Pipeline()
+                except Exception as exc:
+                    _pipeline = Pipeline(pricer=Pricer(), guard=AnomalyGuard())
+                    _pipeline.faults.report("config", exc)  # logged with the file's problem
+            pipeline = _pipeline
+    return pipeline
+
+
+def set_pipeline(pipeline: Pipeline | None) -> Pipeline | None:
+    """Replace the process-wide pipeline (``instrument(tracer_provider=...)``, tests)."""
+    global _pipeline
+    with _pipeline_lock:
+        previous, _pipeline = _pipeline, pipeline
+    return previous
+
+
+_guard: AnomalyGuard | None = None
+
+
+def get_guard() -> AnomalyGuard:
+    """The process-wide anomaly guard (budgets, spike rule, callbacks), from the environment."""
+    global _guard
+    if _guard is None:
+        with _pipeline_lock:
+            if _guard is None:
+                _guard = AnomalyGuard.from_env()
+    return _guard
+
+
+def on_anomaly(callback: Callable[[Anomaly], None]) -> Callable[[Anomaly], None]:
+    """Call ``callback(anomaly)`` on every anomaly (usable as a decorator); its exceptions are
+    caught and counted."""
+    get_guard().add_callback(callback)
+    return callback
+
+
+def set_budget(
+    agent: str,
+    *,
+    tokens: int | None = None,
+    usd: float | None = None,
+    window_seconds: float = 3600.0,
+    enforce: bool = False,
+) -> None:
+    """Give ``agent`` a rolling-window budget; with ``enforce=True`` its next call raises
+    :class:`BudgetExceeded` once the budget is spent (or would be, by the call's estimate).
+    With neither ``tokens`` nor ``usd`` the agent's budget is removed."""
+    from .anomalies import Budget
+
+    budget = None
+    if tokens is not None or usd is not None:
+        budget = Budget(tokens=tokens, usd=usd, window_seconds=window_seconds, enforce=enforce)
+    get_guard().set_budget(agent, budget)

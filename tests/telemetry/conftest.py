@@ -1,0 +1,94 @@
+"""In-memory OpenTelemetry SDK around a fresh pipeline, and helpers to read what it got."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otel_tokens import AnomalyGuard, Pipeline, Pricer
+from otel_tokens.telemetry.instruments import views
+from otel_tokens.telemetry.pipeline import set_pipeline
+
+
+@dataclass
+class Point:
+    name: str
+    unit: str
+    attributes: dict[str, Any]
+    value: Any = None  # counters and gauges
+    sum: float | None = None  # histograms
+    count: int | None = None
+    bounds: tuple[float, ...] = ()
+    bucket_counts: tuple[int, ...] = ()
+
+
+@dataclass
+class Telemetry:
+    pipeline: Pipeline
+    spans: InMemorySpanExporter
+    reader: InMemoryMetricReader
+    tracer_provider: TracerProvider
+    meter_provider: MeterProvider
+
+    def finished(self) -> list:
+        return list(self.spans.get_finished_spans())
+
+    def span(self):
+        (span,) = self.finished()
+        return span
+
+    def points(self, name: str | None = None) -> list[Point]:
+        out = []
+        data = self.reader.get_metrics_data()
+        for rm in data.resource_metrics if data else []:
+            for sm in rm.scope_metrics:
+                for m in sm.metrics:
+                    if name is not None and m.name != name:
+                        continue
+                    for dp in m.data.data_points:
+                        p = Point(m.name, m.unit, dict(dp.attributes))
+                        if hasattr(dp, "bucket_counts"):
+                            p.sum, p.count = dp.sum, dp.count
+                            p.bounds, p.bucket_counts = tuple(dp.explicit_bounds), tuple(dp.bucket_counts)
+                        else:
+                            p.value = dp.value
+                        out.append(p)
+        return out
+
+    def point(self, name: str, **attrs: Any) -> Point:
+        found = [p for p in self.points(name)
+                 if all(p.attributes.get(k.replace("__", ".")) == v for k, v in attrs.items())]
+        assert len(found) == 1, f"{name} {attrs}: {found}"
+        return found[0]
+
+    def errors(self) -> dict[str, float]:
+        return {p.attributes["otel_tokens.error.kind"]: p.value
+                for p in self.points("otel_tokens.instrumentation.errors")}
+
+
+def make_telemetry(pricer: Pricer | None = None, guard: AnomalyGuard | None = None,
+                   span_processor: Any = None) -> Telemetry:
+    spans = InMemorySpanExporter()
+    tp = TracerProvider()
+    tp.add_span_processor(SimpleSpanProcessor(spans))
+    if span_processor is not None:
+        tp.add_span_processor(span_processor)
+    reader = InMemoryMetricReader()
+    mp = MeterProvider(metric_readers=[reader], views=views())
+    pipeline = Pipeline(tp, mp, pricer=pricer or Pricer(), guard=guard or AnomalyGuard())
+    return Telemetry(pipeline, spans, reader, tp, mp)
+
+
+@pytest.fixture
+def telemetry():
+    t = make_telemetry()
+    previous = set_pipeline(t.pipeline)
+    yield t
+    set_pipeline(previous)
