@@ -8,6 +8,7 @@ import pytest
 from hypothesis import settings
 
 import otel_tokens
+from otel_tokens.agents import _current
 
 settings.register_profile("ci", deadline=None, print_blob=True)
 settings.load_profile("ci")
@@ -19,5 +20,7 @@ def _fresh_agents(monkeypatch: pytest.MonkeyPatch):
         if name.startswith("OTEL_TOKENS_"):
             monkeypatch.delenv(name)
     otel_tokens.clear_agents()
+    binding = _current.set(None)
     yield
+    _current.reset(binding)
     otel_tokens.clear_agents()

@@ -119,7 +119,8 @@ def test_ledger_settings_from_environment(monkeypatch, tmp_path):
 
 def test_eight_threads_ten_thousand_completions_each_are_exact():
     threads_n, per_thread = 8, 10_000
-    entry = otel_tokens.agent("busy", max_input_tokens=200_000).__enter__()
+    with otel_tokens.agent("busy", max_input_tokens=200_000) as entry:
+        pass
     barrier = threading.Barrier(threads_n)
 
     def work(t):
