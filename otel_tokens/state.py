@@ -114,12 +114,12 @@ class TokenState:
     # -- read side ------------------------------------------------------------------------
     @property
     def input_tokens(self) -> int | None:
-        """Reported input tokens of the last completed turn (None if never reported)."""
+        """Reported input tokens of the last completed turn that reported them."""
         return self._input_tokens
 
     @property
     def output_tokens(self) -> int | None:
-        """Output tokens of the last completed turn."""
+        """Output tokens of the last completed turn that reported them."""
         return self._output_tokens
 
     @property
@@ -199,9 +199,10 @@ class TokenState:
     def complete(self, usage: Usage, handle: StreamHandle | None = None) -> None:
         """Apply a completed call's usage: one turn, its output, its reported input.
 
-        ``handle`` is the stream this completion ends (None for a non-streamed call). An
-        ``estimated`` usage never sets ``input_tokens`` (invariant 2): that turn's input is
-        then unknown.
+        ``handle`` is the stream this completion ends (None for a non-streamed call). Input
+        is taken only from reported usage (invariant 2): when a turn's input is unknown or
+        only ``estimated``, ``input_tokens`` keeps the last reported value, so the displayed
+        context does not vanish; likewise an unknown output keeps ``output_tokens``.
         """
         if not isinstance(usage, Usage):
             raise TypeError(f"usage must be a Usage, got {type(usage).__name__}")
@@ -210,9 +211,10 @@ class TokenState:
         with self._lock:
             if handle is not None:
                 del self._streams[self._open(handle, "complete")]
-            self._input_tokens = reported_input
-            self._output_tokens = output
+            if reported_input is not None:
+                self._input_tokens = reported_input
             if output is not None:
+                self._output_tokens = output
                 self._total_output_tokens += output
             self._turn_count += 1
             if reported_input is not None and (

@@ -561,13 +561,14 @@ def set_pipeline(pipeline: Pipeline | None) -> Pipeline | None:
 
 
 _guard: AnomalyGuard | None = None
+_guard_lock = threading.Lock()  # not _pipeline_lock: building a pipeline takes the guard
 
 
 def get_guard() -> AnomalyGuard:
     """The process-wide anomaly guard (budgets, spike rule, callbacks), from the environment."""
     global _guard
     if _guard is None:
-        with _pipeline_lock:
+        with _guard_lock:
             if _guard is None:
                 _guard = AnomalyGuard.from_env()
     return _guard

@@ -130,6 +130,7 @@ def configure(
         if _setup is not None:
             return _setup
         closers: list[Any] = []
+        faults: list[tuple[str, Any, str]] = []  # reported once the pipeline exists
         tracer_provider = trace.get_tracer_provider()
         meter_provider = metrics.get_meter_provider()
         own = _is_proxy(tracer_provider) or _is_proxy(meter_provider)
@@ -141,10 +142,13 @@ def configure(
             trace.set_tracer_provider(tracer_provider)
         if _is_proxy(meter_provider):
             meter_provider, metrics_to, prometheus_url = _build_meter_provider(
-                resource, closers, prometheus_port, prometheus_host
+                resource, closers, prometheus_port, prometheus_host, faults
             )
             metrics.set_meter_provider(meter_provider)
-        set_pipeline(Pipeline())  # raises configuration errors now, not on the first call
+        pipeline = Pipeline()  # raises configuration errors now, not on the first call
+        set_pipeline(pipeline)
+        for kind, exc, detail in faults:
+            pipeline.faults.report(kind, exc, detail)
         _setup = Setup(tracer_provider, meter_provider, traces_to, metrics_to, prometheus_url,
                        own, closers)  # fmt: skip
         _log.info("otel_tokens: traces -> %s; metrics -> %s", traces_to, metrics_to)
@@ -174,7 +178,11 @@ def _build_tracer_provider(resource: Any, closers: list[Any]) -> tuple[Any, str]
 
 
 def _build_meter_provider(
-    resource: Any, closers: list[Any], port: int | None, host: str | None
+    resource: Any,
+    closers: list[Any],
+    port: int | None,
+    host: str | None,
+    faults: list[tuple[str, Any, str]],
 ) -> tuple[Any, str, str | None]:
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
@@ -194,7 +202,7 @@ def _build_meter_provider(
         readers.append(PeriodicExportingMetricReader(GuardedMetricExporter(ConsoleMetricExporter())))
         where = "console"
     elif choice == "prometheus":
-        reader, where, url = _prometheus(port, host, closers)
+        reader, where, url = _prometheus(port, host, closers, faults)
         if reader is not None:
             readers.append(reader)
     elif choice == "none":
@@ -208,7 +216,9 @@ def _build_meter_provider(
     return provider, where, url
 
 
-def _prometheus(port: int | None, host: str | None, closers: list[Any]) -> tuple[Any, str, str | None]:
+def _prometheus(
+    port: int | None, host: str | None, closers: list[Any], faults: list[tuple[str, Any, str]]
+) -> tuple[Any, str, str | None]:
     if port is None:
         raw = _env("OTEL_TOKENS_PROMETHEUS_PORT", "OTEL_EXPORTER_PROMETHEUS_PORT") or "9464"
         try:
@@ -229,7 +239,7 @@ def _prometheus(port: int | None, host: str | None, closers: list[Any]) -> tuple
     try:
         started = start_http_server(port, addr=host)
     except OSError as exc:
-        get_pipeline().faults.report("exporter", exc, f"cannot serve /metrics on {host}:{port}")
+        faults.append(("exporter", exc, f"cannot serve /metrics on {host}:{port}"))
         return reader, f"nowhere (port {host}:{port} unavailable: {exc.strerror})", None
     if isinstance(started, tuple):  # prometheus_client >= 0.16 returns (server, thread)
         server = started[0]

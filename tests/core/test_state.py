@@ -57,17 +57,21 @@ def test_input_only_from_reported_usage():
     s = TokenState()
     s.complete(Usage(input_tokens=100, output_tokens=1))
     s.complete(Usage(input_tokens=5000, output_tokens=2, source="estimated"))
-    assert s.input_tokens is None  # that turn's input is unknown, the estimate is not taken
+    assert s.input_tokens == 100  # the estimate is never taken; the last reported value stays
     assert s.max_observed_input_tokens == 100
     assert s.turn_count == 2 and s.total_output_tokens == 3
     s.complete(Usage(input_tokens=150, output_tokens=1, source="parsed_text"))
     assert s.input_tokens == 150
 
 
-def test_unknown_output_adds_nothing_but_counts_the_turn():
-    s = TokenState()
+def test_unknown_classes_keep_the_last_reported_values_and_count_the_turn():
+    s = TokenState(max_input_tokens=100)
     s.complete(Usage(input_tokens=10))
     assert (s.turn_count, s.total_output_tokens, s.output_tokens) == (1, 0, None)
+    s.complete(Usage(input_tokens=40, output_tokens=5))
+    s.complete(Usage())  # a turn whose backend reported nothing
+    assert (s.turn_count, s.input_tokens, s.output_tokens, s.total_output_tokens) == (3, 40, 5, 5)
+    assert s.display().percent == 40.0
 
 
 def test_set_estimate_replaces_and_latest_stream_is_shown():

@@ -116,8 +116,8 @@ class AccountingMachine(RuleBasedStateMachine):
         m.turns += 1
         m.total_output += usage.output_tokens or 0
         reported = usage.input_tokens if usage.source != "estimated" else None
-        m.last_input = reported
         if reported is not None:
+            m.last_input = reported
             m.max_observed = reported if m.max_observed is None else max(m.max_observed, reported)
         return uid
 
@@ -222,7 +222,7 @@ class AccountingMachine(RuleBasedStateMachine):
         assert s.status == ("streaming" if self.streams else "idle")
         if s.current_estimate is not None:
             assert s.status == "streaming"
-        assert s.input_tokens == m.last_input  # (2) only reported input
+        assert s.input_tokens == m.last_input  # (2) only reported input (the last one)
         assert s.total_output_tokens == m.total_output  # (3)
         assert s.turn_count == m.turns  # (4)
         assert s.max_observed_input_tokens == m.max_observed  # (5)
