@@ -27,7 +27,7 @@ class Faults:
         self.counts: dict[str, int] = {}
 
     def bind(self, counter: Any) -> None:
-        """Attach the ``otel_tokens.instrumentation.errors`` counter."""
+        """Attach the ``otel_tokens.instrumentation.errors`` sums (a ``CounterSums``)."""
         self._counter = counter
 
     def report(self, kind: str, exc: BaseException | None = None, detail: str = "") -> None:
@@ -45,6 +45,6 @@ class Faults:
                     kind, what, kind, exc_info=exc if kind == "internal" else None,
                 )  # fmt: skip
             if self._counter is not None:
-                self._counter.add(1, {"otel_tokens.error.kind": kind})
+                self._counter.add(1, (("otel_tokens.error.kind", kind),))
         except Exception:  # the error counter itself failing must not escape either
             pass

@@ -8,10 +8,11 @@ carry yet) are defined here, once. ``docs/telemetry-contract.md`` is the public 
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
-from opentelemetry.metrics import Counter, Histogram, Meter, ObservableGauge, Observation
+from opentelemetry.metrics import Histogram, Meter, ObservableGauge, Observation
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _gen_ai
 from opentelemetry.semconv.attributes import error_attributes as _error
 from opentelemetry.semconv.attributes import server_attributes as _server
@@ -105,6 +106,36 @@ def views() -> list[Any]:
     ]
 
 
+AttributeKey = tuple  # ((name, value), ...): a hashable attribute set
+
+
+class CounterSums:
+    """Running sums behind one counter of the contract, per attribute set.
+
+    Counters are asynchronous instruments over these sums: a call adds to a dict entry
+    (well under a microsecond) and the SDK turns the sums into points once per collection,
+    instead of validating and hashing attributes on every call (~8 us per measurement).
+    Exported names, units, attributes and values are those of a synchronous counter.
+    """
+
+    __slots__ = ("_values", "_lock")
+
+    def __init__(self) -> None:
+        self._values: dict[AttributeKey, float] = {}
+        self._lock = threading.Lock()
+
+    def add(self, amount: float, key: AttributeKey) -> None:
+        """Add ``amount`` (>= 0) to the sum of attribute set ``key``."""
+        with self._lock:
+            self._values[key] = self._values.get(key, 0) + amount
+
+    def observe(self, options: Any = None) -> list[Observation]:
+        """The SDK callback: one cumulative point per attribute set."""
+        with self._lock:
+            items = list(self._values.items())
+        return [Observation(value, dict(key)) for key, value in items]
+
+
 @dataclass(frozen=True, slots=True)
 class Instruments:
     """Every metric instrument of the contract, created once per meter."""
@@ -112,14 +143,14 @@ class Instruments:
     token_usage: Histogram
     duration: Histogram
     time_to_first_chunk: Histogram
-    tokens: Counter
-    cost: Counter
-    premium_requests: Counter
     estimate_error: Histogram
     context_utilization: ObservableGauge
-    anomalies: Counter
-    unpriced: Counter
-    errors: Counter
+    tokens: CounterSums
+    cost: CounterSums
+    premium_requests: CounterSums
+    anomalies: CounterSums
+    unpriced: CounterSums
+    errors: CounterSums
 
     @classmethod
     def create(
@@ -133,19 +164,18 @@ class Instruments:
                 explicit_bucket_boundaries_advisory=list(HISTOGRAM_BUCKETS[name]),
             )  # fmt: skip
 
+        def counter(name: str, unit: str, description: str) -> CounterSums:
+            sums = CounterSums()
+            meter.create_observable_counter(
+                name, callbacks=[sums.observe], unit=unit, description=description
+            )
+            return sums
+
         return cls(
             token_usage=histogram(TOKEN_USAGE, "{token}", "Input and output tokens per call."),
             duration=histogram(OPERATION_DURATION, "s", "Duration of a GenAI client operation."),
             time_to_first_chunk=histogram(
                 OPERATION_TTFC, "s", "Time from request to the first chunk of a streamed response."
-            ),
-            tokens=meter.create_counter(
-                TOKENS, unit="{token}", description="Tokens by type (input, output, cache read, "
-                "cache write, reasoning) and usage source.",
-            ),  # fmt: skip
-            cost=meter.create_counter(COST, unit="USD", description="Cost of calls in USD."),
-            premium_requests=meter.create_counter(
-                PREMIUM, unit="{request}", description="Premium requests (e.g. GitHub Copilot)."
             ),
             estimate_error=histogram(
                 ESTIMATE_ERROR_METRIC, "1", "(estimate - actual) / actual of input tokens."
@@ -154,16 +184,14 @@ class Instruments:
                 CONTEXT_UTILIZATION, callbacks=[utilization], unit="1",
                 description="Share of the context window in use, per agent (the displayed value).",
             ),  # fmt: skip
-            anomalies=meter.create_counter(
-                ANOMALIES, unit="{event}", description="Budget and spike anomalies detected."
-            ),
-            unpriced=meter.create_counter(
-                UNPRICED, unit="{request}", description="Calls whose model has no known price."
-            ),
-            errors=meter.create_counter(
-                INSTRUMENTATION_ERRORS, unit="{error}",
-                description="Faults inside otel_tokens (caught; the host call was unaffected).",
-            ),  # fmt: skip
+            tokens=counter(TOKENS, "{token}", "Tokens by type (input, output, cache read, "
+                           "cache write, reasoning) and usage source."),  # fmt: skip
+            cost=counter(COST, "USD", "Cost of calls in USD."),
+            premium_requests=counter(PREMIUM, "{request}", "Premium requests (e.g. GitHub Copilot)."),
+            anomalies=counter(ANOMALIES, "{event}", "Budget and spike anomalies detected."),
+            unpriced=counter(UNPRICED, "{request}", "Calls whose model has no known price."),
+            errors=counter(INSTRUMENTATION_ERRORS, "{error}",
+                           "Faults inside otel_tokens (caught; the host call was unaffected)."),  # fmt: skip
         )
 
 

@@ -130,7 +130,8 @@ class Pipeline:
                     names.ANOMALY_OBSERVED: anomaly.observed,
                     names.ANOMALY_THRESHOLD: anomaly.threshold,
                 })  # fmt: skip
-            self.instruments.anomalies.add(1, {**attrs, names.ANOMALY_KIND: anomaly.kind})
+            key = (*attrs.items(), (names.ANOMALY_KIND, anomaly.kind))
+            self.instruments.anomalies.add(1, key)
         except Exception as exc:
             self.faults.report("metrics", exc)
         for callback in self.guard.callbacks:
@@ -429,32 +430,31 @@ class CallContext:
             p._announce(span, anomaly, attrs)
 
         try:
-            inst_attrs = attrs
             error_type = _error_type(error) if failed else None
             duration_attrs = {**attrs, names.ERROR_TYPE: error_type} if failed else attrs
             inst.duration.record(duration, duration_attrs)
             if ttfc is not None and self._stream:
                 inst.time_to_first_chunk.record(ttfc, duration_attrs)
-            source = usage.source
+            key = tuple(attrs.items())
+            source_item = (names.USAGE_SOURCE, usage.source)
+            tokens = inst.tokens
             for field, _span_attr, token_type in names.TOKEN_ATTRIBUTES:
                 value = getattr(usage, field)
                 if value is None:
                     continue
-                if token_type in ("input", "output"):
-                    inst.token_usage.record(value, {**inst_attrs, names.TOKEN_TYPE: token_type})
-                inst.tokens.add(
-                    value, {**inst_attrs, names.TOKEN_TYPE: token_type, names.USAGE_SOURCE: source}
-                )
+                if token_type == "input" or token_type == "output":
+                    inst.token_usage.record(value, {**attrs, names.TOKEN_TYPE: token_type})
+                tokens.add(value, (*key, (names.TOKEN_TYPE, token_type), source_item))
             if price.cost_usd is not None:
-                inst.cost.add(price.cost_usd, {**inst_attrs, names.COST_SOURCE: price.source})
+                inst.cost.add(price.cost_usd, (*key, (names.COST_SOURCE, price.source)))
             elif price.unpriced and has_tokens:
-                inst.unpriced.add(1, inst_attrs)
+                inst.unpriced.add(1, key)
             if usage.premium_requests is not None:
-                inst.premium_requests.add(usage.premium_requests, inst_attrs)
+                inst.premium_requests.add(usage.premium_requests, key)
             if estimate_error is not None and estimate is not None:
                 record_signed(
                     inst.estimate_error, estimate_error,
-                    {**inst_attrs, names.ESTIMATE_SOURCE: estimate.source},
+                    {**attrs, names.ESTIMATE_SOURCE: estimate.source},
                 )  # fmt: skip
         except Exception as exc:
             faults.report("metrics", exc)
