@@ -286,9 +286,16 @@ class CallContext:
         response_id: str | None = None,
         finish_reasons: Sequence[str] | None = None,
         attributes: dict[str, Any] | None = None,
+        parts: Sequence[Usage] | None = None,
     ) -> None:
-        """End the call successfully with its usage (None: the backend reported none)."""
-        self._end(usage, None, response_model, response_id, finish_reasons, attributes)
+        """End the call successfully with its usage (None: the backend reported none).
+
+        ``parts`` splits a call that used several models (an agent-CLI run) into per-model
+        usages: each is priced with its own model and gets its own ledger record and metric
+        points, while the call counts one turn and one span with the total (``usage``, or
+        the sum of the parts when ``usage`` is None).
+        """
+        self._end(usage, None, response_model, response_id, finish_reasons, attributes, parts)
 
     def fail(
         self,
@@ -298,10 +305,11 @@ class CallContext:
         response_model: str | None = None,
         response_id: str | None = None,
         attributes: dict[str, Any] | None = None,
+        parts: Sequence[Usage] | None = None,
     ) -> None:
         """End the call as failed: ``error.type``, ERROR status, no turn counted. Usage that
         arrived before the failure (billed tokens) is still recorded."""
-        self._end(usage, error, response_model, response_id, None, attributes)
+        self._end(usage, error, response_model, response_id, None, attributes, parts)
 
     def _end(
         self,
@@ -311,6 +319,7 @@ class CallContext:
         response_id: str | None,
         finish_reasons: Sequence[str] | None,
         attributes: dict[str, Any] | None,
+        parts: Sequence[Usage] | None = None,
     ) -> None:
         with self._lock:
             if self._ended:
@@ -319,7 +328,7 @@ class CallContext:
         duration = time.perf_counter() - self._start
         try:
             self._account(usage, error, response_model, response_id, finish_reasons,
-                          attributes, duration)  # fmt: skip
+                          attributes, duration, parts)  # fmt: skip
         except Exception as exc:
             self._pipeline.faults.report("internal", exc)
         finally:
@@ -338,6 +347,7 @@ class CallContext:
         finish_reasons: Sequence[str] | None,
         attributes: dict[str, Any] | None,
         duration: float,
+        parts: Sequence[Usage] | None = None,
     ) -> None:
         p = self._pipeline
         faults = p.faults
@@ -346,6 +356,13 @@ class CallContext:
         agent = self._agent
         failed = error is not None
 
+        if parts:
+            valid = [part for part in parts if type(part) is Usage]
+            if len(valid) != len(parts):
+                faults.report("usage_invalid", detail="a usage part is not a Usage")
+            parts = valid
+            if usage is None and parts:
+                usage = sum(parts, Usage())
         if usage is None:
             if not failed:
                 faults.report("usage_missing", detail=f"{self.provider} returned no usage")
@@ -355,12 +372,29 @@ class CallContext:
             usage = Usage()
         response_model = response_model or usage.model
         has_tokens = usage.input_tokens is not None or usage.output_tokens is not None
+        default_model = response_model or self.request_model
+        if not parts:
+            parts = (usage,)
 
-        price = _NO_PRICE
-        try:
-            price = p.pricer.price(usage, self.provider, response_model or self.request_model)
-        except Exception as exc:
-            faults.report("pricing", exc)
+        # one price per part; the call's cost is the backend's own total when it gave one
+        prices: list[PriceResult] = []
+        for part in parts:
+            try:
+                prices.append(p.pricer.price(part, self.provider, part.model or default_model))
+            except Exception as exc:
+                faults.report("pricing", exc)
+                prices.append(_NO_PRICE)
+        if len(parts) == 1:
+            price = prices[0]
+        elif usage.cost_usd is not None:
+            price = PriceResult(usage.cost_usd, "provider")
+            prices = _share(usage.cost_usd, parts, prices)
+        else:
+            known = [x for x in prices if x.cost_usd is not None]
+            price = _NO_PRICE
+            if known:
+                source = "provider" if all(x.source == "provider" for x in known) else "computed"
+                price = PriceResult(sum(x.cost_usd for x in known), source)  # type: ignore[misc]
 
         trace_id = span_id = None
         if span is not None:
@@ -384,13 +418,23 @@ class CallContext:
                 if failed and not has_tokens:
                     if self._stream_key is not None:
                         ledger.stream_discard(self._stream_key)
-                else:
+                elif len(parts) == 1:
                     record = {"cost_usd": price.cost_usd, "request_id": response_id,
                               "trace_id": trace_id, "span_id": span_id}  # fmt: skip
                     if self._stream_key is not None:
                         ledger.stream_finalize(self._stream_key, usage, **record)
                     else:
                         ledger.append(usage, **record)
+                else:
+                    if self._stream_key is not None:
+                        ledger.stream_discard(self._stream_key)
+                    for part, part_price in zip(parts, prices):
+                        ledger.append(
+                            part if part.model else part.replace(model=default_model),
+                            cost_usd=part_price.cost_usd,
+                            request_id=f"{response_id}/{part.model}" if response_id else None,
+                            trace_id=trace_id, span_id=span_id,
+                        )  # fmt: skip
             except LedgerPersistenceError as exc:
                 faults.report("ledger_persistence", exc)
             except Exception as exc:
@@ -435,22 +479,36 @@ class CallContext:
             inst.duration.record(duration, duration_attrs)
             if ttfc is not None and self._stream:
                 inst.time_to_first_chunk.record(ttfc, duration_attrs)
-            key = tuple(attrs.items())
-            source_item = (names.USAGE_SOURCE, usage.source)
             tokens = inst.tokens
-            for field, _span_attr, token_type in names.TOKEN_ATTRIBUTES:
-                value = getattr(usage, field)
-                if value is None:
-                    continue
-                if token_type == "input" or token_type == "output":
-                    inst.token_usage.record(value, {**attrs, names.TOKEN_TYPE: token_type})
-                tokens.add(value, (*key, (names.TOKEN_TYPE, token_type), source_item))
-            if price.cost_usd is not None:
-                inst.cost.add(price.cost_usd, (*key, (names.COST_SOURCE, price.source)))
-            elif price.unpriced and has_tokens:
-                inst.unpriced.add(1, key)
-            if usage.premium_requests is not None:
-                inst.premium_requests.add(usage.premium_requests, key)
+            for part, part_price in zip(parts, prices):
+                part_attrs = attrs
+                if len(parts) > 1 and (part.model or default_model):
+                    part_attrs = {**attrs, names.RESPONSE_MODEL: part.model or default_model}
+                key = tuple(part_attrs.items())
+                source_item = (names.USAGE_SOURCE, part.source)
+                for field, _span_attr, token_type in names.TOKEN_ATTRIBUTES:
+                    value = getattr(part, field)
+                    if value is None:
+                        continue
+                    if token_type == "input" or token_type == "output":
+                        inst.token_usage.record(value, {**part_attrs, names.TOKEN_TYPE: token_type})
+                    tokens.add(value, (*key, (names.TOKEN_TYPE, token_type), source_item))
+                if len(parts) == 1 or usage.cost_usd is None:
+                    if part_price.cost_usd is not None:
+                        inst.cost.add(part_price.cost_usd,
+                                      (*key, (names.COST_SOURCE, part_price.source)))  # fmt: skip
+                    elif part_price.unpriced and (
+                        part.input_tokens is not None or part.output_tokens is not None
+                    ):
+                        inst.unpriced.add(1, key)
+                if part.premium_requests is not None and len(parts) > 1:
+                    inst.premium_requests.add(part.premium_requests, key)
+            if len(parts) > 1 and usage.cost_usd is not None:
+                inst.cost.add(usage.cost_usd, (*tuple(attrs.items()), (names.COST_SOURCE, "provider")))
+            if usage.premium_requests is not None and (
+                len(parts) == 1 or all(x.premium_requests is None for x in parts)
+            ):
+                inst.premium_requests.add(usage.premium_requests, tuple(attrs.items()))
             if estimate_error is not None and estimate is not None:
                 record_signed(
                     inst.estimate_error, estimate_error,
@@ -513,6 +571,18 @@ class CallContext:
             message = str(error) if isinstance(error, BaseException) else error
             span.set_status(Status(StatusCode.ERROR, message[:1000] or error_type))
         span.set_attributes(values)
+
+
+def _share(total: float, parts: Sequence[Usage], prices: list[PriceResult]) -> list[PriceResult]:
+    """Split a run's provider-reported total over its parts, in proportion to the parts' own
+    costs (or tokens when they have none), so the ledger's records add up to the total."""
+    weights = [x.cost_usd for x in prices]
+    if any(w is None for w in weights) or not sum(weights):  # type: ignore[arg-type]
+        weights = [float(part.total_tokens or 0) for part in parts]
+    whole = sum(weights)  # type: ignore[arg-type]
+    if not whole:
+        weights, whole = [1.0] * len(parts), float(len(parts))
+    return [PriceResult(total * w / whole, "provider") for w in weights]  # type: ignore[operator]
 
 
 def _error_type(error: BaseException | str | None) -> str:

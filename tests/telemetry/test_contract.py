@@ -255,3 +255,56 @@ def test_two_agents_are_separate(telemetry):
     agents = sorted(p.attributes["gen_ai.agent.name"]
                     for p in telemetry.points("gen_ai.client.operation.duration"))
     assert agents == ["coder", "default", "planner"]
+
+
+def test_a_run_with_several_models(telemetry):
+    """An agent-CLI run: per-model parts, priced per model; one turn and one span in all."""
+    opus = Usage(input_tokens=2000, output_tokens=300, model="claude-opus-4-1-20250805")
+    haiku = Usage(input_tokens=500, output_tokens=40, model="claude-3-5-haiku-20241022")
+    with otel_tokens.agent("cli") as entry:
+        call = telemetry.pipeline.start_call(operation="invoke_agent", provider="anthropic",
+                                             request_model=None, span_name="invoke_agent claude")  # fmt: skip
+        call.complete(None, parts=[opus, haiku], response_id="session-1")
+    assert entry.state.turn_count == 1 and entry.state.input_tokens == 2500
+    records = entry.ledger.history()
+    assert [(r.model, r.input_tokens, r.request_id) for r in records] == [
+        ("claude-opus-4-1-20250805", 2000, "session-1/claude-opus-4-1-20250805"),
+        ("claude-3-5-haiku-20241022", 500, "session-1/claude-3-5-haiku-20241022"),
+    ]
+    pricer = otel_tokens.Pricer()
+    opus_cost = pricer.price(opus, "anthropic", opus.model).cost_usd
+    haiku_cost = pricer.price(haiku, "anthropic", haiku.model).cost_usd
+    assert [r.cost_usd for r in records] == [pytest.approx(opus_cost), pytest.approx(haiku_cost)]
+    span = telemetry.span()
+    assert span.name == "invoke_agent claude"
+    assert span.attributes["gen_ai.usage.input_tokens"] == 2500
+    assert span.attributes["otel_tokens.cost.usd"] == pytest.approx(opus_cost + haiku_cost)
+    by_model = {p.attributes["gen_ai.response.model"]: p.value
+                for p in telemetry.points("otel_tokens.tokens")
+                if p.attributes["gen_ai.token.type"] == "input"}  # fmt: skip
+    assert by_model == {opus.model: 2000, haiku.model: 500}
+    costs = {p.attributes["gen_ai.response.model"]: p.value for p in telemetry.points("otel_tokens.cost")}
+    assert costs == {opus.model: pytest.approx(opus_cost), haiku.model: pytest.approx(haiku_cost)}
+
+
+def test_a_run_with_a_provider_total_and_premium_requests(telemetry):
+    parts = [Usage(output_tokens=100, model="gpt-5", cost_usd=0.01),
+             Usage(output_tokens=50, model="claude-sonnet-4.5", cost_usd=0.02)]  # fmt: skip
+    total = Usage(output_tokens=150, cost_usd=0.05, premium_requests=2.0)
+    with otel_tokens.agent("cli") as entry:
+        call = telemetry.pipeline.start_call(operation="invoke_agent", provider="github_copilot",
+                                             request_model=None)  # fmt: skip
+        call.complete(total, parts=parts)
+    span = telemetry.span()
+    assert span.attributes["otel_tokens.cost.usd"] == 0.05  # the run's own total wins
+    assert span.attributes["otel_tokens.cost.source"] == "provider"
+    assert span.attributes["otel_tokens.premium_requests"] == 2.0
+    (cost,) = telemetry.points("otel_tokens.cost")
+    assert cost.value == 0.05 and "gen_ai.response.model" not in cost.attributes
+    (premium,) = telemetry.points("otel_tokens.premium_requests")
+    assert premium.value == 2.0
+    # the ledger shares the run's total in proportion to the parts' own costs
+    assert [r.cost_usd for r in entry.ledger.history()] == [pytest.approx(0.05 / 3),
+                                                           pytest.approx(0.10 / 3)]
+    assert entry.ledger.cumulative.cost_usd == pytest.approx(0.05)
+    assert entry.ledger.cumulative.output_tokens == 150
