@@ -8,4 +8,6 @@ imported only then, so ``import otel_tokens`` never imports a provider SDK.
 from __future__ import annotations
 
 #: name -> "module:Class"; filled as backends land (OpenAI, Anthropic, agent CLIs).
-REGISTRY: dict[str, str] = {}
+REGISTRY: dict[str, str] = {
+    "agent_cli": "otel_tokens.instrumentors.subprocess:SubprocessInstrumentor",
+}

@@ -1,0 +1,615 @@
+"""Agent CLIs run as subprocesses (Copilot, Claude Code, Codex, Gemini, and wrappers).
+
+Wraps ``subprocess.Popen`` (so ``run``, ``check_output`` and ``communicate`` are covered) and
+asyncio's subprocess protocol. A child whose executable is a known CLI gets one
+``invoke_agent {cli}`` span; its output is parsed when the process ends (``communicate``,
+``wait``/``poll`` once the pipes are drained, or garbage collection as a last resort).
+
+What the caller reads is never changed, with one opt-in exception: with
+``OTEL_TOKENS_COPILOT_JSON=true`` a Copilot call made with ``-s`` through ``subprocess.run``
+(or ``check_output``) runs with ``--output-format json`` instead and the caller receives the
+reconstructed text as stdout (seed 002, Option A); the raw JSONL stays on the run record
+(:func:`agent_run`, :func:`~otel_tokens.instrumentors.agent_runs.last_agent_run`). A caller
+that reads the pipes itself gets its bytes unchanged: they are copied as they pass.
+``OTEL_TOKENS_COPILOT_USAGE_FILE=true`` adds ``--usage-output-file`` (a temporary file, read
+after exit and removed) for input and cache tokens.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import os
+import shlex
+import subprocess
+import tempfile
+import threading
+import weakref
+from collections import OrderedDict
+from typing import Any, Collection, Mapping, Sequence
+
+import wrapt
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+from opentelemetry.instrumentation.utils import unwrap
+
+from ..parsers import PARSERS, AgentRun, codex, copilot
+from ..telemetry.pipeline import CallContext, get_pipeline
+from ..usage import Usage
+from .agent_runs import CLI_OUTPUT_REWRITTEN, CLI_USAGE_FILE, report_run, start_run
+
+__all__ = ["SubprocessInstrumentor", "agent_run", "cli_names"]
+
+NAMES_ENV = "OTEL_TOKENS_CLI_NAMES"
+COPILOT_JSON_ENV = "OTEL_TOKENS_COPILOT_JSON"
+COPILOT_USAGE_FILE_ENV = "OTEL_TOKENS_COPILOT_USAGE_FILE"
+_SUFFIXES = (".exe", ".cmd", ".bat", ".ps1", ".js", ".mjs", ".cjs", ".sh")
+_LAUNCHERS = ("node", "npx", "bunx", "pnpx")
+_TRIVIAL = frozenset(("--version", "-v", "-V", "--help", "-h", "help", "version"))
+_MAX_CAPTURE = 256 * 1024 * 1024  # bytes of output kept per run before giving up
+
+_via_run: contextvars.ContextVar[bool] = contextvars.ContextVar("otel_tokens_via_run", default=False)
+_names: dict[str, str] = {}
+_threads: OrderedDict[str, Usage] = OrderedDict()  # Codex thread id -> cumulative totals
+_threads_lock = threading.Lock()
+
+
+def _truthy(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def cli_names(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Executable name -> parser: the four CLIs, ``OTEL_TOKENS_CLI_NAMES`` (``name=parser``
+    entries, comma-separated; a bare known name also works) and ``extra``."""
+    names = {name: name for name in PARSERS}
+    for entry in os.environ.get(NAMES_ENV, "").split(","):
+        entry = entry.strip()
+        if not entry:
+            continue
+        name, _, parser = entry.partition("=")
+        name, parser = name.strip(), (parser.strip() or name.strip())
+        if parser not in PARSERS:
+            raise ValueError(
+                f"{NAMES_ENV}: {entry!r} names no known parser ({', '.join(PARSERS)})"
+            )
+        names[name] = parser
+    for name, parser in (extra or {}).items():
+        if parser not in PARSERS:
+            raise ValueError(f"cli_names: {name}={parser!r} names no known parser")
+        names[name] = parser
+    return names
+
+
+def _base(arg: str) -> str:
+    name = os.path.basename(arg.rstrip("/\\")).lower()
+    for suffix in _SUFFIXES:
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _argv(args: Any, shell: bool) -> list[str] | None:
+    """The command line as a list of strings, or None when it cannot be read."""
+    if isinstance(args, (str, bytes, os.PathLike)):
+        text = os.fsdecode(args)
+        if not shell:
+            return [text]
+        try:
+            return shlex.split(text)
+        except ValueError:
+            return None
+    try:
+        return [os.fsdecode(a) for a in args]
+    except TypeError:
+        return None
+
+
+def _recognize(argv: Sequence[str] | None, executable: Any) -> tuple[str, str] | None:
+    """``(parser, executable name)`` when the command runs a known CLI."""
+    if not argv:
+        return None
+    names = _names
+    exe = _base(argv[0])
+    if executable is not None:
+        exe_override = _base(os.fsdecode(executable))
+        if exe_override in names:
+            exe = exe_override
+    skip = 1
+    if exe in _LAUNCHERS and len(argv) > 1:  # node .../copilot/index.js, npx @github/copilot@1
+        path = argv[1].replace("\\", "/").rstrip("/")
+        for part in reversed(path.split("/")[-2:]):
+            candidate = _base(part.split("@")[0] if not part.startswith("@") else part)
+            if candidate in names:
+                exe, skip = candidate, 2
+                break
+    parser = names.get(exe)
+    if parser is None:
+        return None
+    rest = argv[skip:]
+    if rest and all(a in _TRIVIAL for a in rest):
+        return None  # --version / --help: not an agent invocation
+    return parser, exe
+
+
+class _Tee(wrapt.ObjectProxy):  # type: ignore[misc]
+    """A child's pipe as the caller sees it: every byte passes through unchanged, and a copy
+    goes to the run (while it is listening)."""
+
+    def __init__(self, wrapped: Any, run: _Run, index: int) -> None:
+        super().__init__(wrapped)
+        self._self_run = run
+        self._self_index = index
+        self._self_listening = True
+        self._self_done = False
+
+    def _self_seen(self, data: Any) -> None:
+        try:
+            if data:
+                if self._self_listening:
+                    self._self_run.feed(self._self_index, data)
+            elif data is not None:
+                self._self_eof()
+        except Exception as exc:
+            get_pipeline().faults.report("internal", exc)
+
+    def _self_eof(self) -> None:
+        if not self._self_done:
+            self._self_done = True
+            self._self_run.pipe_done()
+
+    def read(self, *args: Any, **kwargs: Any) -> Any:
+        data = self.__wrapped__.read(*args, **kwargs)
+        self._self_seen(data)
+        return data
+
+    def read1(self, *args: Any, **kwargs: Any) -> Any:
+        data = self.__wrapped__.read1(*args, **kwargs)
+        self._self_seen(data)
+        return data
+
+    def readline(self, *args: Any, **kwargs: Any) -> Any:
+        data = self.__wrapped__.readline(*args, **kwargs)
+        self._self_seen(data)
+        return data
+
+    def readlines(self, *args: Any, **kwargs: Any) -> Any:
+        lines = self.__wrapped__.readlines(*args, **kwargs)
+        for line in lines:
+            self._self_seen(line)
+        if not args and not kwargs:  # read to the end
+            self._self_eof()
+        return lines
+
+    def readinto(self, buffer: Any) -> Any:
+        n = self.__wrapped__.readinto(buffer)
+        if n is not None:
+            self._self_seen(bytes(memoryview(buffer)[:n]) if n else b"")
+        return n
+
+    def __iter__(self) -> _Tee:
+        return self
+
+    def __next__(self) -> Any:
+        try:
+            line = next(self.__wrapped__)
+        except StopIteration:
+            self._self_seen(b"")
+            raise
+        self._self_seen(line)
+        return line
+
+    def close(self) -> None:
+        try:
+            self.__wrapped__.close()
+        finally:
+            self._self_eof()
+
+
+class _Run:
+    """One instrumented child: its call, the output seen so far, and how it ends."""
+
+    def __init__(self, call: CallContext, parser: str, rewrite: bool,
+                 usage_file: str | None) -> None:  # fmt: skip
+        self.call = call
+        self.parser = parser
+        self.rewrite = rewrite
+        self.usage_file = usage_file
+        self.chunks: tuple[list[Any], list[Any]] = ([], [])
+        self.size = 0
+        self.overflow = False
+        self.tees: list[_Tee] = []
+        self.async_fds: set[int] | None = None  # asyncio: pipes still open
+        self.transport: Any = None
+        self.returncode: int | None = None
+        self.result: AgentRun | None = None
+        self.finished = False
+        self.in_communicate = False  # communicate() ends the run itself, with its result
+        self.lock = threading.Lock()
+
+    # -- output -----------------------------------------------------------------------------
+    def feed(self, index: int, data: Any) -> None:
+        if self.overflow or self.finished:
+            return
+        self.size += len(data)
+        if self.size > _MAX_CAPTURE:
+            self.overflow = True
+            self.chunks[0].clear()
+            self.chunks[1].clear()
+            get_pipeline().faults.report("parse", None, "agent-CLI output too large to parse")
+            return
+        self.chunks[index].append(data)
+
+    def listen(self, on: bool) -> None:
+        for tee in self.tees:
+            tee._self_listening = on
+
+    def pipe_done(self) -> None:
+        if self.returncode is not None:
+            self.maybe_finish()
+
+    def drained(self) -> bool:
+        if self.async_fds is not None:
+            return not self.async_fds
+        return all(tee._self_done for tee in self.tees)
+
+    def maybe_finish(self) -> None:
+        if self.returncode is not None and not self.in_communicate and self.drained():
+            self.finish()
+
+    @staticmethod
+    def _joined(chunks: list[Any]) -> Any:
+        if not chunks:
+            return None
+        return "".join(chunks) if isinstance(chunks[0], str) else b"".join(chunks)
+
+    # -- the end ----------------------------------------------------------------------------
+    def finish(self, stdout: Any = None, stderr: Any = None) -> AgentRun | None:
+        """Parse what was seen and end the call (once); never raises."""
+        with self.lock:
+            if self.finished:
+                return self.result
+            self.finished = True
+        attrs: dict[str, Any] = {}
+        try:
+            out = stdout if stdout is not None else self._joined(self.chunks[0])
+            err = stderr if stderr is not None else self._joined(self.chunks[1])
+            self.chunks[0].clear()
+            self.chunks[1].clear()
+            usage_text = self._read_usage_file()
+            if self.rewrite:
+                attrs[CLI_OUTPUT_REWRITTEN] = True
+            if self.usage_file is not None:
+                attrs[CLI_USAGE_FILE] = usage_text is not None
+            code = self.returncode
+            if self.parser == "copilot":
+                run = copilot.parse(out, stderr=err, exit_code=code, usage_file=usage_text)
+            elif self.parser == "codex":
+                run = _codex_delta(codex.parse(out, stderr=err, exit_code=code))
+            else:
+                run = PARSERS[self.parser](out, stderr=err, exit_code=code)
+            self.result = run
+        except Exception as exc:
+            get_pipeline().faults.report("parse", exc)
+            run = None
+        report_run(self.call, run, attributes=attrs)
+        return self.result
+
+    def _read_usage_file(self) -> str | None:
+        path = self.usage_file
+        if path is None:
+            return None
+        try:
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                text = handle.read()
+            return text if text.strip() else None
+        except OSError:
+            return None
+        finally:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+    def abandon(self) -> None:
+        """The process object was collected before its end was seen: report what we have."""
+        if not self.finished:
+            self.finish()
+
+
+def _codex_delta(run: AgentRun) -> AgentRun:
+    """A resumed Codex thread reports cumulative totals: keep only this run's share."""
+    if run.session_id is None or len(run.usage) != 1:
+        return run
+    total = run.usage[0]
+    with _threads_lock:
+        previous = _threads.get(run.session_id)
+        _threads[run.session_id] = total
+        _threads.move_to_end(run.session_id)
+        while len(_threads) > 1000:
+            _threads.popitem(last=False)
+    if previous is None:
+        return run
+    own = codex.delta(total, previous)
+    if own is None:  # totals went down: a different thread history; keep the report as is
+        return run.replace(parse_errors=run.parse_errors + 1)
+    return run.replace(usage=(own,))
+
+
+def agent_run(process: Any) -> AgentRun | None:
+    """The parsed run of a ``Popen`` or asyncio ``Process`` (None until it ended)."""
+    target = getattr(process, "_transport", None)
+    if target is not None:  # asyncio Process -> its Popen
+        try:
+            process = target.get_extra_info("subprocess") or process
+        except Exception:
+            pass
+    run = getattr(process, "_otel_tokens_run", None)
+    return run.result if isinstance(run, _Run) else None
+
+
+# -- Popen ------------------------------------------------------------------------------------
+def _rewrite_copilot(argv: list[str]) -> list[str] | None:
+    """``-s``/``--silent`` replaced by ``--output-format json`` (None: nothing to rewrite)."""
+    if any(a == "--output-format" or a.startswith("--output-format=") for a in argv):
+        return None
+    if "-s" not in argv and "--silent" not in argv:
+        return None
+    out: list[str] = []
+    for arg in argv:
+        if arg in ("-s", "--silent"):
+            out.extend(("--output-format", "json"))
+        else:
+            out.append(arg)
+    return out
+
+
+def _bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Popen's arguments by name (args, executable, stdout, shell, ...)."""
+    names = ("args", "bufsize", "executable", "stdin", "stdout", "stderr")
+    bound = dict(zip(names, args))
+    bound.update(kwargs)
+    return bound
+
+
+def _popen_init(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    plan = None
+    try:
+        plan = _plan(args, kwargs)
+    except Exception as exc:
+        get_pipeline().faults.report("internal", exc)
+    if plan is None:
+        return wrapped(*args, **kwargs)
+    run, call_args, call_kwargs = plan
+    try:
+        result = wrapped(*call_args, **call_kwargs)
+    except BaseException as exc:
+        run.finished = True
+        if run.usage_file is not None:
+            try:
+                os.unlink(run.usage_file)
+            except OSError:
+                pass
+        report_run(run.call, None, exception=exc)
+        raise
+    try:
+        _attach(instance, run)
+    except Exception as exc:
+        get_pipeline().faults.report("internal", exc)
+    return result
+
+
+def _plan(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Run, tuple[Any, ...], dict[str, Any]] | None:
+    bound = _bind(args, kwargs)
+    if "args" not in bound:
+        return None
+    shell = bool(bound.get("shell", False))
+    argv = _argv(bound["args"], shell)
+    found = _recognize(argv, bound.get("executable"))
+    if found is None or argv is None:
+        return None
+    parser, exe = found
+    new_argv = list(argv)
+    rewrite = False
+    usage_file = None
+    editable = not shell and not isinstance(bound["args"], (str, bytes, os.PathLike))
+    if parser == "copilot" and editable:
+        if (_truthy(COPILOT_JSON_ENV) and _via_run.get()
+                and bound.get("stdout") == subprocess.PIPE):  # fmt: skip
+            changed = _rewrite_copilot(new_argv)
+            if changed is not None:
+                new_argv, rewrite = changed, True
+        if _truthy(COPILOT_USAGE_FILE_ENV) and "--usage-output-file" not in new_argv:
+            fd, usage_file = tempfile.mkstemp(prefix="otel_tokens-copilot-", suffix=".json")
+            os.close(fd)
+            new_argv += ["--usage-output-file", usage_file]
+    call = start_run(parser, exe, argv)
+    run = _Run(call, parser, rewrite, usage_file)
+    if new_argv != argv:
+        if "args" in kwargs:
+            kwargs = {**kwargs, "args": new_argv}
+        else:
+            args = (new_argv, *args[1:])
+    return run, args, kwargs
+
+
+def _attach(popen: Any, run: _Run) -> None:
+    popen._otel_tokens_run = run
+    for index, name in ((0, "stdout"), (1, "stderr")):
+        pipe = getattr(popen, name, None)
+        if pipe is not None:
+            tee = _Tee(pipe, run, index)
+            run.tees.append(tee)
+            setattr(popen, name, tee)
+    weakref.finalize(popen, run.abandon)
+
+
+def _run_of(instance: Any) -> _Run | None:
+    run = getattr(instance, "_otel_tokens_run", None)
+    return run if isinstance(run, _Run) and not run.finished else None
+
+
+def _communicate(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    run = _run_of(instance)
+    if run is None or run.async_fds is not None:
+        return wrapped(*args, **kwargs)
+    run.listen(False)  # communicate() reads the pipes itself: take its result instead
+    run.in_communicate = True
+    try:
+        result = wrapped(*args, **kwargs)
+    finally:
+        run.listen(True)
+        run.in_communicate = False
+    try:
+        out, err = result
+        run.returncode = instance.returncode
+        prefix_out, prefix_err = run._joined(run.chunks[0]), run._joined(run.chunks[1])
+        parsed = run.finish(_concat(prefix_out, out), _concat(prefix_err, err))
+        if run.rewrite and parsed is not None and out is not None and parsed.output_format == "jsonl":
+            text = parsed.text
+            if text and not text.endswith("\n"):
+                text += "\n"
+            result = (text if isinstance(out, str) else text.encode("utf-8"), err)
+    except Exception as exc:
+        get_pipeline().faults.report("internal", exc)
+    return result
+
+
+def _concat(prefix: Any, rest: Any) -> Any:
+    if prefix is None:
+        return rest
+    if rest is None:
+        return prefix
+    try:
+        return prefix + rest
+    except TypeError:
+        return rest
+
+
+def _wait(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    code = wrapped(*args, **kwargs)
+    run = _run_of(instance)
+    if run is not None and run.async_fds is None and code is not None:
+        try:
+            run.returncode = code
+            run.maybe_finish()
+        except Exception as exc:
+            get_pipeline().faults.report("internal", exc)
+    return code
+
+
+def _run_wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    token = _via_run.set(True)
+    try:
+        return wrapped(*args, **kwargs)
+    finally:
+        _via_run.reset(token)
+
+
+# -- asyncio ----------------------------------------------------------------------------------
+def _protocol_run(protocol: Any) -> _Run | None:
+    run = getattr(protocol, "_otel_tokens_run", None)
+    return run if isinstance(run, _Run) and not run.finished else None
+
+
+def _connection_made(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    result = wrapped(*args, **kwargs)
+    try:
+        transport = args[0] if args else kwargs.get("transport")
+        popen = transport.get_extra_info("subprocess")
+        run = getattr(popen, "_otel_tokens_run", None)
+        if isinstance(run, _Run) and not run.finished:
+            # asyncio reads the pipes' descriptors itself: take the data from the protocol
+            for tee in run.tees:
+                tee._self_listening = False
+            run.tees.clear()
+            for name in ("stdout", "stderr"):
+                pipe = getattr(popen, name, None)
+                if isinstance(pipe, _Tee):
+                    setattr(popen, name, pipe.__wrapped__)
+            run.transport = transport
+            run.async_fds = {fd for fd in (1, 2) if transport.get_pipe_transport(fd) is not None}
+            instance._otel_tokens_run = run
+    except Exception as exc:
+        get_pipeline().faults.report("internal", exc)
+    return result
+
+
+def _pipe_data_received(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    run = _protocol_run(instance)
+    if run is not None:
+        try:
+            fd, data = args
+            if fd in (1, 2):
+                run.feed(fd - 1, data)
+        except Exception as exc:
+            get_pipeline().faults.report("internal", exc)
+    return wrapped(*args, **kwargs)
+
+
+def _pipe_connection_lost(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    run = _protocol_run(instance)
+    result = wrapped(*args, **kwargs)
+    if run is not None and run.async_fds is not None:
+        try:
+            run.async_fds.discard(args[0])
+            run.maybe_finish()
+        except Exception as exc:
+            get_pipeline().faults.report("internal", exc)
+    return result
+
+
+def _process_exited(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    run = _protocol_run(instance)
+    if run is not None:
+        try:
+            run.returncode = run.transport.get_returncode()
+            run.maybe_finish()
+        except Exception as exc:
+            get_pipeline().faults.report("internal", exc)
+    return wrapped(*args, **kwargs)
+
+
+_TARGETS: tuple[tuple[str, str, Any], ...] = (
+    ("subprocess", "Popen.__init__", _popen_init),
+    ("subprocess", "Popen.communicate", _communicate),
+    ("subprocess", "Popen.wait", _wait),
+    ("subprocess", "Popen.poll", _wait),
+    ("subprocess", "run", _run_wrapper),
+    ("asyncio.subprocess", "SubprocessStreamProtocol.connection_made", _connection_made),
+    ("asyncio.subprocess", "SubprocessStreamProtocol.pipe_data_received", _pipe_data_received),
+    ("asyncio.subprocess", "SubprocessStreamProtocol.pipe_connection_lost", _pipe_connection_lost),
+    ("asyncio.subprocess", "SubprocessStreamProtocol.process_exited", _process_exited),
+)
+
+
+class SubprocessInstrumentor(BaseInstrumentor):  # type: ignore[misc]
+    """Agent CLIs run through ``subprocess`` or ``asyncio``: one span per invocation.
+
+    ``instrument(cli_names={"my-wrapper": "copilot"})`` adds executable names (as does
+    ``OTEL_TOKENS_CLI_NAMES``); a bad entry raises here, at start.
+    """
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return []
+
+    def _instrument(self, **kwargs: Any) -> None:
+        _names.clear()
+        _names.update(cli_names(kwargs.get("cli_names")))
+        import asyncio.subprocess  # noqa: F401  (targets below)
+
+        for module, name, wrapper in _TARGETS:
+            try:
+                wrapt.wrap_function_wrapper(module, name, wrapper)
+            except (AttributeError, ImportError) as exc:  # another Python: that path is uncovered
+                get_pipeline().faults.report("config", exc, f"cannot wrap {module}.{name}")
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        import importlib
+
+        for module, name, _wrapper in _TARGETS:
+            owner_name, _, attr = name.rpartition(".")
+            try:
+                owner = importlib.import_module(module)
+                if owner_name:
+                    owner = getattr(owner, owner_name)
+                unwrap(owner, attr)
+            except Exception as exc:
+                get_pipeline().faults.report("config", exc, f"cannot unwrap {module}.{name}")
