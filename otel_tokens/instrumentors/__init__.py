@@ -10,4 +10,5 @@ from __future__ import annotations
 #: name -> "module:Class"; filled as backends land (OpenAI, Anthropic, agent CLIs).
 REGISTRY: dict[str, str] = {
     "agent_cli": "otel_tokens.instrumentors.subprocess:SubprocessInstrumentor",
+    "agent_backends": "otel_tokens.instrumentors.backend:BackendInstrumentor",
 }
