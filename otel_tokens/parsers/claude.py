@@ -48,7 +48,7 @@ def parse(
             code = exit_code
             return AgentRun(cli="claude", text=raw.strip("\n"), exit_code=code,
                             error=f"exit code {code}" if code not in (None, 0) else None,
-                            output_format=fmt, parse_errors=reader.errors, raw=raw)  # fmt: skip
+                            output_format=fmt, raw=raw)  # fmt: skip
 
     result: dict[str, Any] | None = None
     messages: dict[str, tuple[str | None, dict[str, Any]]] = {}  # id -> (model, usage)

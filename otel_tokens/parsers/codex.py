@@ -74,7 +74,7 @@ def parse(
     if not events:
         return AgentRun(cli="codex", text=raw.strip("\n"), exit_code=exit_code,
                         error=f"exit code {exit_code}" if exit_code not in (None, 0) else None,
-                        parse_errors=reader.errors, raw=raw)  # fmt: skip
+                        raw=raw)  # fmt: skip
     usage: tuple[Usage, ...] = ()
     if last_usage is not None:
         total = reader.usage(

@@ -33,7 +33,8 @@ def parse(
     reader = Reader()
     raw = reader.text(stdout)
     run = _parse_jsonl(raw, reader, exit_code)
-    if run is None:
+    if run is None:  # no JSON event at all: text mode (lines that looked like JSON are text)
+        reader.errors = 0
         run = _parse_text(raw, reader.text(stderr), reader, exit_code)
     if usage_file is not None:
         run = merge_usage_file(run, usage_file)

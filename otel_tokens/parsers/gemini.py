@@ -147,7 +147,7 @@ def _parse_stream(raw: str, reader: Reader, exit_code: int | None) -> AgentRun:
     if not events:
         return AgentRun(cli="gemini", text=raw.strip("\n"), exit_code=exit_code,
                         error=f"exit code {exit_code}" if exit_code not in (None, 0) else None,
-                        parse_errors=reader.errors, raw=raw)  # fmt: skip
+                        raw=raw)  # fmt: skip
     said = [s for s in segments if "".join(s).strip()]
     text = "".join(said[-1]) if said else "\n".join(other)
     usage: list[Usage] = []

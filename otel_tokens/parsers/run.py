@@ -94,7 +94,8 @@ class Reader:
 
     def lines(self, text: str) -> Iterator[tuple[dict[str, Any] | None, str]]:
         """Each non-blank line as ``(event, line)``: event is the decoded JSON object, or
-        None for a line that is not one (a broken JSON line also counts an error)."""
+        None for a line of plain text. A broken JSON line (truncated, interleaved) is
+        skipped and counted: it is neither an event nor the agent's text."""
         loads = json.loads
         for line in text.splitlines():
             stripped = line.strip()
@@ -105,7 +106,6 @@ class Reader:
                     obj = loads(stripped)
                 except (ValueError, RecursionError):
                     self.errors += 1
-                    yield None, line
                     continue
                 if type(obj) is dict:
                     yield obj, line
