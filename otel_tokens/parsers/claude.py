@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..usage import Usage
-from .run import AgentRun, Reader, add, dict_of
+from .run import AgentRun, Reader, add, dict_of, sum_usage
 
 __all__ = ["parse"]
 
@@ -136,7 +136,7 @@ def parse(
             part = _api_usage(reader, model or init_model, figures)
             if part is not None:
                 key = part.model
-                per_model[key] = per_model[key] + part if key in per_model else part
+                per_model[key] = sum_usage((per_model[key], part)) if key in per_model else part
         usage = list(per_model.values())
         error = "no result event (output truncated)"
     if exit_code not in (None, 0) and error is None:

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
-from ..usage import Usage
+from ..usage import USAGE_SOURCES, Usage
 
 __all__ = ["AgentRun", "Reader"]
 
@@ -60,7 +60,7 @@ class AgentRun:
         (None when the output reported no usage at all)."""
         if not self.usage and self.premium_requests is None and self.cost_usd is None:
             return None
-        total = sum(self.usage, Usage()) if self.usage else Usage()
+        total = sum_usage(self.usage)
         changes: dict[str, Any] = {}
         if self.premium_requests is not None:
             changes["premium_requests"] = self.premium_requests
@@ -170,12 +170,29 @@ class Reader:
         return usage
 
 
+def sum_usage(parts: Any) -> Usage:
+    """Parts summed; a sum that breaks the record's rules (cache above input, from parts of
+    which some did not report input) keeps only the classes that still add up."""
+    total = Usage()
+    for part in parts:
+        try:
+            total = total + part
+        except ValueError:
+            merged = {name: add(getattr(total, name), getattr(part, name))
+                      for name in ("input_tokens", "output_tokens")}  # fmt: skip
+            total = Usage(**merged, premium_requests=add(total.premium_requests, part.premium_requests),
+                          cost_usd=add(total.cost_usd, part.cost_usd),
+                          model=total.model if total.model == part.model else None,
+                          source=max(total.source, part.source, key=USAGE_SOURCES.index))  # fmt: skip
+    return total
+
+
 def dict_of(value: Any) -> dict[str, Any]:
     """``value`` when it is a dict, else an empty one (for tolerant nested access)."""
     return value if type(value) is dict else {}
 
 
-def add(a: int | None, b: int | None) -> int | None:
+def add(a: Any, b: Any) -> Any:
     """None-aware sum of two counts."""
     if a is None:
         return b
