@@ -158,6 +158,9 @@ class _Tee(wrapt.ObjectProxy):  # type: ignore[misc]
     def read(self, *args: Any, **kwargs: Any) -> Any:
         data = self.__wrapped__.read(*args, **kwargs)
         self._self_seen(data)
+        size = args[0] if args else kwargs.get("size", kwargs.get("n", -1))
+        if data is not None and (size is None or size < 0):  # read to the end
+            self._self_eof()
         return data
 
     def read1(self, *args: Any, **kwargs: Any) -> Any:
@@ -593,6 +596,8 @@ class SubprocessInstrumentor(BaseInstrumentor):  # type: ignore[misc]
     def _instrument(self, **kwargs: Any) -> None:
         _names.clear()
         _names.update(cli_names(kwargs.get("cli_names")))
+        with _threads_lock:
+            _threads.clear()
         import asyncio.subprocess  # noqa: F401  (targets below)
 
         for module, name, wrapper in _TARGETS:

@@ -6,6 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from otel_tokens.telemetry.pipeline import set_pipeline
+from tests.telemetry.conftest import Telemetry, make_telemetry
+
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared" / "fixtures" / "cli"
 OWN = ROOT / "tests" / "fixtures" / "cli"
@@ -20,3 +23,12 @@ def shared() -> Path:
 
 def own(name: str) -> bytes:
     return (OWN / name).read_bytes()
+
+
+@pytest.fixture
+def telemetry() -> Telemetry:
+    """A fresh pipeline on the in-memory SDK (as in tests/telemetry)."""
+    t = make_telemetry()
+    previous = set_pipeline(t.pipeline)
+    yield t
+    set_pipeline(previous)
