@@ -298,3 +298,22 @@ def test_uninstrument_restores_popen(telemetry, fake_clis):
     assert subprocess.Popen.__init__ is original
     subprocess.run(["copilot", "-p", "x"], capture_output=True)
     assert telemetry.finished() == []
+
+
+def test_content_capture_opt_in(fake_clis, monkeypatch):
+    from otel_tokens.telemetry.pipeline import set_pipeline
+    from tests.telemetry.conftest import make_telemetry
+
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    t = make_telemetry()
+    previous = set_pipeline(t.pipeline)
+    instrumentor = SubprocessInstrumentor()
+    instrumentor.instrument()
+    try:
+        subprocess.run(["codex", "exec", "SECRET prompt"], capture_output=True)
+    finally:
+        instrumentor.uninstrument()
+        set_pipeline(previous)
+    span = t.span()
+    assert span.attributes["otel_tokens.cli.argv"] == ("codex", "exec", "SECRET prompt")
+    assert span.attributes["otel_tokens.cli.output_text"].startswith("Fixed the sign error")
