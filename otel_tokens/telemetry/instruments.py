@@ -43,6 +43,7 @@ ERROR_TYPE = _error.ERROR_TYPE
 ESTIMATE_INPUT = "otel_tokens.estimate.input_tokens"
 ESTIMATE_SOURCE = "otel_tokens.estimate.source"
 ESTIMATE_ERROR = "otel_tokens.estimate.error"
+ESTIMATE_CALIBRATION = "otel_tokens.estimate.calibration"  # actual/estimate ratio applied
 USAGE_SOURCE = "otel_tokens.usage.source"
 COST_USD = "otel_tokens.cost.usd"
 COST_SOURCE = "otel_tokens.cost.source"

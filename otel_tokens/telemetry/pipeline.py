@@ -24,6 +24,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from ..agents import AgentEntry, agents, current_agent
 from ..errors import LedgerPersistenceError
+from ..estimate import Estimator, Request, RequestEstimate
 from ..pricing import PriceResult, Pricer
 from ..state import Estimate, StreamHandle
 from ..usage import Usage
@@ -67,6 +68,7 @@ class Pipeline:
         self.pricer = pricer if pricer is not None else Pricer.from_env()
         self.guard = guard if guard is not None else get_guard()
         self.capture_content = _truthy(_CAPTURE_ENV)
+        self.estimator = Estimator()
 
     # -- calls ----------------------------------------------------------------------------
     def start_call(
@@ -79,6 +81,7 @@ class Pipeline:
         server_address: str | None = None,
         server_port: int | None = None,
         estimate: Estimate | None = None,
+        request: Request | None = None,
         conversation_id: str | None = None,
         span_name: str | None = None,
         attributes: dict[str, Any] | None = None,
@@ -86,13 +89,24 @@ class Pipeline:
     ) -> CallContext:
         """Open a call: its span (started, not yet current) and the agent's streaming state.
 
-        Raises only :class:`BudgetExceeded`, and only when budget enforcement is on.
+        ``request`` (what the request contains) is estimated here, before the call, unless an
+        ``estimate`` is given. Raises only :class:`BudgetExceeded`, and only when budget
+        enforcement is on.
         """
         try:
             entry = agent if agent is not None else current_agent()
         except Exception as exc:
             self.faults.report("internal", exc)
             entry = None
+        estimated: RequestEstimate | None = None
+        if estimate is None and request is not None:
+            try:
+                estimated = self.estimator.estimate(
+                    request, provider=provider, agent=entry.name if entry is not None else "default"
+                )
+                estimate = estimated.estimate
+            except Exception as exc:
+                self.faults.report("estimate", exc)
         if entry is not None:
             try:
                 self.guard.check_before(
@@ -103,9 +117,11 @@ class Pipeline:
                 raise
             except Exception as exc:
                 self.faults.report("internal", exc)
+        if estimated is not None and estimated.calibration is not None:
+            attributes = {**(attributes or {}), names.ESTIMATE_CALIBRATION: estimated.calibration}
         return CallContext(
             self, entry, operation, provider, request_model, stream, server_address,
-            server_port, estimate, conversation_id, span_name, attributes,
+            server_port, estimate, conversation_id, span_name, attributes, estimated,
         )  # fmt: skip
 
     def _observe_utilization(self, options: Any) -> Iterator[metrics.Observation]:
@@ -146,8 +162,8 @@ class CallContext:
 
     __slots__ = (
         "_pipeline", "_agent", "_span", "_start", "_first_chunk", "_estimate", "_handle",
-        "_attrs", "_stream", "_stream_key", "_ended", "_lock", "operation", "provider",
-        "request_model",
+        "_attrs", "_stream", "_stream_key", "_ended", "_lock", "_request_estimate", "operation",
+        "provider", "request_model",
     )  # fmt: skip
 
     def __init__(
@@ -164,9 +180,11 @@ class CallContext:
         conversation_id: str | None,
         span_name: str | None,
         attributes: dict[str, Any] | None,
+        request_estimate: RequestEstimate | None = None,
     ) -> None:
         self._pipeline = pipeline
         self._agent = agent
+        self._request_estimate = request_estimate
         self._start = time.perf_counter()
         self._first_chunk: float | None = None
         self._estimate = estimate
@@ -457,6 +475,11 @@ class CallContext:
         estimate_error = None
         if estimate is not None and usage.input_tokens and usage.source != "estimated":
             estimate_error = (estimate.input_tokens - usage.input_tokens) / usage.input_tokens
+            if self._request_estimate is not None and not failed:
+                try:  # calibration and the agent's cursor for later delta estimates
+                    p.estimator.observe(self._request_estimate, usage.input_tokens)
+                except Exception as exc:
+                    faults.report("estimate", exc)
 
         ttfc = None
         if self._first_chunk is not None:

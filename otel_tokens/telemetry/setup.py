@@ -29,6 +29,7 @@ from urllib.parse import urlparse
 from opentelemetry import metrics, trace
 
 from .. import instrumentors as _instrumentors
+from ..estimate import warm_up as warm_up_tokenizers
 from .exporters import GuardedMetricExporter, GuardedSpanExporter
 from .pipeline import Pipeline, get_pipeline, set_pipeline
 
@@ -262,6 +263,7 @@ def instrument(tracer_provider: Any = None, meter_provider: Any = None, **kwargs
             set_pipeline(Pipeline())  # validate configuration now
         pipeline = get_pipeline()
         pipeline.pricer.warm_up()
+        threading.Thread(target=warm_up_tokenizers, name="otel_tokens-tiktoken", daemon=True).start()
         for name, target in _instrumentors.REGISTRY.items():
             if name in _active:
                 continue

@@ -1,0 +1,106 @@
+"""Token estimation: heuristic throughput vs tiktoken, and the accuracy tables.
+
+Target (issue: estimation): the heuristic >= 10x faster than tiktoken on the agent-style
+corpus; accuracy as asserted by tests/estimate/test_accuracy.py (printed here too).
+Variants run interleaved, medians reported. Run by hand:  python benchmarks/estimate.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import statistics
+import sys
+import tempfile
+import time
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from otel_tokens.estimate import Estimator  # noqa: E402
+from otel_tokens.estimate.requests import render_request  # noqa: E402
+from otel_tokens.estimate.text import heuristic_tokens  # noqa: E402
+from otel_tokens.estimate.tokenizers import encoding_for  # noqa: E402
+from tests.estimate.corpus import corpus  # noqa: E402
+from tests.tokenizer_data import load_encodings  # noqa: E402
+
+
+def corpus_texts() -> list[str]:
+    texts = []
+    for request in corpus().values():
+        preamble, messages = render_request(request)
+        for rendering in (preamble, *messages):
+            texts.extend(t for t in rendering.texts if t)
+    return texts
+
+
+def request_texts() -> list[str]:
+    """Each corpus request's texts joined, as the estimator counts them (one call each)."""
+    out = []
+    for request in corpus().values():
+        preamble, messages = render_request(request)
+        for rendering in messages:
+            preamble.add(rendering)
+        out.append("\n".join(t for t in preamble.texts if t))
+    return out
+
+
+def throughput(rounds: int, repeat: int) -> None:
+    encoding = encoding_for("gpt-4o")
+    counters = {
+        "heuristic": heuristic_tokens,
+        "tiktoken o200k": lambda t: len(encoding.encode(t, disallowed_special=())),
+    }
+    joined = request_texts()
+    cases = {
+        "per message text": (corpus_texts(), repeat),
+        "per request (joined)": (joined, repeat),
+        "one large text": (["\n".join(joined) * 20], max(1, repeat // 20)),
+    }
+    print(f"throughput, median of {rounds} interleaved rounds; target: heuristic >= 10x tiktoken")
+    for case, (texts, n) in cases.items():
+        size = sum(len(t.encode()) for t in texts)
+        results: dict[str, list[float]] = {name: [] for name in counters}
+        for _ in range(rounds):
+            for name, count in counters.items():
+                start = time.perf_counter()
+                for _ in range(n):
+                    for text in texts:
+                        count(text)
+                results[name].append((time.perf_counter() - start) / n)
+        med = {name: statistics.median(v) for name, v in results.items()}
+        rates = "  ".join(f"{name} {size / sec / 1e6:6.1f} MB/s" for name, sec in med.items())
+        print(f"  {case:<22} {len(texts):>3} texts, {size / 1e3:7.1f} kB: {rates}  "
+              f"speed-up {med['tiktoken o200k'] / med['heuristic']:.1f}x")  # fmt: skip
+    requests = list(corpus().values())
+    for name, estimator in (("Estimator (exact)", Estimator()),
+                            ("Estimator (heuristic)", Estimator(use_tokenizer=False))):  # fmt: skip
+        start = time.perf_counter()
+        for _ in range(repeat):
+            for request in requests:
+                estimator.estimate(request, provider="openai")
+        per = (time.perf_counter() - start) / (repeat * len(requests)) * 1e6
+        print(f"  {name:<22} {per:7.1f} us per request estimate")
+
+
+def accuracy() -> None:
+    from tests.estimate import test_accuracy as acc
+
+    rows = acc.cassette_rows()
+    acc.print_table("cassettes: estimates vs the API's own input tokens", acc.table(rows))
+    acc.print_table("cassettes without remote-URL images", acc.table([r for r in rows if not r[5]]))
+    acc.test_corpus_heuristic_against_tiktoken(encoding_for("gpt-4o"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=200)
+    args = parser.parse_args()
+    load_encodings(pathlib.Path(tempfile.mkdtemp(prefix="tiktoken-")))
+    throughput(args.rounds, args.repeat)
+    accuracy()
+
+
+if __name__ == "__main__":
+    main()
