@@ -39,6 +39,7 @@ _log = logging.getLogger("otel_tokens")
 _lock = threading.Lock()
 _setup: Setup | None = None
 _active: dict[str, Any] = {}
+_RESOURCE_LABELS = frozenset({"service.name", "service.instance.id"})
 
 
 @dataclass(frozen=True)
@@ -236,7 +237,10 @@ def _prometheus(
             "/metrics endpoint, or set OTEL_EXPORTER_OTLP_ENDPOINT"
         )
         return None, "nowhere (opentelemetry-exporter-prometheus is not installed)", None
-    reader = PrometheusMetricReader()
+    try:  # service.name/service.instance.id as labels, as the collector's exporter adds them
+        reader = PrometheusMetricReader(resource_attribute_filter=_RESOURCE_LABELS.__contains__)
+    except TypeError:  # exporter releases before the option existed
+        reader = PrometheusMetricReader()
     try:
         started = start_http_server(port, addr=host)
     except OSError as exc:

@@ -149,7 +149,7 @@ def test_every_panel_with_all_values_selected_explicitly(stack, path):
     dashboard = load(path)
     probe = grafana_view(base)
     options = probe.resolve_variables(dashboard)
-    # service is left at All: on the SDK's embedded /metrics service_name is on target_info only
+    # service is left at All here (a single service: selecting it is the same query)
     values = {name: opts for name, opts in options.items() if name not in ("service",)}
     view = grafana_view(base, **values)
     assert view.failures(dashboard) == []

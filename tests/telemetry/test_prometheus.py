@@ -96,6 +96,9 @@ def test_values_and_labels(exposition):
     assert value(samples, tokens, gen_ai_agent_name="copilot",
                  otel_tokens_usage_source="parsed_text") == 500  # fmt: skip
     assert value(samples, "otel_tokens_premium_requests_total", gen_ai_agent_name="copilot") == 1.5
+    # resource attributes as labels, as through the collector (dashboards filter by service)
+    instance = {l.get("service_instance_id") for n, l, _ in samples if n == tokens}
+    assert value(samples, tokens, service_name="workload") > 0 and len(instance) == 1 and None not in instance
     assert value(samples, "otel_tokens_cost_USD_total", otel_tokens_cost_source="provider") == 0.02
     assert value(samples, "otel_tokens_cost_USD_total", otel_tokens_cost_source="computed") > 0
     assert value(samples, "otel_tokens_unpriced_requests_total",
