@@ -10,6 +10,8 @@ Typical use: ``otel_tokens.configure(); otel_tokens.instrument()`` once at start
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from .agents import AgentEntry, agent, agents, clear_agents, current_agent
 from .errors import (
     HistoryEvictedError,
@@ -26,10 +28,37 @@ from .telemetry.pipeline import CallContext, Pipeline, get_pipeline, on_anomaly,
 from .telemetry.setup import Setup, configure, instrument, uninstrument
 from .usage import TOKEN_CLASSES, Usage
 
+if TYPE_CHECKING:
+    from .instrumentors.agent_runs import last_agent_run
+    from .instrumentors.backend import instrument_backend, uninstrument_backend
+    from .parsers import AgentRun
+
 __version__ = "0.1.0"
+
+# Imported on first use, so that ``import otel_tokens`` stays light (these pull in
+# opentelemetry-instrumentation and the parsers): name -> (module, attribute).
+_LAZY = {
+    "AgentRun": ("otel_tokens.parsers", "AgentRun"),
+    "instrument_backend": ("otel_tokens.instrumentors.backend", "instrument_backend"),
+    "uninstrument_backend": ("otel_tokens.instrumentors.backend", "uninstrument_backend"),
+    "last_agent_run": ("otel_tokens.instrumentors.agent_runs", "last_agent_run"),
+}
+
+
+def __getattr__(name: str) -> object:
+    """Lazily provide the agent-CLI API (see ``_LAZY``)."""
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'otel_tokens' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(target[0]), target[1])
+    globals()[name] = value
+    return value
 
 __all__ = [
     "AgentEntry",
+    "AgentRun",
     "Anomaly",
     "AnomalyGuard",
     "Budget",
@@ -64,7 +93,10 @@ __all__ = [
     "current_agent",
     "get_pipeline",
     "instrument",
+    "instrument_backend",
+    "last_agent_run",
     "on_anomaly",
     "set_budget",
     "uninstrument",
+    "uninstrument_backend",
 ]

@@ -18,12 +18,15 @@ from __future__ import annotations
 import threading
 from collections import deque
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..state import Estimate
-from .requests import Api, Rendering, Request, messages_of, render_message, render_preamble
+from .request import Api, Request
 from .text import _NEWLINE, TEXT_START, heuristic_tokens
 from .tokenizers import encoding_for, exact_tokens, warm_up
+
+if TYPE_CHECKING:
+    from .requests import Rendering
 
 __all__ = ["Api", "Estimator", "Request", "RequestEstimate", "count_text", "warm_up"]
 
@@ -75,7 +78,7 @@ class _Cursor:
     reported_input: int
 
 
-def _digest(rendering: Rendering) -> int:
+def _digest(rendering: Rendering) -> int:  # noqa: F821 (imported lazily)
     return hash((tuple(rendering.texts), rendering.fixed))
 
 
@@ -97,6 +100,8 @@ class Estimator:
 
     def estimate(self, request: Request, *, provider: str, agent: str = "default") -> RequestEstimate:
         """The best available estimate of ``request``'s input tokens."""
+        from .requests import Rendering, messages_of, render_message, render_preamble
+
         model = request.model
         messages = messages_of(request)
         preamble = render_preamble(request)

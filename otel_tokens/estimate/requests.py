@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field as dc_field
-from typing import Any, Iterable, Literal, Sequence
+from typing import Any, Iterable, Sequence
 
 from .images import (
     anthropic_image_tokens,
@@ -26,7 +26,7 @@ from .images import (
 
 __all__ = ["Api", "Rendering", "Request", "field", "render_message", "render_request"]
 
-Api = Literal["openai_chat", "openai_responses", "anthropic_messages", "openai_embeddings"]
+from .request import Api, Request  # noqa: E402  (re-exported: the renderer's input)
 
 # Framing, in tokens: OpenAI's published counting recipe for chat messages (3 per message,
 # 1 per name, 3 to prime the reply); the rest measured on recorded API traffic (the shared
@@ -45,25 +45,6 @@ ANTHROPIC_PER_TOOL_USE = 10
 ANTHROPIC_PER_TOOL_RESULT = 6
 ANTHROPIC_THINKING_PROMPT = 30  # the system text extended thinking adds (measured)
 STRUCTURED_OUTPUT_OVERHEAD = 0  # the schema's JSON is all a response format costs (measured)
-
-
-@dataclass(frozen=True)
-class Request:
-    """The parts of a request that cost input tokens, in the API's own shapes.
-
-    ``messages``: chat messages (OpenAI chat), input items or a string (Responses), or
-    messages (Anthropic); ``system``: Anthropic's ``system`` or Responses' ``instructions``;
-    ``tools``: tool/function definitions sent with the request; ``response_format``: a
-    structured-output schema (it is shown to the model, so it costs input tokens).
-    """
-
-    api: Api
-    model: str | None = None
-    messages: Any = ()
-    system: Any = None
-    tools: Any = ()
-    response_format: Any = None  # a structured-output schema (chat response_format, Responses text)
-    thinking: bool = False  # Anthropic extended thinking enabled
 
 
 @dataclass

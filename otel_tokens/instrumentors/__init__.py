@@ -1,14 +1,17 @@
 """Instrumentors: one module per backend; provider SDK imports live here and nowhere else.
 
-``REGISTRY`` names every instrumentor as ``"module:Class"`` (a ``BaseInstrumentor``);
-``otel_tokens.instrument()`` turns on those whose libraries are installed. The modules are
-imported only then, so ``import otel_tokens`` never imports a provider SDK.
+Each module in ``REGISTRY`` exposes ``install(**options)``, ``uninstall()`` and
+``DEPENDENCIES`` (pip requirement strings of the library it instruments; empty for the
+standard library). ``otel_tokens.instrument()`` calls them directly, so turning
+instrumentation on imports neither a provider SDK nor opentelemetry-instrumentation; the
+``BaseInstrumentor`` classes that ``opentelemetry-instrument`` finds through entry points
+live in :mod:`.entry_points` and delegate to the same functions.
 """
 
 from __future__ import annotations
 
-#: name -> "module:Class"; filled as backends land (OpenAI, Anthropic, agent CLIs).
+#: name -> module exposing install(), uninstall() and DEPENDENCIES
 REGISTRY: dict[str, str] = {
-    "agent_cli": "otel_tokens.instrumentors.subprocess:SubprocessInstrumentor",
-    "agent_backends": "otel_tokens.instrumentors.backend:BackendInstrumentor",
+    "agent_cli": "otel_tokens.instrumentors.subprocess",
+    "agent_backends": "otel_tokens.instrumentors.backend",
 }

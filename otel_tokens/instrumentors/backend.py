@@ -10,7 +10,7 @@ itself). ``parser`` is a CLI name or a callable taking the result and returning 
 it has them, are set (seed 002's ``AgentResult``). The result itself is never replaced.
 
 ``OTEL_TOKENS_BACKENDS`` (``target=parser`` entries separated by ``;``) does the same from
-``otel_tokens.instrument()``, through :class:`BackendInstrumentor`.
+``otel_tokens.instrument()``, through :func:`install`.
 """
 
 from __future__ import annotations
@@ -23,15 +23,14 @@ import threading
 from typing import Any, Callable, Collection
 
 import wrapt
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
 
 from ..parsers import AgentRun, get_parser
 from ..telemetry.pipeline import get_pipeline
 from ..usage import Usage
+from ._wrapping import unwrap
 from .agent_runs import report_run, start_run
 
-__all__ = ["BackendInstrumentor", "instrument_backend", "uninstrument_backend"]
+__all__ = ["install", "instrument_backend", "uninstall", "uninstrument_backend"]
 
 BACKENDS_ENV = "OTEL_TOKENS_BACKENDS"
 TARGET_ATTR = "otel_tokens.backend.target"
@@ -201,20 +200,20 @@ def backends_from_env() -> list[tuple[str, str]]:
     return pairs
 
 
-class BackendInstrumentor(BaseInstrumentor):  # type: ignore[misc]
-    """Wraps every backend named in ``OTEL_TOKENS_BACKENDS`` (errors raise at start)."""
+DEPENDENCIES: tuple[str, ...] = ()
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return []
 
-    def _instrument(self, **kwargs: Any) -> None:
-        for target, parser in backends_from_env():
-            try:
-                instrument_backend(target, parser)
-            except (ImportError, AttributeError) as exc:
-                raise ValueError(f"{BACKENDS_ENV}: cannot wrap {target!r}: {exc}") from exc
-            _env_targets.append(target)
+def install(**_: Any) -> None:
+    """Wrap every backend named in ``OTEL_TOKENS_BACKENDS`` (errors raise at start)."""
+    for target, parser in backends_from_env():
+        try:
+            instrument_backend(target, parser)
+        except (ImportError, AttributeError) as exc:
+            raise ValueError(f"{BACKENDS_ENV}: cannot wrap {target!r}: {exc}") from exc
+        _env_targets.append(target)
 
-    def _uninstrument(self, **kwargs: Any) -> None:
-        while _env_targets:
-            uninstrument_backend(_env_targets.pop())
+
+def uninstall() -> None:
+    """Unwrap the backends ``install()`` wrapped."""
+    while _env_targets:
+        uninstrument_backend(_env_targets.pop())

@@ -28,15 +28,14 @@ from collections import OrderedDict
 from typing import Any, Collection, Mapping, Sequence
 
 import wrapt
-from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
-from opentelemetry.instrumentation.utils import unwrap
 
-from ..parsers import PARSERS, AgentRun, codex, copilot
+from ..parsers import PARSERS, AgentRun
 from ..telemetry.pipeline import CallContext, get_pipeline
 from ..usage import Usage
+from ._wrapping import unwrap
 from .agent_runs import CLI_OUTPUT_REWRITTEN, CLI_USAGE_FILE, report_run, start_run
 
-__all__ = ["SubprocessInstrumentor", "agent_run", "cli_names"]
+__all__ = ["agent_run", "cli_names", "install", "uninstall"]
 
 NAMES_ENV = "OTEL_TOKENS_CLI_NAMES"
 COPILOT_JSON_ENV = "OTEL_TOKENS_COPILOT_JSON"
@@ -283,9 +282,9 @@ class _Run:
                 attrs[CLI_USAGE_FILE] = usage_text is not None
             code = self.returncode
             if self.parser == "copilot":
-                run = copilot.parse(out, stderr=err, exit_code=code, usage_file=usage_text)
+                run = PARSERS["copilot"](out, stderr=err, exit_code=code, usage_file=usage_text)
             elif self.parser == "codex":
-                run = _codex_delta(codex.parse(out, stderr=err, exit_code=code))
+                run = _codex_delta(PARSERS["codex"](out, stderr=err, exit_code=code))
             else:
                 run = PARSERS[self.parser](out, stderr=err, exit_code=code)
             self.result = run
@@ -330,6 +329,8 @@ def _codex_delta(run: AgentRun) -> AgentRun:
             _threads.popitem(last=False)
     if previous is None:
         return run
+    from ..parsers import codex
+
     own = codex.delta(total, previous)
     if own is None:  # totals went down: a different thread history; keep the report as is
         return run.replace(parse_errors=run.parse_errors + 1)
@@ -583,38 +584,38 @@ _TARGETS: tuple[tuple[str, str, Any], ...] = (
 )
 
 
-class SubprocessInstrumentor(BaseInstrumentor):  # type: ignore[misc]
-    """Agent CLIs run through ``subprocess`` or ``asyncio``: one span per invocation.
+DEPENDENCIES: tuple[str, ...] = ()  # the standard library only
 
-    ``instrument(cli_names={"my-wrapper": "copilot"})`` adds executable names (as does
+
+def install(**kwargs: Any) -> None:
+    """Wrap ``subprocess.Popen`` and asyncio subprocesses: one span per agent-CLI run.
+
+    ``cli_names={"my-wrapper": "copilot"}`` adds executable names (as does
     ``OTEL_TOKENS_CLI_NAMES``); a bad entry raises here, at start.
     """
+    _names.clear()
+    _names.update(cli_names(kwargs.get("cli_names")))
+    with _threads_lock:
+        _threads.clear()
+    import asyncio.subprocess  # noqa: F401  (targets below)
 
-    def instrumentation_dependencies(self) -> Collection[str]:
-        return []
+    for module, name, wrapper in _TARGETS:
+        try:
+            wrapt.wrap_function_wrapper(module, name, wrapper)
+        except (AttributeError, ImportError) as exc:  # another Python: that path is uncovered
+            get_pipeline().faults.report("config", exc, f"cannot wrap {module}.{name}")
 
-    def _instrument(self, **kwargs: Any) -> None:
-        _names.clear()
-        _names.update(cli_names(kwargs.get("cli_names")))
-        with _threads_lock:
-            _threads.clear()
-        import asyncio.subprocess  # noqa: F401  (targets below)
 
-        for module, name, wrapper in _TARGETS:
-            try:
-                wrapt.wrap_function_wrapper(module, name, wrapper)
-            except (AttributeError, ImportError) as exc:  # another Python: that path is uncovered
-                get_pipeline().faults.report("config", exc, f"cannot wrap {module}.{name}")
+def uninstall() -> None:
+    """Restore the original ``subprocess`` and asyncio functions."""
+    import importlib
 
-    def _uninstrument(self, **kwargs: Any) -> None:
-        import importlib
-
-        for module, name, _wrapper in _TARGETS:
-            owner_name, _, attr = name.rpartition(".")
-            try:
-                owner = importlib.import_module(module)
-                if owner_name:
-                    owner = getattr(owner, owner_name)
-                unwrap(owner, attr)
-            except Exception as exc:
-                get_pipeline().faults.report("config", exc, f"cannot unwrap {module}.{name}")
+    for module, name, _wrapper in _TARGETS:
+        owner_name, _, attr = name.rpartition(".")
+        try:
+            owner = importlib.import_module(module)
+            if owner_name:
+                owner = getattr(owner, owner_name)
+            unwrap(owner, attr)
+        except Exception as exc:
+            get_pipeline().faults.report("config", exc, f"cannot unwrap {module}.{name}")

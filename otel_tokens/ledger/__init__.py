@@ -39,7 +39,6 @@ from .records import (
     UsageTotals,
     scaled_values,
 )
-from .sqlite import SqliteStore
 from .stats import class_stats, percentile
 
 __all__ = [
@@ -110,10 +109,12 @@ class UsageLedger:
         self._in_flight: dict[Hashable, Usage] = {}
         self._truncations = 0  # rollbacks that removed records (reset percentile caches)
         self._sorted: dict[str, tuple[list, int, int, tuple[int, int]]] = {}  # percentile caches
-        self._store: SqliteStore | None = None
+        self._store: Any = None  # a SqliteStore when persisted
         self._pending: dict[int, list[Any]] = {}  # lid -> row not yet written (last item: active)
         self._pending_deactivate: list[int] = []
         if path is not None:
+            from .sqlite import SqliteStore  # sqlite3 only when persistence is asked for
+
             self._store = SqliteStore(path, name, busy_timeout)
             try:
                 self._load()

@@ -7,22 +7,37 @@ raises on malformed, truncated or interleaved output. ``PARSERS`` maps a CLI nam
 
 from __future__ import annotations
 
-from typing import Callable
+import importlib
+from collections.abc import Mapping
+from typing import Callable, Iterator
 
-from . import claude, codex, copilot, gemini
 from .run import AgentRun
 
 __all__ = ["AgentRun", "PARSERS", "Parser", "get_parser"]
 
 Parser = Callable[..., AgentRun]
 
+
+class _Parsers(Mapping[str, Parser]):
+    """CLI name -> parser; a parser module is imported on first use, not at start-up
+    (``instrument()`` only needs the names)."""
+
+    _names = ("copilot", "claude", "codex", "gemini")
+
+    def __getitem__(self, name: str) -> Parser:
+        if name not in self._names:
+            raise KeyError(name)
+        return importlib.import_module(f"{__name__}.{name}").parse  # type: ignore[no-any-return]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
 #: CLI name -> parser.
-PARSERS: dict[str, Parser] = {
-    "copilot": copilot.parse,
-    "claude": claude.parse,
-    "codex": codex.parse,
-    "gemini": gemini.parse,
-}
+PARSERS: Mapping[str, Parser] = _Parsers()
 
 
 def get_parser(name: str) -> Parser:

@@ -24,7 +24,7 @@ from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from ..agents import AgentEntry, agents, current_agent
 from ..errors import LedgerPersistenceError
-from ..estimate import Estimator, Request, RequestEstimate
+from ..estimate import Estimator, Request, RequestEstimate  # the renderer loads on first use
 from ..pricing import PriceResult, Pricer
 from ..state import Estimate, StreamHandle
 from ..usage import Usage
@@ -643,6 +643,11 @@ def get_pipeline() -> Pipeline:
                     _pipeline.faults.report("config", exc)  # logged with the file's problem
             pipeline = _pipeline
     return pipeline
+
+
+def pipeline_is_unset() -> bool:
+    """True until the process-wide pipeline has been built or set."""
+    return _pipeline is None
 
 
 def set_pipeline(pipeline: Pipeline | None) -> Pipeline | None:

@@ -21,6 +21,7 @@ import logging
 import os
 import sys
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,8 +31,10 @@ from opentelemetry import metrics, trace
 
 from .. import instrumentors as _instrumentors
 from ..estimate import warm_up as warm_up_tokenizers
+from ..pricing import Pricer
+from .anomalies import AnomalyGuard
 from .exporters import GuardedMetricExporter, GuardedSpanExporter
-from .pipeline import Pipeline, get_pipeline, set_pipeline
+from .pipeline import Pipeline, get_pipeline, pipeline_is_unset, set_pipeline
 
 __all__ = ["Setup", "configure", "instrument", "uninstrument"]
 
@@ -254,41 +257,77 @@ def _prometheus(
     return reader, f"prometheus {url}", url
 
 
+def _providers(tracer_provider: Any, meter_provider: Any) -> None:
+    """Use explicit providers when given; otherwise validate the configuration now."""
+    if tracer_provider is not None or meter_provider is not None:
+        set_pipeline(Pipeline(tracer_provider, meter_provider))
+    elif pipeline_is_unset():  # build it now: configuration errors raise here, at start
+        set_pipeline(Pipeline())
+    elif not _active:  # validate the configuration without replacing the pipeline in use
+        Pricer.from_env()
+        AnomalyGuard.from_env()
+    pipeline = get_pipeline()
+    threading.Thread(target=_warm_up, args=(pipeline,), name="otel_tokens-warm-up", daemon=True).start()
+
+
+def _warm_up(pipeline: Pipeline, delay: float = 0.5) -> None:
+    """Load price data and tokenizer encodings in the background, after the host's own
+    start-up (a priced call before then simply waits for the same import)."""
+    time.sleep(delay)
+    pipeline.pricer.warm_up(background=False)
+    warm_up_tokenizers()
+
+
+def dependencies_of(name: str) -> tuple[str, ...]:
+    """The requirement strings of the library a registered backend instruments."""
+    return tuple(importlib.import_module(_instrumentors.REGISTRY[name]).DEPENDENCIES)
+
+
+def enable(name: str, tracer_provider: Any = None, meter_provider: Any = None, **kwargs: Any) -> bool:
+    """Turn one registered backend on (once); False when its library is not installed."""
+    with _lock:
+        if name in _active:
+            return True
+        _providers(tracer_provider, meter_provider)
+        return _enable_locked(name, kwargs)
+
+
+def _enable_locked(name: str, kwargs: dict[str, Any]) -> bool:
+    module = importlib.import_module(_instrumentors.REGISTRY[name])
+    if module.install(**kwargs) is False:
+        return False
+    _active[name] = module
+    return True
+
+
+def disable(name: str) -> None:
+    """Turn one registered backend off (original functions restored)."""
+    with _lock:
+        module = _active.pop(name, None)
+        if module is not None:
+            module.uninstall()
+
+
 def instrument(tracer_provider: Any = None, meter_provider: Any = None, **kwargs: Any) -> list[str]:
-    """Turn on every available instrumentor; returns their names.
+    """Turn on every registered instrumentor; returns the names of those on.
 
     Like every ``BaseInstrumentor``, explicit ``tracer_provider``/``meter_provider`` are used
-    when given, else the global ones. Configuration errors raise here, at start.
+    when given, else the global ones. Configuration errors raise here, at start. A backend
+    whose library is not imported yet is patched when the application imports it.
     """
     with _lock:
-        if tracer_provider is not None or meter_provider is not None:
-            set_pipeline(Pipeline(tracer_provider, meter_provider))
-        elif _setup is None:
-            set_pipeline(Pipeline())  # validate configuration now
-        pipeline = get_pipeline()
-        pipeline.pricer.warm_up()
-        threading.Thread(target=warm_up_tokenizers, name="otel_tokens-tiktoken", daemon=True).start()
-        for name, target in _instrumentors.REGISTRY.items():
-            if name in _active:
-                continue
-            module_name, _, cls_name = target.partition(":")
-            try:
-                instrumentor = getattr(importlib.import_module(module_name), cls_name)()
-            except ImportError:
-                continue  # its library is not installed
-            if instrumentor.instrument(
-                tracer_provider=tracer_provider, meter_provider=meter_provider, **kwargs
-            ) is not False:
-                _active[name] = instrumentor
+        _providers(tracer_provider, meter_provider)
+        for name in _instrumentors.REGISTRY:
+            if name not in _active:
+                _enable_locked(name, kwargs)
         return list(_active)
 
 
 def uninstrument() -> None:
     """Turn off every instrumentor ``instrument()`` turned on (original functions restored)."""
     with _lock:
-        for name, instrumentor in list(_active.items()):
-            instrumentor.uninstrument()
-            del _active[name]
+        for name in list(_active):
+            _active.pop(name).uninstall()
 
 
 def active_instrumentors() -> list[str]:

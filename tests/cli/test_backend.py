@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 from opentelemetry.trace import StatusCode
 
-from otel_tokens.instrumentors.backend import (
-    BackendInstrumentor, instrument_backend, uninstrument_backend,
-)  # fmt: skip
+from otel_tokens.instrumentors.backend import instrument_backend, uninstrument_backend
+from otel_tokens.instrumentors.entry_points import AgentBackendsInstrumentor as BackendInstrumentor
 from otel_tokens.parsers import AgentRun
 from otel_tokens.usage import Usage
 

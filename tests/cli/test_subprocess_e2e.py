@@ -12,7 +12,8 @@ import pytest
 from opentelemetry.trace import StatusCode
 
 from otel_tokens.instrumentors.agent_runs import last_agent_run
-from otel_tokens.instrumentors.subprocess import SubprocessInstrumentor, agent_run
+from otel_tokens.instrumentors.entry_points import AgentCliInstrumentor as SubprocessInstrumentor
+from otel_tokens.instrumentors.subprocess import agent_run
 
 from .conftest import OWN
 

@@ -1,0 +1,47 @@
+"""``BaseInstrumentor`` classes for ``opentelemetry-instrument`` (the entry points).
+
+Each enables one backend of :data:`otel_tokens.instrumentors.REGISTRY` through the same
+code as ``otel_tokens.instrument()``: explicit ``tracer_provider``/``meter_provider`` are
+honoured, the global ones used otherwise.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Collection
+
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+
+__all__ = ["AgentBackendsInstrumentor", "AgentCliInstrumentor"]
+
+
+class _Delegating(BaseInstrumentor):  # type: ignore[misc]
+    """Turns one registered backend on and off through otel_tokens' set-up."""
+
+    name = ""
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        from ..telemetry.setup import dependencies_of
+
+        return dependencies_of(self.name)
+
+    def _instrument(self, **kwargs: Any) -> None:
+        from ..telemetry.setup import enable
+
+        enable(self.name, **kwargs)
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        from ..telemetry.setup import disable
+
+        disable(self.name)
+
+
+class AgentCliInstrumentor(_Delegating):
+    """Agent CLIs (Copilot, Claude Code, Codex, Gemini) run through subprocess or asyncio."""
+
+    name = "agent_cli"
+
+
+class AgentBackendsInstrumentor(_Delegating):
+    """The backends named in ``OTEL_TOKENS_BACKENDS``."""
+
+    name = "agent_backends"
