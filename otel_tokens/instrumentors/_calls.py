@@ -1,0 +1,159 @@
+"""The wrapping every SDK instrumentor shares: one backend call -> one pipeline call.
+
+A provider module describes each patched method with an :class:`Operation` (how to read the
+request, the response and stream items); :func:`sync_wrapper`/:func:`async_wrapper` do the
+rest, the same way for every provider: open the call (estimating the request), make the
+span current while the SDK runs, pass the result and the SDK's own exceptions through
+unchanged, end the call exactly once, and wrap streams in the shared stream proxy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from ..estimate import Request
+from ..telemetry.anomalies import BudgetExceeded
+from ..telemetry.pipeline import CallContext, get_pipeline
+from ..usage import Usage
+from ._stream import Accumulator, AsyncStreamProxy, StreamObserver, StreamProxy
+
+__all__ = ["Operation", "Response", "async_wrapper", "sync_wrapper"]
+
+
+@dataclass(frozen=True)
+class Response:
+    """What a finished, non-streamed response says."""
+
+    usage: Usage | None
+    model: str | None = None
+    response_id: str | None = None
+    finish_reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One patched SDK method.
+
+    ``provider(instance)`` names the provider (``gen_ai.provider.name``) and
+    ``server(instance)`` its address and port; ``request(kwargs)`` describes the request for
+    the estimator; ``response(result)`` reads a non-streamed result;
+    ``accumulator(given, sent)`` reads stream items (``given``: the caller's kwargs, ``sent``:
+    what ``prepare`` made of them); ``prepare(kwargs)`` may adjust the call (e.g. ask for
+    stream usage) and returns the kwargs to call with.
+    """
+
+    name: str  # gen_ai.operation.name
+    provider: Callable[[Any], str]
+    server: Callable[[Any], tuple[str | None, int | None]]
+    request: Callable[[dict[str, Any]], Request | None]
+    response: Callable[[Any], Response]
+    accumulator: Callable[[dict[str, Any], dict[str, Any]], Accumulator] | None = None
+    prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    is_stream: Callable[[dict[str, Any]], bool] = lambda kwargs: kwargs.get("stream") is True
+
+
+def _start(op: Operation, instance: Any, kwargs: dict[str, Any]) -> CallContext | None:
+    """Open the pipeline call; None when instrumentation itself failed (the call goes on)."""
+    pipeline = get_pipeline()
+    try:
+        model = kwargs.get("model")
+        address, port = op.server(instance)
+        request = None
+        try:
+            request = op.request(kwargs)
+        except Exception as exc:
+            pipeline.faults.report("estimate", exc)
+        return pipeline.start_call(
+            operation=op.name, provider=op.provider(instance),
+            request_model=model if isinstance(model, str) else None,
+            stream=op.is_stream(kwargs), server_address=address, server_port=port,
+            request=request,
+        )  # fmt: skip
+    except BudgetExceeded:
+        raise  # the user opted in to being stopped
+    except Exception as exc:
+        pipeline.faults.report("internal", exc)
+        return None
+
+
+def _prepared(op: Operation, kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(kwargs to call the SDK with, kwargs as the caller gave them)."""
+    if op.prepare is None:
+        return kwargs, kwargs
+    try:
+        return op.prepare(kwargs), kwargs
+    except Exception as exc:
+        get_pipeline().faults.report("internal", exc)
+        return kwargs, kwargs
+
+
+def _finish(
+    op: Operation, call: CallContext, given: dict[str, Any], sent: dict[str, Any], result: Any,
+    is_async: bool,
+) -> Any:
+    """End a non-streamed call, or hand a stream to the proxy; returns what the caller gets."""
+    try:
+        if op.is_stream(given) and op.accumulator is not None and _is_stream(result, is_async):
+            observer = StreamObserver(call, op.accumulator(given, sent), given.get("model"))
+            return (AsyncStreamProxy if is_async else StreamProxy)(result, observer)
+        answer = op.response(_parsed(result))
+        call.complete(answer.usage, response_model=answer.model, response_id=answer.response_id,
+                      finish_reasons=answer.finish_reasons or None)  # fmt: skip
+    except Exception as exc:
+        call._pipeline.faults.report("usage_invalid" if isinstance(exc, ValueError) else "internal", exc)
+        if not call.ended:
+            call.complete(None)
+    return result
+
+
+def _is_stream(result: Any, is_async: bool) -> bool:
+    return hasattr(result, "__anext__" if is_async else "__next__")
+
+
+def _parsed(result: Any) -> Any:
+    """The parsed body of a ``with_raw_response`` result (the SDK caches it for the caller)."""
+    if hasattr(result, "http_response") and callable(getattr(result, "parse", None)):
+        return result.parse()
+    return result
+
+
+def sync_wrapper(op: Operation) -> Callable[..., Any]:
+    """A wrapt wrapper for a synchronous SDK method."""
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
+        call = _start(op, instance, kwargs)
+        if call is None:
+            return wrapped(*args, **kwargs)
+        send, given = _prepared(op, kwargs)
+        try:
+            with call.activate():
+                result = wrapped(*args, **send)
+        except BaseException as exc:
+            call.fail(exc)
+            raise
+        return _finish(op, call, given, send, result, False)
+
+    return wrapper
+
+
+def async_wrapper(op: Operation) -> Callable[..., Any]:
+    """A wrapt wrapper for an asynchronous SDK method."""
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
+        async def run() -> Any:
+            call = _start(op, instance, kwargs)
+            if call is None:
+                return await wrapped(*args, **kwargs)
+            send, given = _prepared(op, kwargs)
+            try:
+                with call.activate():
+                    result = await wrapped(*args, **send)
+            except BaseException as exc:
+                call.fail(exc)
+                raise
+            return _finish(op, call, given, send, result, True)
+
+        return run()
+
+    return wrapper

@@ -1,0 +1,197 @@
+"""One stream proxy for every streaming backend: the caller cannot tell it from the original.
+
+A ``wrapt.ObjectProxy`` around a provider's stream (iteration, context manager, ``close()``,
+attributes such as ``response`` all pass through). Each item is shown to a provider-specific
+:class:`Accumulator`, which keeps the running usage and text. Every ending ends the call
+exactly once and clears the agent's estimate:
+
+* ``exhausted``: the stream ran out;
+* ``closed`` / ``exited``: closed, or its ``with`` block left, before the end;
+* ``error``: an exception mid-stream (the call fails, usage that arrived is kept);
+* ``abandoned``: dropped without being drained, found when it is garbage collected.
+
+A stream that ends without reported output gets its output estimated from the text seen,
+marked ``otel_tokens.usage.source = estimated``. How it ended is the span attribute
+``otel_tokens.stream.end``.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Sequence
+
+import wrapt
+
+from ..telemetry.pipeline import CallContext
+from ..usage import Usage
+
+__all__ = ["Accumulator", "AsyncStreamProxy", "StreamObserver", "StreamProxy"]
+
+STREAM_END = "otel_tokens.stream.end"
+
+
+class Accumulator:
+    """What a provider reads from stream items; subclasses fill the fields in ``add``."""
+
+    def __init__(self) -> None:
+        self.usage: Usage | None = None  # the latest running/final usage reported
+        self.model: str | None = None
+        self.response_id: str | None = None
+        self.finish_reasons: list[str] = []
+        self.text: list[str] = []  # output text seen (for an output estimate)
+
+    def add(self, item: Any) -> bool:
+        """Read one item; return False to hide it from the caller (an injected usage chunk)."""
+        return True
+
+    def final_text(self) -> str:
+        return "".join(self.text)
+
+
+class StreamObserver:
+    """The accounting side of one stream, shared by the sync and async proxies."""
+
+    __slots__ = ("call", "acc", "model", "_lock", "_ended", "__weakref__")
+
+    def __init__(self, call: CallContext, acc: Accumulator, model: str | None) -> None:
+        self.call = call
+        self.acc = acc
+        self.model = model
+        self._lock = threading.Lock()
+        self._ended = False
+
+    def item(self, item: Any) -> bool:
+        """One item: first-chunk time, accumulation; never raises into the caller."""
+        try:
+            self.call.first_chunk()
+            before = self.acc.usage
+            show = self.acc.add(item)
+            if self.acc.usage is not None and self.acc.usage is not before:
+                self.call.stream_usage(self.acc.usage)
+            return show
+        except Exception as exc:
+            self.call._pipeline.faults.report("parse", exc)
+            return True
+
+    def end(self, how: str, error: BaseException | None = None) -> None:
+        """End the call once, whichever ending comes first."""
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+        try:
+            usage = self._usage(how)
+            acc = self.acc
+            attributes = {STREAM_END: how}
+            if error is not None:
+                self.call.fail(error, usage, response_model=acc.model, response_id=acc.response_id,
+                               attributes=attributes)  # fmt: skip
+            else:
+                self.call.complete(usage, response_model=acc.model, response_id=acc.response_id,
+                                   finish_reasons=acc.finish_reasons or None,
+                                   attributes=attributes)  # fmt: skip
+        except Exception as exc:
+            self.call._pipeline.faults.report("internal", exc)
+
+    def _usage(self, how: str) -> Usage | None:
+        """Reported usage, with output estimated from the text when none was reported."""
+        usage = self.acc.usage
+        if usage is not None and usage.output_tokens is not None:
+            return usage
+        text = self.acc.final_text()
+        if not text and usage is None:
+            return None
+        estimated = self.call._pipeline.estimator.output_tokens(text, self.model)
+        if usage is None:
+            return Usage(output_tokens=estimated, model=self.acc.model, source="estimated")
+        return usage.replace(output_tokens=estimated, source="estimated")
+
+
+class _ProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
+    def __init__(self, wrapped: Any, observer: StreamObserver) -> None:
+        super().__init__(wrapped)
+        self._self_observer = observer
+        # a stream dropped without being drained still ends its call, once collected
+        self._self_finalizer = weakref.finalize(self, observer.end, "abandoned")
+
+    def _self_end(self, how: str, error: BaseException | None = None) -> None:
+        self._self_finalizer.detach()
+        self._self_observer.end(how, error)
+
+
+class StreamProxy(_ProxyBase):
+    """A synchronous stream (``openai.Stream``, ``anthropic.Stream``)."""
+
+    def __iter__(self) -> StreamProxy:
+        return self
+
+    def __next__(self) -> Any:
+        while True:
+            try:
+                item = self.__wrapped__.__next__()
+            except StopIteration:
+                self._self_end("exhausted")
+                raise
+            except BaseException as exc:
+                self._self_end("error", exc)
+                raise
+            if self._self_observer.item(item):
+                return item
+
+    def __enter__(self) -> StreamProxy:
+        self.__wrapped__.__enter__()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
+        try:
+            return self.__wrapped__.__exit__(exc_type, exc, tb)
+        finally:
+            self._self_end("error" if exc is not None else "exited", exc)
+
+    def close(self) -> None:
+        try:
+            self.__wrapped__.close()
+        finally:
+            self._self_end("closed")
+
+
+class AsyncStreamProxy(_ProxyBase):
+    """An asynchronous stream (``openai.AsyncStream``, ``anthropic.AsyncStream``)."""
+
+    def __aiter__(self) -> AsyncStreamProxy:
+        return self
+
+    async def __anext__(self) -> Any:
+        while True:
+            try:
+                item = await self.__wrapped__.__anext__()
+            except StopAsyncIteration:
+                self._self_end("exhausted")
+                raise
+            except BaseException as exc:
+                self._self_end("error", exc)
+                raise
+            if self._self_observer.item(item):
+                return item
+
+    async def __aenter__(self) -> AsyncStreamProxy:
+        await self.__wrapped__.__aenter__()
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
+        try:
+            return await self.__wrapped__.__aexit__(exc_type, exc, tb)
+        finally:
+            self._self_end("error" if exc is not None else "exited", exc)
+
+    async def close(self) -> None:
+        try:
+            await self.__wrapped__.close()
+        finally:
+            self._self_end("closed")
+
+
+def finish_reasons(values: Sequence[Any]) -> list[str]:
+    """Non-empty finish reasons as strings."""
+    return [str(v) for v in values if v]

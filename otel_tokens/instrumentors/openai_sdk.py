@@ -1,0 +1,261 @@
+"""The ``openai`` SDK (1.x, 2.x on httpx; 3.x on httpx2), Azure OpenAI clients included.
+
+Patched: ``chat.completions.create`` and ``.parse``, ``responses.create`` and ``.parse``,
+``embeddings.create``, sync and async. ``responses.stream()`` and ``chat.completions.stream()``
+go through ``create(stream=True)``, and ``with_raw_response`` through the same methods, so
+they are covered too. Usage: ``prompt_tokens`` (input, cache reads included as
+``prompt_tokens_details.cached_tokens``), ``completion_tokens`` (output, reasoning included
+as ``completion_tokens_details.reasoning_tokens``); the Responses API's ``input_tokens``,
+``output_tokens`` and their details alike.
+
+``OTEL_TOKENS_OPENAI_INCLUDE_USAGE=true`` asks streamed chat completions for usage
+(``stream_options.include_usage``) when the caller did not, and hides the extra usage-only
+chunk from the caller, so code that reads ``chunk.choices[0]`` keeps working.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import wrapt
+
+from ..estimate import Request
+from ..usage import Usage
+from ._calls import Operation, Response, async_wrapper, sync_wrapper
+from ._stream import Accumulator, finish_reasons
+from ._wrapping import unwrap
+
+__all__ = ["DEPENDENCIES", "install", "uninstall"]
+
+DEPENDENCIES: tuple[str, ...] = ("openai >= 1.40, < 4",)
+INCLUDE_USAGE_ENV = "OTEL_TOKENS_OPENAI_INCLUDE_USAGE"
+
+_state = {"installed": False, "patched": False, "hooked": False}
+
+
+# -- reading requests and responses --------------------------------------------------------
+def _get(obj: Any, name: str) -> Any:
+    """A field of a dict or an SDK object; SDK "not given" sentinels read as None."""
+    value = obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+    return None if type(value).__name__ in ("NotGiven", "Omit") else value
+
+
+def _provider(instance: Any) -> str:
+    client = getattr(instance, "_client", None)
+    return "azure.ai.openai" if type(client).__name__ in ("AzureOpenAI", "AsyncAzureOpenAI") else "openai"
+
+
+def _server(instance: Any) -> tuple[str | None, int | None]:
+    url = getattr(getattr(instance, "_client", None), "base_url", None)
+    if url is None:
+        return None, None
+    port = url.port or (443 if url.scheme == "https" else 80 if url.scheme == "http" else None)
+    return url.host or None, port
+
+
+def _chat_usage(usage: Any, model: str | None, response_id: str | None) -> Usage | None:
+    if usage is None:
+        return None
+    return Usage(
+        input_tokens=_get(usage, "prompt_tokens"),
+        output_tokens=_get(usage, "completion_tokens"),
+        cache_read_tokens=_get(_get(usage, "prompt_tokens_details"), "cached_tokens"),
+        cache_write_tokens=_get(_get(usage, "prompt_tokens_details"), "cache_write_tokens"),
+        reasoning_tokens=_get(_get(usage, "completion_tokens_details"), "reasoning_tokens"),
+        model=model, provider="openai", response_id=response_id,
+    )  # fmt: skip
+
+
+def _responses_usage(usage: Any, model: str | None, response_id: str | None) -> Usage | None:
+    if usage is None:
+        return None
+    return Usage(
+        input_tokens=_get(usage, "input_tokens"),
+        output_tokens=_get(usage, "output_tokens"),
+        cache_read_tokens=_get(_get(usage, "input_tokens_details"), "cached_tokens"),
+        reasoning_tokens=_get(_get(usage, "output_tokens_details"), "reasoning_tokens"),
+        model=model, provider="openai", response_id=response_id,
+    )  # fmt: skip
+
+
+def _chat_request(kwargs: dict[str, Any]) -> Request:
+    tools = _get(kwargs, "tools") or [
+        {"type": "function", "function": f} for f in _get(kwargs, "functions") or ()
+    ]
+    fmt = _get(kwargs, "response_format")
+    return Request("openai_chat", _get(kwargs, "model"), _get(kwargs, "messages") or [],
+                   tools=tools, response_format=fmt if isinstance(fmt, dict) else None)  # fmt: skip
+
+
+def _chat_response(result: Any) -> Response:
+    model, rid = _get(result, "model"), _get(result, "id")
+    reasons = finish_reasons([_get(c, "finish_reason") for c in _get(result, "choices") or ()])
+    return Response(_chat_usage(_get(result, "usage"), model, rid), model, rid, tuple(reasons))
+
+
+class _ChatAccumulator(Accumulator):
+    def __init__(self, given: dict[str, Any], sent: dict[str, Any]) -> None:
+        super().__init__()
+        asked = _get(_get(given, "stream_options") or {}, "include_usage")
+        self.hide_usage_chunk = sent is not given and not asked
+
+    def add(self, chunk: Any) -> bool:
+        self.model = _get(chunk, "model") or self.model
+        self.response_id = _get(chunk, "id") or self.response_id
+        choices = _get(chunk, "choices") or ()
+        for choice in choices:
+            delta = _get(choice, "delta")
+            content = _get(delta, "content")
+            if content:
+                self.text.append(content)
+            for call in _get(delta, "tool_calls") or ():
+                arguments = _get(_get(call, "function"), "arguments")
+                if arguments:
+                    self.text.append(arguments)
+            reason = _get(choice, "finish_reason")
+            if reason:
+                self.finish_reasons.append(str(reason))
+        usage = _get(chunk, "usage")
+        if usage is not None:
+            self.usage = _chat_usage(usage, self.model, self.response_id)
+            if self.hide_usage_chunk and not choices:
+                return False  # the usage-only chunk we asked for: not the caller's
+        return True
+
+
+def _with_stream_usage(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Ask for usage in the stream when opted in and the caller did not."""
+    if kwargs.get("stream") is not True:
+        return kwargs
+    if os.environ.get(INCLUDE_USAGE_ENV, "").strip().lower() not in ("1", "true", "yes", "on"):
+        return kwargs
+    options = _get(kwargs, "stream_options") or {}
+    if not isinstance(options, dict) or "include_usage" in options:
+        return kwargs
+    return {**kwargs, "stream_options": {**options, "include_usage": True}}
+
+
+def _responses_request(kwargs: dict[str, Any]) -> Request:
+    text = _get(kwargs, "text")
+    return Request("openai_responses", _get(kwargs, "model"), _get(kwargs, "input") or [],
+                   system=_get(kwargs, "instructions"), tools=_get(kwargs, "tools") or [],
+                   response_format=text if isinstance(text, dict) else None)  # fmt: skip
+
+
+def _responses_response(result: Any) -> Response:
+    model, rid = _get(result, "model"), _get(result, "id")
+    status = _get(result, "status")
+    reason = _get(_get(result, "incomplete_details"), "reason")
+    reasons = (str(reason or status),) if (reason or status) else ()
+    return Response(_responses_usage(_get(result, "usage"), model, rid), model, rid, reasons)
+
+
+class _ResponsesAccumulator(Accumulator):
+    def __init__(self, given: dict[str, Any], sent: dict[str, Any]) -> None:
+        super().__init__()
+
+    def add(self, event: Any) -> bool:
+        kind = _get(event, "type") or ""
+        if kind == "response.output_text.delta" or kind == "response.function_call_arguments.delta":
+            delta = _get(event, "delta")
+            if delta:
+                self.text.append(delta)
+        response = _get(event, "response")
+        if response is not None:
+            self.model = _get(response, "model") or self.model
+            self.response_id = _get(response, "id") or self.response_id
+            usage = _get(response, "usage")
+            if usage is not None:
+                self.usage = _responses_usage(usage, self.model, self.response_id)
+            if kind in ("response.completed", "response.incomplete", "response.failed"):
+                answer = _responses_response(response)
+                self.finish_reasons = list(answer.finish_reasons)
+        return True
+
+
+def _embeddings_request(kwargs: dict[str, Any]) -> Request:
+    inputs = _get(kwargs, "input")
+    return Request("openai_embeddings", _get(kwargs, "model"),
+                   [inputs] if isinstance(inputs, str) else inputs or [])  # fmt: skip
+
+
+def _embeddings_response(result: Any) -> Response:
+    usage = _get(result, "usage")
+    model = _get(result, "model")
+    tokens = _get(usage, "prompt_tokens") if usage is not None else None
+    return Response(Usage(input_tokens=tokens, model=model, provider="openai") if usage is not None
+                    else None, model)  # fmt: skip
+
+
+_CHAT = Operation("chat", _provider, _server, _chat_request, _chat_response, _ChatAccumulator,
+                  prepare=_with_stream_usage)  # fmt: skip
+_RESPONSES = Operation("chat", _provider, _server, _responses_request, _responses_response,
+                       _ResponsesAccumulator)  # fmt: skip
+_EMBEDDINGS = Operation("embeddings", _provider, _server, _embeddings_request, _embeddings_response)
+
+#: (module, class, method, operation)
+_TARGETS: tuple[tuple[str, str, str, Operation], ...] = (
+    ("openai.resources.chat.completions", "Completions", "create", _CHAT),
+    ("openai.resources.chat.completions", "AsyncCompletions", "create", _CHAT),
+    ("openai.resources.chat.completions", "Completions", "parse", _CHAT),
+    ("openai.resources.chat.completions", "AsyncCompletions", "parse", _CHAT),
+    ("openai.resources.responses", "Responses", "create", _RESPONSES),
+    ("openai.resources.responses", "AsyncResponses", "create", _RESPONSES),
+    ("openai.resources.responses", "Responses", "parse", _RESPONSES),
+    ("openai.resources.responses", "AsyncResponses", "parse", _RESPONSES),
+    ("openai.resources.embeddings", "Embeddings", "create", _EMBEDDINGS),
+    ("openai.resources.embeddings", "AsyncEmbeddings", "create", _EMBEDDINGS),
+)
+
+
+# -- patching ------------------------------------------------------------------------------
+def _classes() -> list[tuple[Any, str, Operation, bool]]:
+    import importlib
+
+    found = []
+    for module_name, cls_name, method, op in _TARGETS:
+        try:
+            cls = getattr(importlib.import_module(module_name), cls_name)
+        except (ImportError, AttributeError):
+            continue  # an older SDK without this API
+        if method in vars(cls):
+            found.append((cls, method, op, cls_name.startswith("Async")))
+    return found
+
+
+def _patch(_module: Any = None) -> None:
+    if not _state["installed"] or _state["patched"]:
+        return
+    for cls, method, op, is_async in _classes():
+        wrapt.wrap_function_wrapper(cls, method, (async_wrapper if is_async else sync_wrapper)(op))
+    _state["patched"] = True
+
+
+def install(**_: Any) -> bool:
+    """Patch the SDK now if it is imported, else as soon as the application imports it."""
+    try:
+        import importlib.util
+
+        if "openai" not in sys.modules and importlib.util.find_spec("openai") is None:
+            return False
+    except (ImportError, ValueError):
+        return False
+    _state["installed"] = True
+    if "openai" in sys.modules:
+        _patch()
+    elif not _state["hooked"]:
+        wrapt.register_post_import_hook(_patch, "openai")
+        _state["hooked"] = True
+    return True
+
+
+def uninstall() -> None:
+    """Restore the original SDK methods (identity checks hold)."""
+    _state["installed"] = False
+    if not _state["patched"]:
+        return
+    for cls, method, _op, _is_async in _classes():
+        unwrap(cls, method)
+    _state["patched"] = False
