@@ -13,6 +13,7 @@ from __future__ import annotations
 #: name -> module exposing install(), uninstall() and DEPENDENCIES
 REGISTRY: dict[str, str] = {
     "openai": "otel_tokens.instrumentors.openai_sdk",
+    "anthropic": "otel_tokens.instrumentors.anthropic_sdk",
     "agent_cli": "otel_tokens.instrumentors.subprocess",
     "agent_backends": "otel_tokens.instrumentors.backend",
 }

@@ -45,3 +45,9 @@ class AgentBackendsInstrumentor(_Delegating):
     """The backends named in ``OTEL_TOKENS_BACKENDS``."""
 
     name = "agent_backends"
+
+
+class AnthropicInstrumentor(_Delegating):
+    """The ``anthropic`` SDK: ``messages.create``/``parse``/``stream``, beta included."""
+
+    name = "anthropic"
