@@ -100,9 +100,7 @@ class StreamObserver:
         if usage is not None and usage.output_tokens is not None:
             return usage
         text = self.acc.final_text()
-        if not text and usage is None:
-            return None
-        estimated = self.call._pipeline.estimator.output_tokens(text, self.model)
+        estimated = self.call._pipeline.estimator.output_tokens(text, self.model) if text else 0
         if usage is None:
             return Usage(output_tokens=estimated, model=self.acc.model, source="estimated")
         return usage.replace(output_tokens=estimated, source="estimated")

@@ -1,0 +1,274 @@
+"""OpenAI streams: every ending, transparency to the caller, include_usage injection; raw
+responses, Azure clients, patch identity, and concurrency."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import threading
+
+import pytest
+
+import otel_tokens
+from otel_tokens.instrumentors import openai_sdk
+from otel_tokens.telemetry.pipeline import set_pipeline
+
+from .. import cassettes
+from ..telemetry.conftest import make_telemetry
+from .replay import openai_client
+
+STREAM_WITH_USAGE = "openai-openllmetry/test_streaming_with_api_usage__test_streaming_with_api_usage_and_events.yaml"
+STREAM = "openai-v2/test_chat_completion_streaming.yaml"  # the caller asked for usage
+STREAM_WITHOUT_USAGE = "openai-openllmetry/test_chat__test_chat_streaming_with_events_with_content.yaml"
+PLAIN = "openai-v2/test_chat_completion_with_content.yaml"
+
+
+@pytest.fixture
+def telemetry():
+    cassettes.require()
+    t = make_telemetry()
+    previous = set_pipeline(t.pipeline)
+    openai_sdk.install()
+    yield t
+    openai_sdk.uninstall()
+    set_pipeline(previous)
+
+
+def recorded(name: str, index: int = 0) -> cassettes.Interaction:
+    return cassettes.load(cassettes.CASSETTES / name)[index]
+
+
+def stream_call(name: str = STREAM, *, is_async: bool = False, **extra):
+    it = recorded(name)
+    client, replay = openai_client([it], is_async=is_async)
+    base = it.uri.rsplit("/chat/completions", 1)[0]
+    client = client.with_options(base_url=base)
+    body = {**it.request_body, **extra}
+    return client.chat.completions.create(**body), it, replay
+
+
+def only_span(t):
+    (span,) = t.finished()
+    return span
+
+
+# -- every ending, sync ------------------------------------------------------------------
+def test_exhausted(telemetry):
+    with otel_tokens.agent("a") as entry:
+        stream, it, _ = stream_call()
+        assert entry.state.status == "streaming" and entry.state.current_estimate is not None
+        chunks = list(stream)
+    assert len(chunks) == len(it.sse_events())
+    span = only_span(telemetry)
+    assert span.attributes["otel_tokens.stream.end"] == "exhausted"
+    assert entry.state.status == "idle" and entry.state.current_estimate is None
+    assert entry.state.turn_count == 1
+
+
+def test_closed_early_keeps_what_arrived(telemetry):
+    with otel_tokens.agent("a") as entry:
+        stream, _, _ = stream_call()
+        first = next(stream)
+        stream.close()
+        stream.close()  # idempotent, one end
+    assert first.choices is not None
+    span = only_span(telemetry)
+    assert span.attributes["otel_tokens.stream.end"] == "closed"
+    assert span.attributes["otel_tokens.usage.source"] == "estimated"
+    assert span.attributes["gen_ai.usage.output_tokens"] == 0  # nothing but the role arrived
+    assert telemetry.errors() == {}
+    assert entry.state.current_estimate is None and entry.state.turn_count == 1
+
+
+def test_context_exited_early(telemetry):
+    with otel_tokens.agent("a") as entry:
+        stream, _, _ = stream_call()
+        with stream as s:
+            assert s is stream
+            next(s)
+    assert only_span(telemetry).attributes["otel_tokens.stream.end"] == "exited"
+    assert entry.state.current_estimate is None
+
+
+def test_exception_mid_stream_fails_the_call_and_passes_through(telemetry):
+    class Broken(Exception):
+        pass
+
+    with otel_tokens.agent("a") as entry:
+        stream, _, _ = stream_call()
+        inner = stream.__wrapped__
+
+        def explode():
+            raise Broken("connection reset")
+
+        inner._iterator = iter([next(iter([]), None)] if False else [])  # exhausted inner iterator
+        inner.__next__ = explode  # type: ignore[method-assign]
+        type_next = type(inner).__next__
+        try:
+            type(inner).__next__ = lambda self: explode()  # the SDK's stream raising mid-way
+            with pytest.raises(Broken, match="connection reset"):
+                next(stream)
+        finally:
+            type(inner).__next__ = type_next
+    span = only_span(telemetry)
+    assert span.attributes["error.type"].endswith("Broken")
+    assert span.attributes["otel_tokens.stream.end"] == "error"
+    assert entry.state.turn_count == 0 and entry.state.current_estimate is None
+
+
+def test_abandoned_stream_ends_when_collected(telemetry):
+    with otel_tokens.agent("a") as entry:
+        stream, _, _ = stream_call()
+        next(stream)
+        del stream
+        gc.collect()
+    span = only_span(telemetry)
+    assert span.attributes["otel_tokens.stream.end"] == "abandoned"
+    assert entry.state.current_estimate is None and entry.state.status == "idle"
+
+
+# -- every ending, async -----------------------------------------------------------------
+def test_async_endings(telemetry):
+    async def main():
+        with otel_tokens.agent("a") as entry:
+            s1, it, _ = stream_call(is_async=True)
+            s1 = await s1
+            chunks = [c async for c in s1]
+            assert len(chunks) == len(it.sse_events())
+            s2, _, _ = stream_call(is_async=True)
+            s2 = await s2
+            await s2.__anext__()
+            await s2.close()
+            s3, _, _ = stream_call(is_async=True)
+            async with await s3 as s:
+                await s.__anext__()
+            s4, _, _ = stream_call(is_async=True)
+            s4 = await s4
+            await s4.__anext__()
+            del s4
+            gc.collect()
+            return entry
+
+    entry = asyncio.run(main())
+    ends = sorted(s.attributes["otel_tokens.stream.end"] for s in telemetry.finished())
+    assert ends == ["abandoned", "closed", "exhausted", "exited"]
+    assert entry.state.current_estimate is None and entry.state.turn_count == 4
+
+
+# -- transparency and include_usage ------------------------------------------------------
+def test_proxy_is_transparent(telemetry):
+    import openai
+
+    stream, _, _ = stream_call()
+    assert isinstance(stream, openai.Stream)  # wrapt proxies pass isinstance
+    assert stream.response.status_code == 200  # attributes pass through
+    assert iter(stream) is stream
+    list(stream)
+
+
+def test_include_usage_injection_is_invisible(telemetry, monkeypatch):
+    it = recorded(STREAM)
+    events = it.sse_events()
+    assert events[-1]["usage"] and not events[-1]["choices"]  # a usage-only last chunk
+    # the same recorded traffic, but as if the caller had not asked for usage
+    monkeypatch.setenv("OTEL_TOKENS_OPENAI_INCLUDE_USAGE", "true")
+    client, replay = openai_client([it])
+    body = {k: v for k, v in it.request_body.items() if k != "stream_options"}
+    chunks = list(client.chat.completions.create(**body))
+    assert replay.sent_json()["stream_options"] == {"include_usage": True}  # we asked for it
+    assert len(chunks) == len(events) - 1  # ... and hid the usage-only chunk
+    assert all(chunk.choices for chunk in chunks)  # caller code reading choices[0] works
+    usage = events[-1]["usage"]
+    span = only_span(telemetry)
+    assert span.attributes["gen_ai.usage.input_tokens"] == usage["prompt_tokens"]
+    assert span.attributes["otel_tokens.usage.source"] == "reported"
+
+
+def test_callers_own_include_usage_is_left_alone(telemetry, monkeypatch):
+    monkeypatch.setenv("OTEL_TOKENS_OPENAI_INCLUDE_USAGE", "true")
+    it = recorded(STREAM_WITH_USAGE)
+    client, replay = openai_client([it])
+    client = client.with_options(base_url=it.uri.rsplit("/chat/completions", 1)[0])
+    chunks = list(client.chat.completions.create(**it.request_body))
+    assert len(chunks) == len(it.sse_events())  # the caller asked: nothing hidden
+
+
+def test_no_injection_without_opt_in(telemetry):
+    stream, _, replay = stream_call(STREAM_WITHOUT_USAGE)
+    list(stream)
+    assert "stream_options" not in replay.sent_json()
+    span = only_span(telemetry)
+    assert span.attributes["otel_tokens.usage.source"] == "estimated"  # output from the text
+    assert span.attributes["gen_ai.usage.output_tokens"] > 0
+    assert telemetry.errors() == {}  # a stream without usage is normal, not a fault
+
+
+# -- raw responses, Azure ----------------------------------------------------------------
+def test_with_raw_response(telemetry):
+    it = recorded(PLAIN)
+    client, _ = openai_client([it])
+    raw = client.chat.completions.with_raw_response.create(**it.request_body)
+    completion = raw.parse()
+    assert completion.usage.prompt_tokens == only_span(telemetry).attributes["gen_ai.usage.input_tokens"]
+
+
+def test_azure_client(telemetry):
+    it = recorded(PLAIN)
+    client, replay = openai_client([it], azure=True)
+    client.chat.completions.create(**it.request_body)
+    span = only_span(telemetry)
+    assert span.attributes["gen_ai.provider.name"] == "azure.ai.openai"
+    assert span.attributes["server.address"] == "example-resource.openai.azure.com"
+
+
+# -- patch identity ----------------------------------------------------------------------
+def test_uninstall_restores_originals_and_install_is_idempotent():
+    from openai.resources.chat.completions import AsyncCompletions, Completions
+    from openai.resources.embeddings import Embeddings
+
+    originals = (vars(Completions)["create"], vars(AsyncCompletions)["create"],
+                 vars(Embeddings)["create"])  # fmt: skip
+    openai_sdk.install()
+    openai_sdk.install()
+    wrapped = vars(Completions)["create"]
+    assert wrapped is not originals[0] and wrapped.__wrapped__ is originals[0]  # wrapped once
+    openai_sdk.uninstall()
+    assert (vars(Completions)["create"], vars(AsyncCompletions)["create"],
+            vars(Embeddings)["create"]) == originals  # fmt: skip
+    assert vars(Completions)["create"] is originals[0]
+
+
+# -- concurrency -------------------------------------------------------------------------
+def test_threads_and_tasks_one_span_per_call_exact_totals(telemetry):
+    it = recorded(PLAIN)
+    usage = it.response_json()["usage"]
+    per_thread, threads_n, tasks_n = 25, 8, 200
+
+    def thread_work():
+        client, _ = openai_client([it] * per_thread)
+        with otel_tokens.agent("busy"):  # threads do not inherit a binding: bind here
+            for _ in range(per_thread):
+                client.chat.completions.create(**it.request_body)
+
+    with otel_tokens.agent("busy") as entry:
+        threads = [threading.Thread(target=thread_work) for _ in range(threads_n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+        async def tasks():
+            client, _ = openai_client([it] * tasks_n, is_async=True)
+            await asyncio.gather(*(client.chat.completions.create(**it.request_body)
+                                   for _ in range(tasks_n)))  # fmt: skip
+
+        asyncio.run(tasks())
+    calls = threads_n * per_thread + tasks_n
+    spans = telemetry.finished()
+    assert len(spans) == calls
+    assert len({s.context.span_id for s in spans}) == calls
+    totals = entry.ledger.cumulative
+    assert totals.requests == calls
+    assert totals.input_tokens == calls * usage["prompt_tokens"]
+    assert totals.output_tokens == calls * usage["completion_tokens"]
+    assert entry.state.turn_count == calls
