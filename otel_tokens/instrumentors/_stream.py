@@ -64,11 +64,13 @@ class StreamObserver:
     def item(self, item: Any) -> bool:
         """One item: first-chunk time, accumulation; never raises into the caller."""
         try:
-            self.call.first_chunk()
-            before = self.acc.usage
-            show = self.acc.add(item)
-            if self.acc.usage is not None and self.acc.usage is not before:
-                self.call.stream_usage(self.acc.usage)
+            call, acc = self.call, self.acc
+            if call._first_chunk is None:
+                call.first_chunk()
+            before = acc.usage
+            show = acc.add(item)
+            if acc.usage is not before and acc.usage is not None:
+                call.stream_usage(acc.usage)
             return show
         except Exception as exc:
             self.call._pipeline.faults.report("parse", exc)

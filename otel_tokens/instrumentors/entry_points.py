@@ -11,7 +11,7 @@ from typing import Any, Collection
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
-__all__ = ["AgentBackendsInstrumentor", "AgentCliInstrumentor"]
+__all__ = ["AgentBackendsInstrumentor", "AgentCliInstrumentor", "OpenAIInstrumentor"]
 
 
 class _Delegating(BaseInstrumentor):  # type: ignore[misc]
@@ -51,3 +51,9 @@ class AnthropicInstrumentor(_Delegating):
     """The ``anthropic`` SDK: ``messages.create``/``parse``/``stream``, beta included."""
 
     name = "anthropic"
+
+
+class OpenAIInstrumentor(_Delegating):
+    """The ``openai`` SDK: chat completions, Responses, embeddings (sync, async, streams)."""
+
+    name = "openai"

@@ -102,6 +102,34 @@ class _ChatAccumulator(Accumulator):
         self.hide_usage_chunk = sent is not given and not asked
 
     def add(self, chunk: Any) -> bool:
+        try:  # SDK chunk objects: plain attribute access, this runs for every chunk
+            choices, usage = chunk.choices, chunk.usage
+            if self.model is None:
+                self.model, self.response_id = chunk.model, chunk.id
+            for choice in choices:
+                delta = choice.delta
+                if delta.content:
+                    self.text.append(delta.content)
+                if delta.tool_calls:
+                    self._tool_text(delta.tool_calls)
+                if choice.finish_reason:
+                    self.finish_reasons.append(str(choice.finish_reason))
+        except AttributeError:
+            return self._add_any(chunk)
+        if usage is not None:
+            self.usage = _chat_usage(usage, self.model, self.response_id)
+            if self.hide_usage_chunk and not choices:
+                return False  # the usage-only chunk we asked for: not the caller's
+        return True
+
+    def _tool_text(self, calls: Any) -> None:
+        for call in calls:
+            arguments = _get(_get(call, "function"), "arguments")
+            if arguments:
+                self.text.append(arguments)
+
+    def _add_any(self, chunk: Any) -> bool:
+        """Chunks of any shape (dicts, unexpected SDK versions), field by field."""
         self.model = _get(chunk, "model") or self.model
         self.response_id = _get(chunk, "id") or self.response_id
         choices = _get(chunk, "choices") or ()
@@ -110,10 +138,7 @@ class _ChatAccumulator(Accumulator):
             content = _get(delta, "content")
             if content:
                 self.text.append(content)
-            for call in _get(delta, "tool_calls") or ():
-                arguments = _get(_get(call, "function"), "arguments")
-                if arguments:
-                    self.text.append(arguments)
+            self._tool_text(_get(delta, "tool_calls") or ())
             reason = _get(choice, "finish_reason")
             if reason:
                 self.finish_reasons.append(str(reason))
