@@ -30,6 +30,7 @@ from ..state import Estimate, StreamHandle
 from ..usage import Usage
 from . import instruments as names
 from .anomalies import Anomaly, AnomalyGuard, BudgetExceeded
+from .cardinality import CardinalityGuard, limit_from_env
 from .faults import Faults
 from .instruments import Instruments, record_signed
 
@@ -69,6 +70,9 @@ class Pipeline:
         self.guard = guard if guard is not None else get_guard()
         self.capture_content = _truthy(_CAPTURE_ENV)
         self.estimator = Estimator()
+        self.cardinality = CardinalityGuard(
+            limit_from_env(), lambda key: self.faults.report("cardinality", detail=f"{key}: too many values")
+        )
 
     # -- calls ----------------------------------------------------------------------------
     def start_call(
@@ -113,7 +117,7 @@ class Pipeline:
                     entry.name, estimate.input_tokens if estimate is not None else None
                 )
             except BudgetExceeded as exc:
-                self._announce(None, exc.anomaly, {names.AGENT_NAME: entry.name})
+                self._announce(None, exc.anomaly, self.cardinality.attributes({names.AGENT_NAME: entry.name}))
                 raise
             except Exception as exc:
                 self.faults.report("internal", exc)
@@ -131,7 +135,8 @@ class Pipeline:
             for entry in agents():
                 ratio = entry.state.display().ratio
                 if ratio is not None:
-                    points.append(metrics.Observation(ratio, {names.AGENT_NAME: entry.name}))
+                    agent = self.cardinality.value(names.AGENT_NAME, entry.name)
+                    points.append(metrics.Observation(ratio, {names.AGENT_NAME: agent}))
             return iter(points)
         except Exception as exc:
             self.faults.report("metrics", exc)
@@ -206,10 +211,10 @@ class CallContext:
             attrs[names.REQUEST_MODEL] = request_model
         if server_address:
             attrs[names.SERVER_ADDRESS] = server_address
-        self._attrs = attrs  # the common metric attributes
+        self._attrs = attrs  # the common metric attributes (bounded when recorded)
         self._span: Any = None
         try:
-            span_attrs = dict(attrs)
+            span_attrs = dict(attrs)  # spans keep the real values
             span_attrs[names.REQUEST_STREAM] = bool(stream)
             if server_port:
                 span_attrs[names.SERVER_PORT] = server_port
@@ -461,6 +466,7 @@ class CallContext:
         attrs = self._attrs
         if response_model:
             attrs = {**attrs, names.RESPONSE_MODEL: response_model}
+        attrs = p.cardinality.attributes(attrs)
 
         anomalies: list[Anomaly] = []
         if agent is not None and (has_tokens or price.cost_usd is not None):
@@ -506,7 +512,9 @@ class CallContext:
             for part, part_price in zip(parts, prices):
                 part_attrs = attrs
                 if len(parts) > 1 and (part.model or default_model):
-                    part_attrs = {**attrs, names.RESPONSE_MODEL: part.model or default_model}
+                    part_attrs = p.cardinality.attributes(
+                        {**attrs, names.RESPONSE_MODEL: part.model or default_model}
+                    )
                 key = tuple(part_attrs.items())
                 source_item = (names.USAGE_SOURCE, part.source)
                 for field, _span_attr, token_type in names.TOKEN_ATTRIBUTES:

@@ -33,6 +33,7 @@ from .. import instrumentors as _instrumentors
 from ..estimate import warm_up as warm_up_tokenizers
 from ..pricing import Pricer
 from .anomalies import AnomalyGuard
+from .cardinality import limit_from_env
 from .exporters import GuardedMetricExporter, GuardedSpanExporter
 from .pipeline import Pipeline, get_pipeline, pipeline_is_unset, set_pipeline
 
@@ -266,6 +267,7 @@ def _providers(tracer_provider: Any, meter_provider: Any) -> None:
     elif not _active:  # validate the configuration without replacing the pipeline in use
         Pricer.from_env()
         AnomalyGuard.from_env()
+        limit_from_env()
     pipeline = get_pipeline()
     threading.Thread(target=_warm_up, args=(pipeline,), name="otel_tokens-warm-up", daemon=True).start()
 
