@@ -488,3 +488,39 @@ def test_registered_and_entry_point():
     assert REGISTRY["anthropic"] == "otel_tokens.instrumentors.anthropic_sdk"
     assert AnthropicInstrumentor.name == "anthropic"
     assert list(AnthropicInstrumentor().instrumentation_dependencies()) == list(anthropic_sdk.DEPENDENCIES)
+
+
+# -- threads and asyncio ------------------------------------------------------------------
+def test_threads_and_tasks_one_span_each_exact_totals(telemetry):
+    import threading
+
+    per_thread, threads, tasks = 5, 8, 200
+    body = sse(*FULL)
+
+    def worker():
+        for _ in range(per_thread):
+            client, _ = anthropic_client([served(body)])
+            list(client.messages.create(**KWARGS, stream=True))
+
+    pool = [threading.Thread(target=worker) for _ in range(threads)]
+    for th in pool:
+        th.start()
+    for th in pool:
+        th.join()
+
+    async def many():
+        async def one():
+            client, _ = anthropic_client([served(body)], is_async=True)
+            async with client.messages.stream(**KWARGS) as stream:
+                await stream.get_final_message()
+
+        await asyncio.gather(*(one() for _ in range(tasks)))
+
+    asyncio.run(many())
+    calls = per_thread * threads + tasks
+    spans = telemetry.finished()
+    assert len(spans) == calls and len({s.context.span_id for s in spans}) == calls
+    totals = {p.attributes["gen_ai.token.type"]: p.value for p in telemetry.points("otel_tokens.tokens")}
+    assert totals == {"input": 17 * calls, "output": 9 * calls, "cache_read": 5 * calls,
+                      "cache_write": 2 * calls}  # fmt: skip
+    assert telemetry.errors() == {}
