@@ -24,3 +24,33 @@ def _fresh_agents(monkeypatch: pytest.MonkeyPatch):
     yield
     _current.reset(binding)
     otel_tokens.clear_agents()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    """After every test: nothing it emitted carries a secret, or prompt text unless the test
+    opted in to content capture (checked while the test's environment is still in place)."""
+    from .reliability.scan import describe, problems
+    from .telemetry.conftest import CREATED
+
+    yield
+    capture = os.environ.get("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "").lower() in (
+        "1", "true", "yes", "on")  # fmt: skip
+    found = problems(CREATED, capture) if item.get_closest_marker("plants_secrets") is None else []
+    CREATED.clear()
+    if found:
+        raise AssertionError(f"telemetry carries secrets or prompt content: {describe(found)}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "plants_secrets: the test puts secret-like text into telemetry on purpose"
+    )
+
+
+@pytest.fixture(autouse=True)
+def _no_telemetry_from_earlier_tests():
+    from .telemetry.conftest import CREATED
+
+    CREATED.clear()
+    yield

@@ -11,7 +11,9 @@ from typing import Any, Collection
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
-__all__ = ["AgentBackendsInstrumentor", "AgentCliInstrumentor", "OpenAIInstrumentor"]
+__all__ = [
+    "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AnthropicInstrumentor", "OpenAIInstrumentor",
+]  # fmt: skip
 
 
 class _Delegating(BaseInstrumentor):  # type: ignore[misc]

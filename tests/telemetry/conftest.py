@@ -73,6 +73,10 @@ class Telemetry:
                 for p in self.points("otel_tokens.instrumentation.errors")}
 
 
+#: every Telemetry made during the current test (scanned for secrets afterwards: tests/conftest.py)
+CREATED: list[Telemetry] = []
+
+
 def make_telemetry(pricer: Pricer | None = None, guard: AnomalyGuard | None = None,
                    span_processor: Any = None) -> Telemetry:
     spans = InMemorySpanExporter()
@@ -83,7 +87,9 @@ def make_telemetry(pricer: Pricer | None = None, guard: AnomalyGuard | None = No
     reader = InMemoryMetricReader()
     mp = MeterProvider(metric_readers=[reader], views=views())
     pipeline = Pipeline(tp, mp, pricer=pricer or Pricer(), guard=guard or AnomalyGuard())
-    return Telemetry(pipeline, spans, reader, tp, mp)
+    telemetry = Telemetry(pipeline, spans, reader, tp, mp)
+    CREATED.append(telemetry)
+    return telemetry
 
 
 @pytest.fixture
