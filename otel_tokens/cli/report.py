@@ -1,0 +1,250 @@
+"""``otel-tokens report``: what a persisted usage ledger holds, for every agent in it.
+
+Reads the SQLite file ``OTEL_TOKENS_LEDGER_PATH`` points to (or ``--db``) read-only, and
+prints totals per agent, statistics (p50/p95/p99), cost by model, cost by time range and the
+top requests. Only the current timeline counts (rows a rollback deactivated are left out).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import sqlite3
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import click
+
+from . import CliError
+
+_COLUMNS = ("ledger, request_id, ts, model, provider, source, input_tokens, output_tokens, "
+            "cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, "
+            "premium_requests, trace_id, span_id")  # fmt: skip
+_STAT_FIGURES = ("input_tokens", "output_tokens", "total_tokens", "cost_usd")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+
+
+def parse_since(text: str, now: float | None = None) -> float:
+    """``30m``, ``24h``, ``7d``, ``2w`` (ago), or an ISO date/date-time -> epoch seconds."""
+    now = time.time() if now is None else now
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*", text)
+    if m:
+        return now - float(m.group(1)) * _UNITS[m.group(2)]
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError:
+        raise click.BadParameter(
+            f"{text!r} is neither a duration (30m, 24h, 7d, 2w) nor an ISO date "
+            "(2025-06-01, 2025-06-01T12:00)", param_hint="--since") from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # local time, as the user typed it
+    return moment.timestamp()
+
+
+def read_rows(path: str) -> list[dict[str, Any]]:
+    """Every active row of the file, oldest first (read-only; clear errors)."""
+    file = Path(path)
+    if not file.exists():
+        raise CliError(f"report: no ledger file at {path}")
+    if file.is_dir():
+        raise CliError(f"report: {path} is a directory, not a ledger file")
+    if not os.access(file, os.R_OK):
+        raise CliError(f"report: cannot read {path} (permission denied)")
+    try:
+        conn = sqlite3.connect(f"file:{file.resolve()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise CliError(f"report: cannot open {path}: {exc}") from None
+    try:
+        try:
+            version = conn.execute(
+                "SELECT value FROM otel_tokens_meta WHERE key='schema_version'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            detail = str(exc)
+            if "not a database" in detail:
+                detail = "not an SQLite database"
+            elif "no such table" in detail:
+                detail = "not an otel_tokens usage ledger (no otel_tokens tables)"
+            raise CliError(f"report: cannot read {path}: {detail}") from None
+        from ..ledger.sqlite import SCHEMA_VERSION
+
+        if version is None or version[0] != str(SCHEMA_VERSION):
+            raise CliError(f"report: {path} has ledger schema version "
+                           f"{version[0] if version else 'unknown'}, this otel_tokens reads "
+                           f"version {SCHEMA_VERSION}")  # fmt: skip
+        names = [c.strip() for c in _COLUMNS.split(",")]
+        try:
+            cursor = conn.execute(
+                f"SELECT {_COLUMNS} FROM otel_tokens_requests WHERE active=1 ORDER BY id")
+            return [dict(zip(names, row)) for row in cursor]
+        except sqlite3.Error as exc:
+            raise CliError(f"report: cannot read {path}: {exc}") from None
+    finally:
+        conn.close()
+
+
+def build_ledgers(rows: list[dict[str, Any]], since: float | None) -> dict[str, Any]:
+    """In-memory ledgers: one per agent and ``*`` for all of them."""
+    from ..ledger import UsageLedger
+    from ..usage import Usage
+
+    ledgers: dict[str, UsageLedger] = {"*": UsageLedger("all")}
+    for row in rows:
+        if since is not None and row["ts"] < since:
+            continue
+        usage = Usage(
+            input_tokens=row["input_tokens"], output_tokens=row["output_tokens"],
+            cache_read_tokens=row["cache_read_tokens"], cache_write_tokens=row["cache_write_tokens"],
+            reasoning_tokens=row["reasoning_tokens"], premium_requests=row["premium_requests"],
+            model=row["model"], provider=row["provider"], source=row["source"],
+        )  # fmt: skip
+        for name in (row["ledger"], "*"):
+            if name not in ledgers:
+                ledgers[name] = UsageLedger(name)
+            ledgers[name].append(usage, cost_usd=row["cost_usd"], request_id=row["request_id"],
+                                 timestamp=row["ts"], trace_id=row["trace_id"] or None,
+                                 span_id=row["span_id"] or None)  # fmt: skip
+    return ledgers
+
+
+def time_ranges(ledger: Any, now: float) -> list[dict[str, Any]]:
+    """Totals per day (per hour when everything falls within two days)."""
+    records = ledger.history()
+    if not records:
+        return []
+    first = min(r.timestamp for r in records)
+    last = max(r.timestamp for r in records)
+    step = 3600 if last - first <= 2 * 86400 else 86400
+    start = math.floor(first / step) * step
+    out = []
+    while start <= last:
+        totals = ledger.totals_between(start, start + step)
+        if totals.requests:
+            out.append({"start": _iso(start), "end": _iso(start + step), **totals.to_dict(),
+                        "total_tokens": totals.total_tokens})  # fmt: skip
+        start += step
+    return out
+
+
+def _iso(ts: float) -> str:
+    return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def build_report(path: str, since: float | None, top_n: int) -> dict[str, Any]:
+    ledgers = build_ledgers(read_rows(path), since)
+    everything = ledgers.pop("*")
+    agents = {name: {**lg.cumulative.to_dict(), "total_tokens": lg.cumulative.total_tokens}
+              for name, lg in ledgers.items()}  # fmt: skip
+    stats = everything.statistics()
+    return {
+        "ledger": str(path),
+        "since": _iso(since) if since is not None else None,
+        "totals": {**everything.cumulative.to_dict(),
+                   "total_tokens": everything.cumulative.total_tokens},
+        "agents": agents,
+        "statistics": {f: stats[f].to_dict() for f in _STAT_FIGURES},
+        "cost_by_model": {str(m): c for m, c in sorted(
+            everything.cost_by_model().items(), key=lambda kv: -kv[1])},
+        "cost_by_time": time_ranges(everything, time.time()),
+        "top_requests": [
+            {**r.to_dict(), "agent": _agent_of(ledgers, r.request_id),
+             "time": _iso(r.timestamp), "total_tokens": r.total_tokens}
+            for r in everything.top(top_n, by="cost_usd")],
+    }  # fmt: skip
+
+
+def _agent_of(ledgers: dict[str, Any], request_id: str) -> str | None:
+    for name, lg in ledgers.items():
+        if any(r.request_id == request_id for r in lg.history()):
+            return name
+    return None
+
+
+def _n(value: Any, digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    if digits:
+        return f"{value:,.{digits}f}"
+    return f"{value:,.0f}" if isinstance(value, float) else f"{value:,}"
+
+
+def print_report(data: dict[str, Any]) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    if not console.is_terminal:
+        console = Console(highlight=False, width=max(console.width, 140), no_color=True)
+    t = data["totals"]
+    scope = f" since {data['since']}" if data["since"] else ""
+    console.print(f"ledger {data['ledger']}{scope}: {t['requests']} requests, "
+                  f"{_n(t['total_tokens'])} tokens, USD {_n(t['cost_usd'], 4)}, "
+                  f"{_n(t['premium_requests'], 2) if t['premium_requests'] is not None else '-'} "
+                  "premium requests")  # fmt: skip
+    if not t["requests"]:
+        return
+    table = Table(title="totals by agent", box=box.SIMPLE_HEAD, title_justify="left")
+    for col in ("agent", "requests", "input", "cache read", "cache write", "output", "reasoning",
+                "total", "cost USD", "premium"):
+        table.add_column(col, justify="left" if col == "agent" else "right", no_wrap=True)
+    for name, a in [*data["agents"].items(), ("TOTAL", t)]:
+        table.add_row(name, str(a["requests"]), _n(a["input_tokens"]), _n(a["cache_read_tokens"]),
+                      _n(a["cache_write_tokens"]), _n(a["output_tokens"]),
+                      _n(a["reasoning_tokens"]), _n(a["total_tokens"]), _n(a["cost_usd"], 4),
+                      "-" if a["premium_requests"] is None else f"{a['premium_requests']:g}",
+                      end_section=name == list(data["agents"])[-1])  # fmt: skip
+    console.print(table)
+    table = Table(title="per request", box=box.SIMPLE_HEAD, title_justify="left")
+    for col in ("figure", "count", "mean", "p50", "p95", "p99", "max"):
+        table.add_column(col, justify="left" if col == "figure" else "right", no_wrap=True)
+    for figure, s in data["statistics"].items():
+        d = 6 if figure == "cost_usd" else 0
+        table.add_row(figure, str(s["count"]), _n(s["mean"], d or 1), _n(s["p50"], d),
+                      _n(s["p95"], d), _n(s["p99"], d), _n(s["max"], d))  # fmt: skip
+    console.print(table)
+    table = Table(title="cost by model", box=box.SIMPLE_HEAD, title_justify="left")
+    table.add_column("model")
+    table.add_column("cost USD", justify="right")
+    for model, cost in data["cost_by_model"].items():
+        table.add_row(model, f"{cost:.4f}")
+    console.print(table)
+    table = Table(title="cost by time (UTC)", box=box.SIMPLE_HEAD, title_justify="left")
+    for col in ("from", "to", "requests", "tokens", "cost USD"):
+        table.add_column(col, justify="left" if col in ("from", "to") else "right", no_wrap=True)
+    for r in data["cost_by_time"]:
+        table.add_row(r["start"], r["end"], str(r["requests"]), _n(r["total_tokens"]),
+                      _n(r["cost_usd"], 4))  # fmt: skip
+    console.print(table)
+    table = Table(title=f"top {len(data['top_requests'])} requests by cost", box=box.SIMPLE_HEAD,
+                  title_justify="left")  # fmt: skip
+    for col in ("time (UTC)", "agent", "model", "input", "output", "cost USD", "request id"):
+        table.add_column(col, justify="right" if col in ("input", "output", "cost USD") else "left",
+                         no_wrap=True)  # fmt: skip
+    for r in data["top_requests"]:
+        table.add_row(r["time"], r["agent"] or "-", r["model"] or "-", _n(r["input_tokens"]),
+                      _n(r["output_tokens"]), _n(r["cost_usd"], 4), r["request_id"])  # fmt: skip
+    console.print(table)
+
+
+@click.command()
+@click.option("--db", "db", metavar="PATH", envvar="OTEL_TOKENS_LEDGER_PATH",
+              help="The ledger's SQLite file (default: OTEL_TOKENS_LEDGER_PATH).")
+@click.option("--since", metavar="WHEN",
+              help="Only requests since WHEN: a duration ago (30m, 24h, 7d, 2w) or an ISO date.")
+@click.option("--top", "top_n", type=click.IntRange(1, 1000), default=10, show_default=True,
+              help="How many of the most expensive requests to list.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def report(db: str | None, since: str | None, top_n: int, as_json: bool) -> None:
+    """Totals, percentiles, cost by model and time, top requests of a persisted ledger."""
+    if not db:
+        raise click.UsageError("no ledger: pass --db PATH or set OTEL_TOKENS_LEDGER_PATH")
+    start = parse_since(since) if since else None
+    data = build_report(db, start, top_n)
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    else:
+        print_report(data)
