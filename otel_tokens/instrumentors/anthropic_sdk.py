@@ -23,7 +23,6 @@ SDK's spans for every other method stay as they are.
 
 from __future__ import annotations
 
-import sys
 import threading
 import weakref
 from typing import Any, Callable
@@ -34,13 +33,12 @@ from ..estimate import Request
 from ..usage import Usage
 from ._calls import Operation, Response, async_wrapper, sync_wrapper
 from ._stream import Accumulator
-from ._wrapping import unwrap
+from ._wrapping import SdkPatches
 
 __all__ = ["DEPENDENCIES", "install", "uninstall"]
 
 DEPENDENCIES: tuple[str, ...] = ("anthropic >= 0.40, < 3",)
 
-_state = {"installed": False, "patched": False, "hooked": False}
 
 
 # -- reading requests and responses --------------------------------------------------------
@@ -359,52 +357,14 @@ _TARGETS: tuple[tuple[str, str, str, Callable[[bool], Callable[..., Any]]], ...]
 
 
 # -- patching ------------------------------------------------------------------------------
-def _classes() -> list[tuple[Any, str, Callable[[bool], Callable[..., Any]], bool]]:
-    import importlib
-
-    found = []
-    for module_name, cls_name, method, factory in _TARGETS:
-        try:
-            cls = getattr(importlib.import_module(module_name), cls_name)
-        except (ImportError, AttributeError):
-            continue  # an older SDK without this API
-        if method in vars(cls):
-            found.append((cls, method, factory, cls_name.startswith("Async")))
-    return found
-
-
-def _patch(_module: Any = None) -> None:
-    if not _state["installed"] or _state["patched"]:
-        return
-    for cls, method, factory, is_async in _classes():
-        wrapt.wrap_function_wrapper(cls, method, factory(is_async))
-    _state["patched"] = True
+_PATCHES = SdkPatches("anthropic", _TARGETS, on_uninstall=_twins.clear)
 
 
 def install(**_: Any) -> bool:
     """Patch the SDK now if it is imported, else as soon as the application imports it."""
-    try:
-        import importlib.util
-
-        if "anthropic" not in sys.modules and importlib.util.find_spec("anthropic") is None:
-            return False
-    except (ImportError, ValueError):
-        return False
-    _state["installed"] = True
-    if "anthropic" in sys.modules:
-        _patch()
-    elif not _state["hooked"]:
-        wrapt.register_post_import_hook(_patch, "anthropic")
-        _state["hooked"] = True
-    return True
+    return _PATCHES.install()
 
 
 def uninstall() -> None:
     """Restore the original SDK methods (identity checks hold)."""
-    _state["installed"] = False
-    if not _state["patched"]:
-        return
-    for cls, method, _factory, _is_async in _classes():
-        unwrap(cls, method)
-    _state["patched"] = False
-    _twins.clear()
+    _PATCHES.uninstall()

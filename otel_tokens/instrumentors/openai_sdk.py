@@ -16,23 +16,19 @@ chunk from the caller, so code that reads ``chunk.choices[0]`` keeps working.
 from __future__ import annotations
 
 import os
-import sys
 from typing import Any
-
-import wrapt
 
 from ..estimate import Request
 from ..usage import Usage
 from ._calls import Operation, Response, async_wrapper, sync_wrapper
 from ._stream import Accumulator, finish_reasons
-from ._wrapping import unwrap
+from ._wrapping import SdkPatches
 
 __all__ = ["DEPENDENCIES", "install", "uninstall"]
 
 DEPENDENCIES: tuple[str, ...] = ("openai >= 1.40, < 4",)
 INCLUDE_USAGE_ENV = "OTEL_TOKENS_OPENAI_INCLUDE_USAGE"
 
-_state = {"installed": False, "patched": False, "hooked": False}
 
 
 # -- reading requests and responses --------------------------------------------------------
@@ -220,67 +216,29 @@ _RESPONSES = Operation("chat", _provider, _server, _responses_request, _response
                        _ResponsesAccumulator)  # fmt: skip
 _EMBEDDINGS = Operation("embeddings", _provider, _server, _embeddings_request, _embeddings_response)
 
-#: (module, class, method, operation)
-_TARGETS: tuple[tuple[str, str, str, Operation], ...] = (
-    ("openai.resources.chat.completions", "Completions", "create", _CHAT),
-    ("openai.resources.chat.completions", "AsyncCompletions", "create", _CHAT),
-    ("openai.resources.chat.completions", "Completions", "parse", _CHAT),
-    ("openai.resources.chat.completions", "AsyncCompletions", "parse", _CHAT),
-    ("openai.resources.responses", "Responses", "create", _RESPONSES),
-    ("openai.resources.responses", "AsyncResponses", "create", _RESPONSES),
-    ("openai.resources.responses", "Responses", "parse", _RESPONSES),
-    ("openai.resources.responses", "AsyncResponses", "parse", _RESPONSES),
-    ("openai.resources.embeddings", "Embeddings", "create", _EMBEDDINGS),
-    ("openai.resources.embeddings", "AsyncEmbeddings", "create", _EMBEDDINGS),
-)
+def _wrapper(op: Operation) -> Any:
+    return lambda is_async: (async_wrapper if is_async else sync_wrapper)(op)
 
 
-# -- patching ------------------------------------------------------------------------------
-def _classes() -> list[tuple[Any, str, Operation, bool]]:
-    import importlib
-
-    found = []
-    for module_name, cls_name, method, op in _TARGETS:
-        try:
-            cls = getattr(importlib.import_module(module_name), cls_name)
-        except (ImportError, AttributeError):
-            continue  # an older SDK without this API
-        if method in vars(cls):
-            found.append((cls, method, op, cls_name.startswith("Async")))
-    return found
-
-
-def _patch(_module: Any = None) -> None:
-    if not _state["installed"] or _state["patched"]:
-        return
-    for cls, method, op, is_async in _classes():
-        wrapt.wrap_function_wrapper(cls, method, (async_wrapper if is_async else sync_wrapper)(op))
-    _state["patched"] = True
+_PATCHES = SdkPatches("openai", [
+    ("openai.resources.chat.completions", "Completions", "create", _wrapper(_CHAT)),
+    ("openai.resources.chat.completions", "AsyncCompletions", "create", _wrapper(_CHAT)),
+    ("openai.resources.chat.completions", "Completions", "parse", _wrapper(_CHAT)),
+    ("openai.resources.chat.completions", "AsyncCompletions", "parse", _wrapper(_CHAT)),
+    ("openai.resources.responses", "Responses", "create", _wrapper(_RESPONSES)),
+    ("openai.resources.responses", "AsyncResponses", "create", _wrapper(_RESPONSES)),
+    ("openai.resources.responses", "Responses", "parse", _wrapper(_RESPONSES)),
+    ("openai.resources.responses", "AsyncResponses", "parse", _wrapper(_RESPONSES)),
+    ("openai.resources.embeddings", "Embeddings", "create", _wrapper(_EMBEDDINGS)),
+    ("openai.resources.embeddings", "AsyncEmbeddings", "create", _wrapper(_EMBEDDINGS)),
+])  # fmt: skip
 
 
 def install(**_: Any) -> bool:
     """Patch the SDK now if it is imported, else as soon as the application imports it."""
-    try:
-        import importlib.util
-
-        if "openai" not in sys.modules and importlib.util.find_spec("openai") is None:
-            return False
-    except (ImportError, ValueError):
-        return False
-    _state["installed"] = True
-    if "openai" in sys.modules:
-        _patch()
-    elif not _state["hooked"]:
-        wrapt.register_post_import_hook(_patch, "openai")
-        _state["hooked"] = True
-    return True
+    return _PATCHES.install()
 
 
 def uninstall() -> None:
     """Restore the original SDK methods (identity checks hold)."""
-    _state["installed"] = False
-    if not _state["patched"]:
-        return
-    for cls, method, _op, _is_async in _classes():
-        unwrap(cls, method)
-    _state["patched"] = False
+    _PATCHES.uninstall()
