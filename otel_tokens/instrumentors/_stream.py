@@ -102,7 +102,11 @@ class StreamObserver:
         if usage is not None and usage.output_tokens is not None:
             return usage
         text = self.acc.final_text()
-        estimated = self.call._pipeline.estimator.output_tokens(text, self.model) if text else 0
+        try:
+            estimated = self.call._pipeline.estimator.output_tokens(text, self.model) if text else 0
+        except Exception as exc:  # the call must still end: with what was reported, if anything
+            self.call._pipeline.faults.report("estimate", exc)
+            return usage
         if usage is None:
             return Usage(output_tokens=estimated, model=self.acc.model, source="estimated")
         return usage.replace(output_tokens=estimated, source="estimated")
