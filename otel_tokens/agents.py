@@ -28,6 +28,10 @@ __all__ = ["AgentEntry", "DEFAULT_AGENT", "agent", "agents", "clear_agents", "cu
 
 DEFAULT_AGENT = "default"
 DEFAULT_MAX_HISTORY = 10_000
+#: How long an agent's ledger waits for another writer's SQLite lock. Agent ledgers are written
+#: on the host call's own thread, and a write that cannot get the lock is kept in memory and
+#: retried with the next one, so waiting long (sqlite3's 5 s) would only stall the host call.
+LEDGER_LOCK_WAIT = 0.1
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -65,6 +69,7 @@ def _ledger_settings() -> dict[str, Any]:
     path = os.environ.get("OTEL_TOKENS_LEDGER_PATH", "").strip()
     if path:
         settings["path"] = path
+        settings["busy_timeout"] = LEDGER_LOCK_WAIT
     return settings
 
 
