@@ -30,6 +30,11 @@ TOKEN_CLASSES: tuple[str, ...] = (
     "reasoning_tokens",
 )
 
+#: The largest token count a record accepts: int64, what OTLP, Prometheus and the ledger's
+#: SQLite and in-memory columns can hold. No backend counts that many tokens; a larger value
+#: is garbage that would otherwise break the ledger's columns and every exporter's batch.
+MAX_TOKEN_COUNT = 2**63 - 1
+
 #: Valid ``source`` values, from most to least authoritative.
 USAGE_SOURCES: tuple[str, ...] = ("reported", "parsed_text", "estimated")
 
@@ -38,16 +43,15 @@ def check_token_count(name: str, value: Any) -> int | None:
     """Return ``value`` as an ``int`` token count, or raise ``ValueError`` naming ``name``.
 
     Accepts ints (and integral floats such as ``12.0``, which some JSON emitters produce);
-    rejects booleans, NaN/inf, fractions, negatives and non-numbers.
+    rejects booleans, NaN/inf, fractions, negatives, values beyond int64 and non-numbers.
     """
     if value is None:
         return None
     if isinstance(value, bool):
         raise ValueError(f"{name} must be an integer token count, got a boolean ({value!r})")
     if type(value) is int:  # the common case, kept cheap
-        if value < 0:
-            raise ValueError(f"{name} must not be negative, got {value}")
-        return value
+        if 0 <= value <= MAX_TOKEN_COUNT:
+            return value
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError(f"{name} must be a finite token count, got {value!r}")
@@ -63,6 +67,8 @@ def check_token_count(name: str, value: Any) -> int | None:
             ) from None
     if value < 0:
         raise ValueError(f"{name} must not be negative, got {value}")
+    if value > MAX_TOKEN_COUNT:
+        raise ValueError(f"{name} is beyond any real token count (> 2**63 - 1), got {value}")
     return value
 
 
