@@ -95,6 +95,11 @@ class StreamObserver:
                                    attributes=attributes)  # fmt: skip
         except Exception as exc:
             self.call._pipeline.faults.report("internal", exc)
+            if not self.call.ended:  # the call still ends, once, whatever went wrong above
+                if error is not None:
+                    self.call.fail(error)
+                else:
+                    self.call.complete(None)
 
     def _usage(self, how: str) -> Usage | None:
         """Reported usage, with output estimated from the text when none was reported."""
@@ -109,6 +114,8 @@ class StreamObserver:
             return usage
         if usage is None:
             return Usage(output_tokens=estimated, model=self.acc.model, source="estimated")
+        # output includes reasoning: an estimate below the reported reasoning is known to be low
+        estimated = max(estimated, usage.reasoning_tokens or 0)
         return usage.replace(output_tokens=estimated, source="estimated")
 
 
