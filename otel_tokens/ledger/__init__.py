@@ -174,6 +174,7 @@ class UsageLedger:
         rowid: int = -1,
         persist: bool = True,
     ) -> int:
+        scaled = scaled_values(usage, cost)  # first: if it cannot be computed, nothing changed
         lid = self._next_lid
         self._next_lid = lid + 1
         tokens = (
@@ -187,7 +188,6 @@ class UsageLedger:
             lid, ts, tokens, cost, usage.premium_requests, usage.model, usage.provider,
             usage.source, trace, span, request_id, rowid,
         )  # fmt: skip
-        scaled = scaled_values(usage, cost)
         self._cumulative.add(scaled)
         if scaled[5] is not None:
             entry = self._model_cost.get(usage.model)
