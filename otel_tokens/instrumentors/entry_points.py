@@ -2,7 +2,8 @@
 
 Each enables one backend of :data:`otel_tokens.instrumentors.REGISTRY` through the same
 code as ``otel_tokens.instrument()``: explicit ``tracer_provider``/``meter_provider`` are
-honoured, the global ones used otherwise.
+honoured, the global ones used otherwise; when none is set (no distro configured the SDK),
+``configure()`` sets it up from the standard variables.
 """
 
 from __future__ import annotations
@@ -27,8 +28,13 @@ class _Delegating(BaseInstrumentor):  # type: ignore[misc]
         return dependencies_of(self.name)
 
     def _instrument(self, **kwargs: Any) -> None:
-        from ..telemetry.setup import enable
+        from ..telemetry.setup import configure, enable
 
+        if kwargs.get("tracer_provider") is None and kwargs.get("meter_provider") is None:
+            # opentelemetry-instrument without an OpenTelemetry distro sets up no SDK: do it
+            # here, as otel-tokens run would. A distro's (or the application's) providers are
+            # already set by now and are left alone.
+            configure()
         enable(self.name, **kwargs)
 
     def _uninstrument(self, **kwargs: Any) -> None:

@@ -110,7 +110,9 @@ def wire():
 def contract_rows() -> dict[str, tuple[str, str, str]]:
     """name -> (instrument, unit, attributes) from the contract's metric table."""
     rows = {}
-    for line in (ROOT / "docs" / "telemetry-contract.md").read_text().splitlines():
+    text = (ROOT / "docs" / "telemetry-contract.md").read_text()
+    metrics_section = text.split("## Metrics", 1)[1].split("\n## ", 1)[0]
+    for line in metrics_section.splitlines():
         if not line.startswith("| `"):
             continue
         cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
