@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import copy
 import json
+import signal
+import re
 import os
 import socket
 import subprocess
@@ -23,7 +25,22 @@ from .grafana_queries import Grafana, has_data, panels
 
 #: The instrumented program the stack observes. Switch to the demo once it exists, e.g.
 #: [sys.executable, "-m", "otel_tokens.cli", "demo", "--serve"].
-WORKLOAD = [sys.executable, str(ROOT / "tests" / "ops" / "workload.py")]
+WORKLOAD = [sys.executable, str(ROOT / "tests" / "ops" / "workload.py")]  # every series
+#: the demo's traffic (real clients, a real CLI subprocess), kept serving /metrics
+DEMO = [sys.executable, "-m", "otel_tokens.cli", "demo", "--serve", "--port", "0", "--delay", "0"]
+
+
+def demo_metrics_url(demo: subprocess.Popen, deadline: float) -> str:
+    """The /metrics URL the demo prints once it serves."""
+    assert demo.stdout is not None
+    while time.monotonic() < deadline:
+        line = demo.stdout.readline()
+        if not line:
+            break
+        match = re.search(r"http://127\.0\.0\.1:\d+/metrics", line)
+        if match:
+            return match.group(0)
+    pytest.fail("the demo never printed its /metrics URL")
 SCRAPE_SECONDS = 1
 DEADLINE_SECONDS = 90
 DASHBOARDS = sorted((GRAFANA / "dashboards").glob("*.json"))
@@ -65,17 +82,20 @@ def stack(prometheus_bin, tmp_path_factory):
         env.pop(name, None)
     workload = subprocess.Popen(WORKLOAD, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                                 env=env, cwd=ROOT)  # fmt: skip
+    demo = subprocess.Popen(DEMO, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True,
+                            env={**env, "TERM": "dumb"}, cwd=ROOT)  # fmt: skip
     prometheus = None
     try:
         info = json.loads(workload.stdout.readline())
-        target = urllib.parse.urlparse(info["url"])
-        assert target.hostname == "127.0.0.1"
+        targets = [urllib.parse.urlparse(info["url"]),
+                   urllib.parse.urlparse(demo_metrics_url(demo, time.monotonic() + DEADLINE_SECONDS))]
+        assert all(t.hostname == "127.0.0.1" and t.path == "/metrics" for t in targets)
         config = tmp / "prometheus.yml"
         config.write_text(json.dumps({  # JSON is YAML
             "global": {"scrape_interval": f"{SCRAPE_SECONDS}s", "evaluation_interval": f"{SCRAPE_SECONDS}s"},
             "rule_files": [str(p) for p in RULE_FILES],
-            "scrape_configs": [{"job_name": "otel-tokens-local", "metrics_path": target.path,
-                                "static_configs": [{"targets": [target.netloc]}]}],
+            "scrape_configs": [{"job_name": "otel-tokens-local", "metrics_path": "/metrics",
+                                "static_configs": [{"targets": [t.netloc for t in targets]}]}],
         }))  # fmt: skip
         port = free_port()
         base = f"http://127.0.0.1:{port}"
@@ -99,6 +119,12 @@ def stack(prometheus_bin, tmp_path_factory):
             prometheus.wait(timeout=30)
         workload.stdin.close()
         workload.wait(timeout=30)
+        demo.send_signal(signal.SIGINT)  # --serve ends on Ctrl-C
+        try:
+            demo.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            demo.kill()
+            demo.wait()
 
 
 def grafana_view(base: str, **values) -> Grafana:
@@ -112,7 +138,10 @@ def load(path) -> dict:
 
 def test_the_target_is_up_and_rules_load_without_errors(stack):
     base, _ = stack
-    assert query(base, 'up{job="otel-tokens-local"} == 1')
+    assert len(query(base, 'up{job="otel-tokens-local"} == 1')) == 2  # the workload and the demo
+    # the demo's real-client traffic: its two agents, through OpenAI, Anthropic and a CLI
+    agents = {r["metric"]["gen_ai_agent_name"] for r in query(base, "otel_tokens_tokens_total")}
+    assert {"planner", "coder"} <= agents
     groups = get(f"{base}/api/v1/rules")["data"]["groups"]
     loaded = {rule["name"] for g in groups for rule in g["rules"]}
     assert {"OtelTokensSpendOverBudget", "model:otel_tokens_cost_USD:rate5m"} <= loaded
