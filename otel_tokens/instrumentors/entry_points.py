@@ -27,14 +27,22 @@ class _Delegating(BaseInstrumentor):  # type: ignore[misc]
 
         return dependencies_of(self.name)
 
-    def _instrument(self, **kwargs: Any) -> None:
-        from ..telemetry.setup import configure, enable
+    def instrument(self, **kwargs: Any) -> Any:
+        if kwargs.get("skip_dep_check") and not (
+            kwargs.get("tracer_provider") or kwargs.get("meter_provider")
+        ):
+            # Loaded by opentelemetry-instrument (it passes skip_dep_check, which
+            # BaseInstrumentor.instrument removes). Without an OpenTelemetry distro nothing has
+            # set up the SDK: do it, as otel-tokens run would. A distro's providers are set
+            # before instrumentors load and are left alone.
+            from ..telemetry.setup import configure
 
-        if kwargs.get("tracer_provider") is None and kwargs.get("meter_provider") is None:
-            # opentelemetry-instrument without an OpenTelemetry distro sets up no SDK: do it
-            # here, as otel-tokens run would. A distro's (or the application's) providers are
-            # already set by now and are left alone.
             configure()
+        return super().instrument(**kwargs)
+
+    def _instrument(self, **kwargs: Any) -> None:
+        from ..telemetry.setup import enable
+
         enable(self.name, **kwargs)
 
     def _uninstrument(self, **kwargs: Any) -> None:

@@ -151,8 +151,14 @@ def configure(
                 resource, closers, prometheus_port, prometheus_host, faults
             )
             metrics.set_meter_provider(meter_provider)
-        pipeline = Pipeline()  # raises configuration errors now, not on the first call
-        set_pipeline(pipeline)
+        if pipeline_is_unset():
+            pipeline = Pipeline()  # raises configuration errors now, not on the first call
+            set_pipeline(pipeline)
+        else:  # one already built works through the global providers: keep it, validate settings
+            Pricer.from_env()
+            AnomalyGuard.from_env()
+            limit_from_env()
+            pipeline = get_pipeline()
         for kind, exc, detail in faults:
             pipeline.faults.report(kind, exc, detail)
         _setup = Setup(tracer_provider, meter_provider, traces_to, metrics_to, prometheus_url,
