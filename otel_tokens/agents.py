@@ -21,6 +21,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
+from .errors import LedgerPersistenceError
 from .ledger import UsageLedger
 from .state import TokenState
 
@@ -83,15 +84,33 @@ def get_agent(name: str, max_input_tokens: int | None = None) -> AgentEntry:
             entry = _registry.get(name)
             if entry is None:
                 entry = AgentEntry(
-                    name=name,
-                    state=TokenState(max_input_tokens),
-                    ledger=UsageLedger(name, **_ledger_settings()),
+                    name=name, state=TokenState(max_input_tokens), ledger=_open_ledger(name)
                 )
                 _registry[name] = entry
                 return entry
     if max_input_tokens is not None:
         entry.state.max_input_tokens = max_input_tokens
     return entry
+
+
+def _open_ledger(name: str) -> UsageLedger:
+    """The agent's ledger; an unusable file (locked, corrupt, unwritable) must not stop the
+    host: that agent's ledger then lives in memory, and the fault is logged and counted."""
+    settings = _ledger_settings()
+    try:
+        return UsageLedger(name, **settings)
+    except LedgerPersistenceError as exc:
+        if "path" not in settings:
+            raise
+        _report("ledger_persistence", exc)
+        settings.pop("path")
+        return UsageLedger(name, **settings)
+
+
+def _report(kind: str, exc: BaseException) -> None:
+    from .telemetry.pipeline import get_pipeline  # the pipeline depends on this module
+
+    get_pipeline().faults.report(kind, exc)
 
 
 def current_agent() -> AgentEntry:
@@ -112,7 +131,10 @@ def clear_agents() -> None:
         entries = list(_registry.values())
         _registry.clear()
     for entry in entries:
-        entry.ledger.close()
+        try:
+            entry.ledger.close()
+        except LedgerPersistenceError as exc:  # e.g. a full disk: close the others all the same
+            _report("ledger_persistence", exc)
 
 
 class agent:  # noqa: N801 - used like a function: ``with agent("x")`` / ``@agent("x")``

@@ -158,3 +158,25 @@ def test_eight_threads_ten_thousand_completions_each_are_exact():
     assert entry.ledger.lifetime == c
     assert entry.ledger.in_flight == {}
     assert len(entry.ledger) == DEFAULT_MAX_HISTORY and entry.ledger.evicted == total - len(entry.ledger)
+
+
+def test_a_locked_ledger_file_does_not_stop_the_host(monkeypatch, tmp_path):
+    import sqlite3
+
+    from otel_tokens.telemetry.pipeline import get_pipeline
+
+    db = tmp_path / "agents.sqlite3"
+    monkeypatch.setenv("OTEL_TOKENS_LEDGER_PATH", str(db))
+    with otel_tokens.agent("first"):
+        pass  # creates the schema
+    blocker = sqlite3.connect(db, isolation_level=None, timeout=0.1)
+    blocker.execute("BEGIN EXCLUSIVE")
+    try:
+        before = get_pipeline().faults.counts.get("ledger_persistence", 0)
+        with otel_tokens.agent("second") as entry:  # must not raise into the host
+            entry.ledger.append(Usage(input_tokens=1))
+        assert entry.ledger.path is None  # in memory for this process
+        assert get_pipeline().faults.counts["ledger_persistence"] == before + 1
+    finally:
+        blocker.execute("ROLLBACK")
+        blocker.close()
