@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
+import threading
 from typing import Any, Callable, Iterable
 
 import wrapt
@@ -31,57 +32,63 @@ Target = tuple[str, str, str, Callable[[bool], Any]]
 
 
 class SdkPatches:
-    """The patches of one provider SDK, applied when ``install()`` runs if the SDK is imported,
-    else as soon as the application imports it (a post-import hook: zero cost until then)."""
+    """The patches of one provider SDK. Each target module is patched when ``install()`` runs
+    if it is already imported, else as soon as the application imports it (a post-import
+    hook): SDKs that load their resource modules lazily (openai 3.x) keep doing so, and
+    nothing is imported or patched until it is used."""
 
     def __init__(self, package: str, targets: Iterable[Target],
                  on_uninstall: Callable[[], None] | None = None) -> None:  # fmt: skip
         self.package = package
         self.targets = tuple(targets)
         self._on_uninstall = on_uninstall
-        self.installed = self.patched = self._hooked = False
+        self.installed = False
+        self._hooked: set[str] = set()
+        self._patched: list[tuple[Any, str]] = []
+        self._lock = threading.Lock()
 
-    def classes(self) -> list[tuple[Any, str, Callable[[bool], Any], bool]]:
-        """(class, method, factory, is_async) for every target this SDK version has."""
-        found = []
-        for module_name, cls_name, method, factory in self.targets:
-            try:
-                cls = getattr(importlib.import_module(module_name), cls_name)
-            except (ImportError, AttributeError):
-                continue  # an older SDK without this API
-            if method in vars(cls):
-                found.append((cls, method, factory, cls_name.startswith("Async")))
-        return found
+    @property
+    def patched(self) -> bool:
+        """True while any method of the SDK is wrapped."""
+        return bool(self._patched)
 
-    def patch(self, _module: Any = None) -> None:
-        if not self.installed or self.patched:
-            return
-        for cls, method, factory, is_async in self.classes():
-            wrapt.wrap_function_wrapper(cls, method, factory(is_async))
-        self.patched = True
+    def _patch_module(self, module: Any) -> None:
+        """Wrap the targets of one imported module (at most once each)."""
+        with self._lock:
+            if not self.installed:
+                return
+            for module_name, cls_name, method, factory in self.targets:
+                if module_name != module.__name__:
+                    continue
+                cls = getattr(module, cls_name, None)
+                if cls is None or method not in vars(cls) or (cls, method) in self._patched:
+                    continue  # an older SDK without this API, or done already
+                wrapt.wrap_function_wrapper(cls, method, factory(cls_name.startswith("Async")))
+                self._patched.append((cls, method))
 
     def install(self) -> bool:
-        """Patch now or on import; False when the SDK is not installed at all."""
+        """Patch now what is imported, the rest on import; False when the SDK is not installed."""
         try:
             if self.package not in sys.modules and importlib.util.find_spec(self.package) is None:
                 return False
         except (ImportError, ValueError):
             return False
         self.installed = True
-        if self.package in sys.modules:
-            self.patch()
-        elif not self._hooked:
-            wrapt.register_post_import_hook(self.patch, self.package)
-            self._hooked = True
+        for module_name in dict.fromkeys(target[0] for target in self.targets):
+            module = sys.modules.get(module_name)
+            if module is not None:
+                self._patch_module(module)
+            elif module_name not in self._hooked:
+                wrapt.register_post_import_hook(self._patch_module, module_name)
+                self._hooked.add(module_name)
         return True
 
     def uninstall(self) -> None:
         """Restore the original SDK methods (identity checks hold)."""
-        self.installed = False
-        if not self.patched:
-            return
-        for cls, method, _factory, _is_async in self.classes():
+        with self._lock:
+            self.installed = False
+            patched, self._patched = self._patched, []
+        for cls, method in patched:
             unwrap(cls, method)
-        self.patched = False
-        if self._on_uninstall is not None:
+        if patched and self._on_uninstall is not None:
             self._on_uninstall()
