@@ -22,12 +22,12 @@ from __future__ import annotations
 import itertools
 import threading
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, NamedTuple
 
 from .errors import InvalidTransitionError
 from .usage import Usage, check_token_count
 
-__all__ = ["Display", "Estimate", "EstimateSource", "StreamHandle", "TokenState"]
+__all__ = ["Display", "Estimate", "EstimateSource", "StateFigures", "StreamHandle", "TokenState"]
 
 EstimateSource = Literal["exact", "delta", "full"]
 ESTIMATE_SOURCES: tuple[str, ...] = ("exact", "delta", "full")
@@ -69,6 +69,15 @@ class Display:
     def ratio(self) -> float | None:
         """``percent`` as a 0..1 ratio (the ``otel_tokens.context.utilization`` value)."""
         return None if self.percent is None else self.percent / 100.0
+
+
+class StateFigures(NamedTuple):
+    """An agent's state figures at one moment (see :meth:`TokenState.figures`)."""
+
+    turn_count: int
+    total_output_tokens: int
+    max_observed_input_tokens: int | None
+    context_utilization: float | None  # the displayed share of the context window, 0..1
 
 
 class StreamHandle:
@@ -176,6 +185,18 @@ class TokenState:
             window = self._max_input_tokens
         percent = None if tokens is None or not window else tokens * 100.0 / window
         return Display(tokens=tokens, percent=percent, is_estimate=is_estimate)
+
+    def figures(self) -> StateFigures:
+        """Turn count, total output, max observed input and the displayed context ratio, read
+        together under one lock (what a call's span reports of its agent after the call)."""
+        with self._lock:
+            estimate = self._current_estimate()
+            tokens = estimate.input_tokens if estimate is not None else self._input_tokens
+            window = self._max_input_tokens
+            return StateFigures(
+                self._turn_count, self._total_output_tokens, self._max_observed_input_tokens,
+                None if tokens is None or not window else tokens * 100.0 / window / 100.0,
+            )  # fmt: skip
 
     # -- transitions ----------------------------------------------------------------------
     def start_streaming(self, estimate: Estimate | None = None) -> StreamHandle:

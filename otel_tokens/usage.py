@@ -126,22 +126,24 @@ class Usage:
     source: UsageSource = "reported"
 
     def __post_init__(self) -> None:
-        for name in TOKEN_CLASSES:
-            value = getattr(self, name)
-            if value is not None:
-                checked = check_token_count(name, value)
-                if checked is not value:
-                    object.__setattr__(self, name, checked)
-        for name in ("premium_requests", "cost_usd"):
-            value = getattr(self, name)
-            if value is not None:
-                object.__setattr__(self, name, check_amount(name, value))
+        # One is made per call: the common case (plain in-range ints, str labels) is checked
+        # inline; anything else goes through the full checks, which normalize or raise.
+        for value in (self.input_tokens, self.output_tokens, self.cache_read_tokens,
+                      self.cache_write_tokens, self.reasoning_tokens):  # fmt: skip
+            if value is not None and (type(value) is not int or not 0 <= value <= MAX_TOKEN_COUNT):
+                self._check_counts()
+                break
+        if self.premium_requests is not None or self.cost_usd is not None:
+            for name in ("premium_requests", "cost_usd"):
+                value = getattr(self, name)
+                if value is not None:
+                    object.__setattr__(self, name, check_amount(name, value))
         if self.source not in USAGE_SOURCES:
             raise ValueError(f"source must be one of {', '.join(USAGE_SOURCES)}; got {self.source!r}")
-        for name in ("model", "provider", "response_id"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise ValueError(f"{name} must be a string or None, got {type(value).__name__}")
+        for value in (self.model, self.provider, self.response_id):
+            if value is not None and type(value) is not str:
+                self._check_labels()
+                break
         # The semantic conventions count cache tokens inside input and reasoning inside output;
         # a record that breaks this would make fresh input (and the cost split) negative.
         inp = self.input_tokens
@@ -159,6 +161,20 @@ class Usage:
             )
 
     # -- derived values -------------------------------------------------------------------
+    def _check_counts(self) -> None:
+        for name in TOKEN_CLASSES:
+            value = getattr(self, name)
+            if value is not None:
+                checked = check_token_count(name, value)
+                if checked is not value:
+                    object.__setattr__(self, name, checked)
+
+    def _check_labels(self) -> None:
+        for name in ("model", "provider", "response_id"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ValueError(f"{name} must be a string or None, got {type(value).__name__}")
+
     @property
     def fresh_input_tokens(self) -> int | None:
         """Input tokens neither read from nor written to a cache (None when input is unknown).

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..state import Estimate
 from .request import Api, Request
@@ -55,9 +54,12 @@ def _count(rendering: Rendering, encoding: Any) -> tuple[int, int]:
     return max(counted, 1), rendering.fixed
 
 
-@dataclass(frozen=True)
-class RequestEstimate:
-    """An estimate and what the estimator needs to learn from the call's actual usage."""
+class RequestEstimate(NamedTuple):
+    """An estimate and what the estimator needs to learn from the call's actual usage.
+
+    (A named tuple: one is made per call, and it is several times cheaper than a frozen
+    dataclass.)
+    """
 
     estimate: Estimate
     calibration: float | None  # the ratio applied to heuristic counts (None: none applied)
@@ -70,8 +72,7 @@ class RequestEstimate:
     fixed: int
 
 
-@dataclass
-class _Cursor:
+class _Cursor(NamedTuple):
     n_messages: int
     last_digest: int | None
     preamble_digest: int
@@ -82,60 +83,90 @@ def _digest(rendering: Rendering) -> int:  # noqa: F821 (imported lazily)
     return hash((tuple(rendering.texts), rendering.fixed))
 
 
+_renderer: Any = None  # the requests module, loaded on the first estimate (start-up cost)
+
+
+def _load_renderer() -> Any:
+    global _renderer
+    from . import requests
+
+    _renderer = requests
+    return requests
+
+
+class _Ratios:
+    """A model's last ``window`` actual/estimate ratios and their mean (kept current on
+    every observation, so estimating reads one number)."""
+
+    __slots__ = ("values", "mean")
+
+    def __init__(self, window: int) -> None:
+        self.values: deque[float] = deque(maxlen=window)
+        self.mean: float | None = None
+
+    def add(self, ratio: float) -> None:
+        self.values.append(ratio)
+        self.mean = sum(self.values) / len(self.values)
+
+
 class Estimator:
     """Estimates requests, keeps per-model calibration and per-agent conversation cursors."""
 
     def __init__(self, window: int = _CALIBRATION_WINDOW, use_tokenizer: bool = True) -> None:
         self._window = window
         self._use_tokenizer = use_tokenizer
-        self._ratios: dict[str | None, deque[float]] = {}
+        self._ratios: dict[str | None, _Ratios] = {}
         self._cursors: dict[tuple[Any, ...], _Cursor] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # writers; readers take single dict look-ups
 
     def calibration(self, model: str | None) -> float | None:
         """The current actual/estimate ratio for ``model``'s heuristic estimates, if learnt."""
-        with self._lock:
-            ratios = self._ratios.get(model)
-            return sum(ratios) / len(ratios) if ratios else None
+        ratios = self._ratios.get(model)
+        return ratios.mean if ratios is not None else None
 
     def estimate(self, request: Request, *, provider: str, agent: str = "default") -> RequestEstimate:
         """The best available estimate of ``request``'s input tokens."""
-        from .requests import Rendering, messages_of, render_message, render_preamble
+        renderer = _renderer or _load_renderer()
+        Rendering, render_message = renderer.Rendering, renderer.render_message
+        messages_of, render_preamble = renderer.messages_of, renderer.render_preamble
 
+        api = request.api
         model = request.model
         messages = messages_of(request)
         preamble = render_preamble(request)
         preamble_digest = _digest(preamble)
         key = (agent, provider, model)
         encoding = (
-            encoding_for(model) if self._use_tokenizer and request.api.startswith("openai") else None
+            encoding_for(model) if self._use_tokenizer and api.startswith("openai") else None
         )
         n = len(messages)
-        last_digest = _digest(render_message(request.api, messages[-1], model)) if n else None
-
         ratio = None if encoding is not None else self.calibration(model)
-        with self._lock:
-            cursor = self._cursors.get(key)
+        cursor = self._cursors.get(key)
         if (
             cursor is not None
             and 0 < cursor.n_messages < n
             and cursor.preamble_digest == preamble_digest
-            and _digest(render_message(request.api, messages[cursor.n_messages - 1], model))
+            and _digest(render_message(api, messages[cursor.n_messages - 1], model))
             == cursor.last_digest
         ):  # delta: the reported input plus only what was appended since
             appended = Rendering()
+            last = None
             for message in messages[cursor.n_messages :]:
-                appended.add(render_message(request.api, message, model))
+                last = render_message(api, message, model)
+                appended.add(last)
             counted, fixed = _count(appended, encoding)
             scaled = round(counted * ratio) if ratio else counted
             tokens = cursor.reported_input + scaled + fixed
-            return RequestEstimate(Estimate(tokens, "delta"), ratio, model, key, n, last_digest,
-                                   preamble_digest, 0, fixed)  # fmt: skip
+            return RequestEstimate(Estimate(tokens, "delta"), ratio, model, key, n,
+                                   _digest(last), preamble_digest, 0, fixed)  # type: ignore[arg-type]  # fmt: skip
 
         rendering = Rendering()  # the whole request, for exact or full
         rendering.add(preamble)
+        last = None
         for message in messages:
-            rendering.add(render_message(request.api, message, model))
+            last = render_message(api, message, model)
+            rendering.add(last)
+        last_digest = _digest(last) if last is not None else None
         if encoding is not None:  # exact: the tokenizer over the whole request
             counted, fixed = _count(rendering, encoding)
             return RequestEstimate(Estimate(counted + fixed, "exact"), None, model, key, n,
@@ -151,17 +182,18 @@ class Estimator:
         agent's cursor for later ``delta`` estimates. ``reported_input`` must be reported."""
         if reported_input is None or reported_input <= 0:
             return
+        cursor = _Cursor(
+            estimate.n_messages, estimate.last_digest, estimate.preamble_digest, reported_input
+        )
         with self._lock:
-            self._cursors[estimate.cursor_key] = _Cursor(
-                estimate.n_messages, estimate.last_digest, estimate.preamble_digest, reported_input
-            )
+            self._cursors[estimate.cursor_key] = cursor
             if estimate.estimate.source == "full" and estimate.heuristic_raw > 0:
                 ratio = (reported_input - estimate.fixed) / estimate.heuristic_raw
                 ratio = min(max(ratio, _RATIO_BOUNDS[0]), _RATIO_BOUNDS[1])
                 ratios = self._ratios.get(estimate.model)
                 if ratios is None:
-                    ratios = self._ratios[estimate.model] = deque(maxlen=self._window)
-                ratios.append(ratio)
+                    ratios = self._ratios[estimate.model] = _Ratios(self._window)
+                ratios.add(ratio)
 
     def output_tokens(self, text: str, model: str | None) -> int:
         """Estimated output tokens of streamed text (a stream that ended without usage)."""

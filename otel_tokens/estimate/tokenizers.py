@@ -9,6 +9,7 @@ is absent or cannot load, estimates use the heuristic.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from typing import Any
@@ -30,6 +31,7 @@ _FAMILIES: tuple[tuple[str, str], ...] = (
 )  # fmt: skip
 
 
+@functools.lru_cache(maxsize=1024)  # asked on every call, for a handful of models
 def encoding_name(model: str | None) -> str | None:
     """The tiktoken encoding of an OpenAI model (by family prefix), or None."""
     if not model:

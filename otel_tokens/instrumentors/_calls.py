@@ -10,7 +10,7 @@ unchanged, end the call exactly once, and wrap streams in the shared stream prox
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from ..estimate import Request
 from ..telemetry.anomalies import BudgetExceeded
@@ -18,12 +18,11 @@ from ..telemetry.pipeline import CallContext, get_pipeline
 from ..usage import Usage
 from ._stream import Accumulator, AsyncStreamProxy, StreamObserver, StreamProxy
 
-__all__ = ["Operation", "Response", "async_wrapper", "sync_wrapper"]
+__all__ = ["Operation", "Response", "async_wrapper", "server_of", "sync_wrapper"]
 
 
-@dataclass(frozen=True)
-class Response:
-    """What a finished, non-streamed response says."""
+class Response(NamedTuple):
+    """What a finished, non-streamed response says (a named tuple: one is made per call)."""
 
     usage: Usage | None
     model: str | None = None
@@ -51,6 +50,29 @@ class Operation:
     accumulator: Callable[[dict[str, Any], dict[str, Any]], Accumulator] | None = None
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     is_stream: Callable[[dict[str, Any]], bool] = lambda kwargs: kwargs.get("stream") is True
+
+
+def server_of(url: Any) -> tuple[str | None, int | None]:
+    """(``server.address``, ``server.port``) of an SDK client's ``base_url`` (an httpx URL).
+
+    Cached per URL object (clients keep theirs; one set anew is a new object), so the URL's
+    parsing properties are not re-read on every call.
+    """
+    if url is None:
+        return None, None
+    hit = _servers.get(id(url))
+    if hit is not None and hit[0] is url:
+        return hit[1], hit[2]
+    scheme = url.scheme
+    port = url.port or (443 if scheme == "https" else 80 if scheme == "http" else None)
+    host = url.host or None
+    if len(_servers) >= 256:  # clients come and go: keep the cache small
+        _servers.clear()
+    _servers[id(url)] = (url, host, port)  # holding the URL keeps its id from being reused
+    return host, port
+
+
+_servers: dict[int, tuple[Any, str | None, int | None]] = {}
 
 
 def _start(op: Operation, instance: Any, kwargs: dict[str, Any]) -> CallContext | None:
@@ -112,8 +134,13 @@ def _is_stream(result: Any, is_async: bool) -> bool:
 
 
 def _parsed(result: Any) -> Any:
-    """The parsed body of a ``with_raw_response`` result (the SDK caches it for the caller)."""
-    if hasattr(result, "http_response") and callable(getattr(result, "parse", None)):
+    """The parsed body of a ``with_raw_response`` result (the SDK caches it for the caller).
+
+    Raw responses keep ``http_response`` in their instance dict; looking there first spares
+    every parsed result (a pydantic model) a failing attribute look-up.
+    """
+    fields = getattr(result, "__dict__", None)
+    if fields is not None and "http_response" in fields and callable(getattr(result, "parse", None)):
         return result.parse()
     return result
 
@@ -125,7 +152,7 @@ def sync_wrapper(op: Operation) -> Callable[..., Any]:
         call = _start(op, instance, kwargs)
         if call is None:
             return wrapped(*args, **kwargs)
-        send, given = _prepared(op, kwargs)
+        send, given = _prepared(op, kwargs) if op.prepare is not None else (kwargs, kwargs)
         try:
             with call.activate():
                 result = wrapped(*args, **send)

@@ -31,7 +31,7 @@ import wrapt
 
 from ..estimate import Request
 from ..usage import Usage
-from ._calls import Operation, Response, async_wrapper, sync_wrapper
+from ._calls import Operation, Response, async_wrapper, server_of, sync_wrapper
 from ._stream import Accumulator
 from ._wrapping import SdkPatches
 
@@ -65,11 +65,7 @@ def _provider(instance: Any) -> str:
 
 
 def _server(instance: Any) -> tuple[str | None, int | None]:
-    url = getattr(_client(instance), "base_url", None)
-    if url is None:
-        return None, None
-    port = url.port or (443 if url.scheme == "https" else 80 if url.scheme == "http" else None)
-    return url.host or None, port
+    return server_of(getattr(_client(instance), "base_url", None))
 
 
 def _int(value: Any) -> int | None:

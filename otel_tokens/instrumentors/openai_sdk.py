@@ -20,7 +20,7 @@ from typing import Any
 
 from ..estimate import Request
 from ..usage import Usage
-from ._calls import Operation, Response, async_wrapper, sync_wrapper
+from ._calls import Operation, Response, async_wrapper, server_of, sync_wrapper
 from ._stream import Accumulator, finish_reasons
 from ._wrapping import SdkPatches
 
@@ -44,11 +44,7 @@ def _provider(instance: Any) -> str:
 
 
 def _server(instance: Any) -> tuple[str | None, int | None]:
-    url = getattr(getattr(instance, "_client", None), "base_url", None)
-    if url is None:
-        return None, None
-    port = url.port or (443 if url.scheme == "https" else 80 if url.scheme == "http" else None)
-    return url.host or None, port
+    return server_of(getattr(getattr(instance, "_client", None), "base_url", None))
 
 
 def _chat_usage(usage: Any, model: str | None, response_id: str | None) -> Usage | None:

@@ -130,6 +130,13 @@ class CounterSums:
         with self._lock:
             self._values[key] = self._values.get(key, 0) + amount
 
+    def add_many(self, amounts: Iterable[tuple[AttributeKey, float]]) -> None:
+        """Add several ``(key, amount)`` pairs under one lock (a call's token types)."""
+        with self._lock:
+            values = self._values
+            for key, amount in amounts:
+                values[key] = values.get(key, 0) + amount
+
     def observe(self, options: Any = None) -> list[Observation]:
         """The SDK callback: one cumulative point per attribute set."""
         with self._lock:

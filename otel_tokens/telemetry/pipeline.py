@@ -73,6 +73,7 @@ class Pipeline:
         self.cardinality = CardinalityGuard(
             limit_from_env(), lambda key: self.faults.report("cardinality", detail=f"{key}: too many values")
         )
+        self._attribute_sets: dict[tuple[Any, ...], _AttributeSet] = {}
 
     # -- calls ----------------------------------------------------------------------------
     def start_call(
@@ -128,6 +129,26 @@ class Pipeline:
             server_port, estimate, conversation_id, span_name, attributes, estimated,
         )  # fmt: skip
 
+    def _attribute_set(self, attrs: dict[str, Any], response_model: str | None) -> _AttributeSet:
+        """The bounded metric attribute set of a call's common attributes and response model.
+
+        Cached only when the cardinality guard passed every value as is: its decisions for
+        admitted values never change, while a value it turns into ``_OTHER`` must be counted
+        again on every call.
+        """
+        cache_key = (*attrs.items(), response_model)
+        found = self._attribute_sets.get(cache_key)
+        if found is not None:
+            return found
+        full = {**attrs, names.RESPONSE_MODEL: response_model} if response_model else attrs
+        bounded = self.cardinality.attributes(full)
+        found = _AttributeSet(bounded)
+        if bounded is full:
+            if len(self._attribute_sets) >= _ATTRIBUTE_SETS_MAX:
+                self._attribute_sets.clear()
+            self._attribute_sets[cache_key] = found
+        return found
+
     def _observe_utilization(self, options: Any) -> Iterator[metrics.Observation]:
         """``otel_tokens.context.utilization``: each agent's displayed share of its context."""
         try:
@@ -160,6 +181,52 @@ class Pipeline:
                 callback(anomaly)
             except Exception as exc:
                 self.faults.report("callback", exc)
+
+
+class _AttributeSet:
+    """One bounded metric attribute set and the derived sets its instruments record with.
+
+    A call's metric points all share its common attributes; these objects are built once per
+    distinct set (see :meth:`Pipeline._attribute_set`) and reused, so a call does not rebuild,
+    re-guard and re-hash the same dictionaries and tuples for every point.
+    """
+
+    __slots__ = ("attrs", "key", "by_type", "counter_keys", "cost_keys", "estimate_attrs")
+
+    def __init__(self, attrs: dict[str, Any]) -> None:
+        self.attrs = attrs = dict(attrs)  # its own: the caller's dict may be a call's
+        self.key: tuple[tuple[str, Any], ...] = tuple(attrs.items())
+        #: token histogram attributes, by token type
+        self.by_type = {kind: {**attrs, names.TOKEN_TYPE: kind} for kind in ("input", "output")}
+        self.counter_keys: dict[tuple[str, str], tuple[tuple[str, Any], ...]] = {}
+        self.cost_keys: dict[str, tuple[tuple[str, Any], ...]] = {}
+        self.estimate_attrs: dict[str, dict[str, Any]] = {}
+
+    def token_key(self, token_type: str, source: str) -> tuple[tuple[str, Any], ...]:
+        """``otel_tokens.tokens`` attribute key for one token type and usage source."""
+        key = self.counter_keys.get((token_type, source))
+        if key is None:
+            key = self.counter_keys[(token_type, source)] = (
+                *self.key, (names.TOKEN_TYPE, token_type), (names.USAGE_SOURCE, source)
+            )
+        return key
+
+    def cost_key(self, source: str) -> tuple[tuple[str, Any], ...]:
+        """``otel_tokens.cost`` attribute key for one cost source."""
+        key = self.cost_keys.get(source)
+        if key is None:
+            key = self.cost_keys[source] = (*self.key, (names.COST_SOURCE, source))
+        return key
+
+    def estimate(self, source: str) -> dict[str, Any]:
+        """``otel_tokens.estimate.error`` attributes for one estimate source."""
+        attrs = self.estimate_attrs.get(source)
+        if attrs is None:
+            attrs = self.estimate_attrs[source] = {**self.attrs, names.ESTIMATE_SOURCE: source}
+        return attrs
+
+
+_ATTRIBUTE_SETS_MAX = 4096  # distinct sets kept; past this the cache starts over
 
 
 class CallContext:
@@ -444,10 +511,8 @@ class CallContext:
             except Exception as exc:
                 faults.report("ledger", exc)
 
-        attrs = self._attrs
-        if response_model:
-            attrs = {**attrs, names.RESPONSE_MODEL: response_model}
-        attrs = p.cardinality.attributes(attrs)
+        attribute_set = p._attribute_set(self._attrs, response_model)
+        attrs = attribute_set.attrs
 
         anomalies: list[Anomaly] = []
         if agent is not None and (has_tokens or price.cost_usd is not None):
@@ -484,48 +549,46 @@ class CallContext:
             p._announce(span, anomaly, attrs)
 
         try:
-            error_type = _error_type(error) if failed else None
-            duration_attrs = {**attrs, names.ERROR_TYPE: error_type} if failed else attrs
+            if failed:
+                duration_attrs = {**attrs, names.ERROR_TYPE: _error_type(error)}
+            else:
+                duration_attrs = attrs
             inst.duration.record(duration, duration_attrs)
             if ttfc is not None and self._stream:
                 inst.time_to_first_chunk.record(ttfc, duration_attrs)
-            tokens = inst.tokens
+            several = len(parts) > 1
+            counted: list[tuple[tuple[tuple[str, Any], ...], float]] = []
             for part, part_price in zip(parts, prices):
-                part_attrs = attrs
-                if len(parts) > 1 and (part.model or default_model):
-                    part_attrs = p.cardinality.attributes(
-                        {**attrs, names.RESPONSE_MODEL: part.model or default_model}
-                    )
-                key = tuple(part_attrs.items())
-                source_item = (names.USAGE_SOURCE, part.source)
+                part_set = attribute_set
+                if several and (part.model or default_model):
+                    part_set = p._attribute_set(self._attrs, part.model or default_model)
+                source = part.source
                 for field, _span_attr, token_type in names.TOKEN_ATTRIBUTES:
                     value = getattr(part, field)
                     if value is None:
                         continue
                     if token_type == "input" or token_type == "output":
-                        inst.token_usage.record(value, {**part_attrs, names.TOKEN_TYPE: token_type})
-                    tokens.add(value, (*key, (names.TOKEN_TYPE, token_type), source_item))
-                if len(parts) == 1 or usage.cost_usd is None:
+                        inst.token_usage.record(value, part_set.by_type[token_type])
+                    counted.append((part_set.token_key(token_type, source), value))
+                if not several or usage.cost_usd is None:
                     if part_price.cost_usd is not None:
-                        inst.cost.add(part_price.cost_usd,
-                                      (*key, (names.COST_SOURCE, part_price.source)))  # fmt: skip
+                        inst.cost.add(part_price.cost_usd, part_set.cost_key(part_price.source))
                     elif part_price.unpriced and (
                         part.input_tokens is not None or part.output_tokens is not None
                     ):
-                        inst.unpriced.add(1, key)
-                if part.premium_requests is not None and len(parts) > 1:
-                    inst.premium_requests.add(part.premium_requests, key)
-            if len(parts) > 1 and usage.cost_usd is not None:
-                inst.cost.add(usage.cost_usd, (*tuple(attrs.items()), (names.COST_SOURCE, "provider")))
+                        inst.unpriced.add(1, part_set.key)
+                if part.premium_requests is not None and several:
+                    inst.premium_requests.add(part.premium_requests, part_set.key)
+            inst.tokens.add_many(counted)
+            if several and usage.cost_usd is not None:
+                inst.cost.add(usage.cost_usd, attribute_set.cost_key("provider"))
             if usage.premium_requests is not None and (
-                len(parts) == 1 or all(x.premium_requests is None for x in parts)
+                not several or all(x.premium_requests is None for x in parts)
             ):
-                inst.premium_requests.add(usage.premium_requests, tuple(attrs.items()))
+                inst.premium_requests.add(usage.premium_requests, attribute_set.key)
             if estimate_error is not None and estimate is not None:
-                record_signed(
-                    inst.estimate_error, estimate_error,
-                    {**attrs, names.ESTIMATE_SOURCE: estimate.source},
-                )  # fmt: skip
+                record_signed(inst.estimate_error, estimate_error,
+                              attribute_set.estimate(estimate.source))  # fmt: skip
         except Exception as exc:
             faults.report("metrics", exc)
 
@@ -567,14 +630,13 @@ class CallContext:
             values[names.TIME_TO_FIRST_CHUNK] = ttfc
         agent = self._agent
         if agent is not None:
-            state = agent.state
-            values[names.STATE_TURN_COUNT] = state.turn_count
-            values[names.STATE_TOTAL_OUTPUT] = state.total_output_tokens
-            if state.max_observed_input_tokens is not None:
-                values[names.STATE_MAX_OBSERVED_INPUT] = state.max_observed_input_tokens
-            ratio = state.display().ratio
-            if ratio is not None:
-                values[names.STATE_CONTEXT_UTILIZATION] = ratio
+            figures = agent.state.figures()
+            values[names.STATE_TURN_COUNT] = figures.turn_count
+            values[names.STATE_TOTAL_OUTPUT] = figures.total_output_tokens
+            if figures.max_observed_input_tokens is not None:
+                values[names.STATE_MAX_OBSERVED_INPUT] = figures.max_observed_input_tokens
+            if figures.context_utilization is not None:
+                values[names.STATE_CONTEXT_UTILIZATION] = figures.context_utilization
         if extra:
             values.update(extra)
         if error is not None:

@@ -97,6 +97,29 @@ def test_streaming_without_estimate_displays_actual():
     s.fail(h)
 
 
+@pytest.mark.parametrize("window", [None, 1000, 3, 128_000])
+def test_figures_match_the_properties_and_the_display(window):
+    """figures() reads in one lock what the properties and display() give one by one; its
+    utilization is exactly the display's ratio (the span and the gauge show one value)."""
+    s = TokenState(max_input_tokens=window)
+
+    def check() -> None:
+        f = s.figures()
+        assert f.turn_count == s.turn_count
+        assert f.total_output_tokens == s.total_output_tokens
+        assert f.max_observed_input_tokens == s.max_observed_input_tokens
+        assert f.context_utilization == s.display().ratio  # exactly, not approximately
+
+    check()
+    s.complete(Usage(input_tokens=777, output_tokens=13))
+    check()
+    h = s.start_streaming(Estimate(1001, "full"))
+    check()
+    s.complete(Usage(input_tokens=333, output_tokens=7), h)
+    check()
+    assert s.figures().max_observed_input_tokens == 777 and s.figures().turn_count == 2
+
+
 @pytest.mark.parametrize("action", ["complete", "fail", "set_estimate"])
 def test_ending_a_stream_twice_is_an_invalid_transition(action):
     s = TokenState()

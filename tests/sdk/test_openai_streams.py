@@ -221,6 +221,20 @@ def test_azure_client(telemetry):
     assert span.attributes["server.address"] == "example-resource.openai.azure.com"
 
 
+def test_server_address_follows_a_changed_base_url(telemetry):
+    """server.address/port are cached per base URL object: a client given a new base URL
+    reports the new server at once, the old one stays right for clients that keep it."""
+    first, second = recorded(PLAIN), recorded(PLAIN)
+    client, _ = openai_client([first, second])
+    client.chat.completions.create(**first.request_body)
+    client.base_url = "http://proxy.internal:8081/v1"
+    client.chat.completions.create(**second.request_body)
+    spans = telemetry.finished()
+    assert [(s.attributes["server.address"], s.attributes["server.port"]) for s in spans] == [
+        ("api.openai.com", 443), ("proxy.internal", 8081)
+    ]
+
+
 # -- patch identity ----------------------------------------------------------------------
 def test_uninstall_restores_originals_and_install_is_idempotent():
     from openai.resources.chat.completions import AsyncCompletions, Completions
