@@ -50,6 +50,18 @@ def _server(instance: Any) -> tuple[str | None, int | None]:
 def _chat_usage(usage: Any, model: str | None, response_id: str | None) -> Usage | None:
     if usage is None:
         return None
+    if not isinstance(usage, dict):
+        try:  # an SDK object: plain attribute reads (this runs on every call)
+            prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
+            return Usage(
+                input_tokens=usage.prompt_tokens, output_tokens=usage.completion_tokens,
+                cache_read_tokens=getattr(prompt, "cached_tokens", None),
+                cache_write_tokens=getattr(prompt, "cache_write_tokens", None),
+                reasoning_tokens=getattr(completion, "reasoning_tokens", None),
+                model=model, provider="openai", response_id=response_id,
+            )  # fmt: skip
+        except AttributeError:
+            pass  # another shape: field by field below
     return Usage(
         input_tokens=_get(usage, "prompt_tokens"),
         output_tokens=_get(usage, "completion_tokens"),
@@ -72,16 +84,32 @@ def _responses_usage(usage: Any, model: str | None, response_id: str | None) -> 
     )  # fmt: skip
 
 
+def _args(kwargs: dict[str, Any], *names: str) -> list[Any]:
+    """Several call arguments at once; absent ones and SDK "not given" sentinels read as None."""
+    values = [kwargs.get(name) for name in names]
+    for i, value in enumerate(values):
+        if value is not None and type(value).__name__ in ("NotGiven", "Omit"):
+            values[i] = None
+    return values
+
+
 def _chat_request(kwargs: dict[str, Any]) -> Request:
-    tools = _get(kwargs, "tools") or [
-        {"type": "function", "function": f} for f in _get(kwargs, "functions") or ()
-    ]
-    fmt = _get(kwargs, "response_format")
-    return Request("openai_chat", _get(kwargs, "model"), _get(kwargs, "messages") or [],
-                   tools=tools, response_format=fmt if isinstance(fmt, dict) else None)  # fmt: skip
+    model, messages, tools, functions, fmt = _args(
+        kwargs, "model", "messages", "tools", "functions", "response_format"
+    )
+    tools = tools or [{"type": "function", "function": f} for f in functions or ()]
+    return Request("openai_chat", model, messages or [], tools=tools,
+                   response_format=fmt if isinstance(fmt, dict) else None)  # fmt: skip
 
 
 def _chat_response(result: Any) -> Response:
+    if not isinstance(result, dict):
+        try:  # an SDK object: plain attribute reads (this runs on every call)
+            model, rid, usage = result.model, result.id, result.usage
+            reasons = tuple(str(c.finish_reason) for c in result.choices or () if c.finish_reason)
+            return Response(_chat_usage(usage, model, rid), model, rid, reasons)
+        except AttributeError:
+            pass  # another shape: field by field below
     model, rid = _get(result, "model"), _get(result, "id")
     reasons = finish_reasons([_get(c, "finish_reason") for c in _get(result, "choices") or ()])
     return Response(_chat_usage(_get(result, "usage"), model, rid), model, rid, tuple(reasons))

@@ -109,6 +109,13 @@ class _Rolling:
     def p95(self) -> float | None:
         return percentile(self.sorted, 95)
 
+    def above(self, value: float, factor: float) -> bool:
+        """Whether ``value`` may exceed ``factor`` x p95: False is sure (p95 is at least the
+        value at rank floor(0.95 (n-1))), so the interpolated p95 is computed only for
+        candidates; it runs on every call."""
+        values = self.sorted
+        return bool(values) and value > factor * values[int((len(values) - 1) * 95 / 100.0)]
+
     def add(self, value: float) -> None:
         self.order.append(value)
         bisect.insort(self.sorted, value)

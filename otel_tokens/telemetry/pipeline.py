@@ -226,6 +226,7 @@ class _AttributeSet:
         return attrs
 
 
+_END_LOCK = threading.Lock()  # makes ending a call a single check-and-set
 _ATTRIBUTE_SETS_MAX = 4096  # distinct sets kept; past this the cache starts over
 
 
@@ -234,7 +235,7 @@ class CallContext:
 
     __slots__ = (
         "_pipeline", "_agent", "_span", "_start", "_first_chunk", "_estimate", "_handle",
-        "_attrs", "_stream", "_stream_key", "_ended", "_lock", "_request_estimate", "operation",
+        "_attrs", "_stream", "_stream_key", "_ended", "_request_estimate", "operation",
         "provider", "request_model",
     )  # fmt: skip
 
@@ -264,7 +265,6 @@ class CallContext:
         self._stream = stream
         self._stream_key: object | None = None
         self._ended = False
-        self._lock = threading.Lock()
         self.operation = operation
         self.provider = provider
         self.request_model = request_model
@@ -392,7 +392,7 @@ class CallContext:
         attributes: dict[str, Any] | None,
         parts: Sequence[Usage] | None = None,
     ) -> None:
-        with self._lock:
+        with _END_LOCK:  # one lock for all calls: held for a flag flip, never contended long
             if self._ended:
                 return
             self._ended = True
@@ -490,12 +490,13 @@ class CallContext:
                     if self._stream_key is not None:
                         ledger.stream_discard(self._stream_key)
                 elif len(parts) == 1:
-                    record = {"cost_usd": price.cost_usd, "request_id": response_id,
-                              "trace_id": trace_id, "span_id": span_id}  # fmt: skip
                     if self._stream_key is not None:
-                        ledger.stream_finalize(self._stream_key, usage, **record)
+                        ledger.stream_finalize(self._stream_key, usage, cost_usd=price.cost_usd,
+                                               request_id=response_id, trace_id=trace_id,
+                                               span_id=span_id)  # fmt: skip
                     else:
-                        ledger.append(usage, **record)
+                        ledger.append(usage, cost_usd=price.cost_usd, request_id=response_id,
+                                      trace_id=trace_id, span_id=span_id)  # fmt: skip
                 else:
                     if self._stream_key is not None:
                         ledger.stream_discard(self._stream_key)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import otel_tokens
 from otel_tokens import AnomalyGuard, Budget, BudgetExceeded, Estimate, SpikeRule, Usage
@@ -180,3 +182,28 @@ def test_bad_environment_is_a_clear_error(monkeypatch, name, value, words):
     monkeypatch.setenv(name, value)
     with pytest.raises(ValueError, match=words):
         AnomalyGuard.from_env()
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(st.one_of(st.integers(0, 10**7), st.floats(0, 1e3)), min_size=1, max_size=80),
+    factor=st.floats(1.01, 5), warmup=st.integers(1, 10), extra=st.integers(0, 20),
+)
+def test_spike_rule_matches_its_definition(values, factor, warmup, extra):
+    """Every value is flagged exactly when it exceeds factor x the interpolated p95 of the
+    previous ``window`` values (after ``warmup`` of them): the guard's cheap pre-check never
+    hides a spike nor invents one."""
+    import statistics
+
+    window = warmup + extra
+    guard = AnomalyGuard(spike=SpikeRule(factor=factor, warmup=warmup, window=window))
+    history: list[float] = []
+    for value in values:
+        found = [a for a in guard.observe("a", None, value) if a.kind == "cost_spike"]
+        recent = history[-window:]
+        expected = False
+        if len(recent) >= warmup:
+            p95 = statistics.quantiles(recent, n=100, method="inclusive")[94] if len(recent) > 1 else recent[0]
+            expected = p95 > 0 and value > factor * p95
+        assert bool(found) == expected, (value, recent)
+        history.append(value)
