@@ -16,6 +16,6 @@ from __future__ import annotations
 REGISTRY: dict[str, str] = {
     "openai": "otel_tokens.instrumentors.openai_patches",
     "anthropic": "otel_tokens.instrumentors.anthropic_patches",
-    "agent_cli": "otel_tokens.instrumentors.subprocess",
-    "agent_backends": "otel_tokens.instrumentors.backend",
+    "agent_cli": "otel_tokens.instrumentors.subprocess_patches",
+    "agent_backends": "otel_tokens.instrumentors.backend_patches",
 }
