@@ -37,6 +37,8 @@ PRELUDE = """
 import importlib, json, subprocess, sys
 import openai, anthropic
 import otel_tokens
+import otel_tokens.telemetry.setup as setup
+setup._warm_up.__defaults__ = (60.0,)  # the background warm-up (after 0.5 s) loads it all
 otel_tokens.instrument()
 
 def loaded(names):
