@@ -19,11 +19,13 @@ import inspect
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from .errors import LedgerPersistenceError
-from .ledger import UsageLedger
-from .state import TokenState
+
+if TYPE_CHECKING:  # imported when the first agent is created (start-up cost)
+    from .ledger import UsageLedger
+    from .state import TokenState
 
 __all__ = ["AgentEntry", "DEFAULT_AGENT", "agent", "agents", "clear_agents", "current_agent"]
 
@@ -83,6 +85,8 @@ def get_agent(name: str, max_input_tokens: int | None = None) -> AgentEntry:
         with _registry_lock:
             entry = _registry.get(name)
             if entry is None:
+                from .state import TokenState
+
                 entry = AgentEntry(
                     name=name, state=TokenState(max_input_tokens), ledger=_open_ledger(name)
                 )
@@ -96,6 +100,8 @@ def get_agent(name: str, max_input_tokens: int | None = None) -> AgentEntry:
 def _open_ledger(name: str) -> UsageLedger:
     """The agent's ledger; an unusable file (locked, corrupt, unwritable) must not stop the
     host: that agent's ledger then lives in memory, and the fault is logged and counted."""
+    from .ledger import UsageLedger
+
     settings = _ledger_settings()
     try:
         return UsageLedger(name, **settings)

@@ -5,15 +5,17 @@ Each module in ``REGISTRY`` exposes ``install(**options)``, ``uninstall()`` and
 standard library). ``otel_tokens.instrument()`` calls them directly, so turning
 instrumentation on imports neither a provider SDK nor opentelemetry-instrumentation; the
 ``BaseInstrumentor`` classes that ``opentelemetry-instrument`` finds through entry points
-live in :mod:`.entry_points` and delegate to the same functions.
+live in :mod:`.entry_points` and delegate to the same functions. These modules hold only the
+patches; the per-call machinery (:mod:`.openai_sdk`, :mod:`.anthropic_sdk`,
+:mod:`.subprocess`, :mod:`.backend`) is imported at the first call that needs it.
 """
 
 from __future__ import annotations
 
 #: name -> module exposing install(), uninstall() and DEPENDENCIES
 REGISTRY: dict[str, str] = {
-    "openai": "otel_tokens.instrumentors.openai_sdk",
-    "anthropic": "otel_tokens.instrumentors.anthropic_sdk",
-    "agent_cli": "otel_tokens.instrumentors.subprocess",
-    "agent_backends": "otel_tokens.instrumentors.backend",
+    "openai": "otel_tokens.instrumentors.openai_patches",
+    "anthropic": "otel_tokens.instrumentors.anthropic_patches",
+    "agent_cli": "otel_tokens.instrumentors.subprocess_patches",
+    "agent_backends": "otel_tokens.instrumentors.backend_patches",
 }

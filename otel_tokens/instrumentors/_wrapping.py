@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import logging
 import sys
 import threading
 from typing import Any, Callable, Iterable
 
 import wrapt
 
-__all__ = ["SdkPatches", "unwrap"]
+__all__ = ["SdkPatches", "deferred", "report_load_failure", "unwrap"]
+
+_log = logging.getLogger("otel_tokens")
 
 # wrapt >= 2 puts function wrappers under BaseObjectProxy; wrapt 1 has only ObjectProxy
 _PROXY = getattr(wrapt, "BaseObjectProxy", wrapt.ObjectProxy)
@@ -25,6 +28,40 @@ def unwrap(owner: Any, attribute: str) -> None:
     current = getattr(owner, attribute, None)
     if isinstance(current, _PROXY) and hasattr(current, "__wrapped__"):
         setattr(owner, attribute, current.__wrapped__)
+
+
+def report_load_failure(module: str, exc: Exception) -> None:
+    """A module imported at the first call failed to load: logged and counted, never raised."""
+    try:
+        from ..telemetry.pipeline import get_pipeline
+
+        get_pipeline().faults.report("internal", exc, f"cannot load {module}: {exc!r}")
+    except Exception:  # the pipeline itself cannot load: log at least
+        _log.warning("otel_tokens: cannot load %s; the host call is unaffected", module, exc_info=exc)
+
+
+def deferred(module: str, name: str) -> Callable[[bool], Any]:
+    """A wrapper factory for :class:`SdkPatches` whose wrapper is ``module.wrapper(name,
+    is_async)``, built at the first call: ``module`` (the per-call machinery) is imported
+    then, not by ``instrument()``. If it cannot be imported, the failure is counted and the
+    call goes through unwrapped."""
+
+    def factory(is_async: bool) -> Callable[..., Any]:
+        real: Callable[..., Any] | None = None
+
+        def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
+            nonlocal real
+            if real is None:
+                try:
+                    real = importlib.import_module(module).wrapper(name, is_async)
+                except Exception as exc:
+                    report_load_failure(module, exc)
+                    return wrapped(*args, **kwargs)
+            return real(wrapped, instance, args, kwargs)  # type: ignore[misc]
+
+        return wrapper
+
+    return factory
 
 
 #: (module, class, method, wrapper factory); the factory gets (is_async) and returns a wrapt wrapper

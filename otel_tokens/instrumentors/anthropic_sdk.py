@@ -33,11 +33,9 @@ from ..estimate import Request
 from ..usage import Usage
 from ._calls import Operation, Response, async_wrapper, server_of, sync_wrapper
 from ._stream import Accumulator
-from ._wrapping import SdkPatches
+from .anthropic_patches import DEPENDENCIES, install, uninstall
 
-__all__ = ["DEPENDENCIES", "install", "uninstall"]
-
-DEPENDENCIES: tuple[str, ...] = ("anthropic >= 0.40, < 3",)
+__all__ = ["DEPENDENCIES", "install", "uninstall", "wrapper"]
 
 
 
@@ -335,32 +333,9 @@ def _stream_wrapper(is_async: bool) -> Callable[..., Any]:
     return wrapper
 
 
-#: (module, class, method, wrapper factory)
-_TARGETS: tuple[tuple[str, str, str, Callable[[bool], Callable[..., Any]]], ...] = (
-    ("anthropic.resources.messages", "Messages", "create", _call_wrapper),
-    ("anthropic.resources.messages", "AsyncMessages", "create", _call_wrapper),
-    ("anthropic.resources.messages", "Messages", "parse", _call_wrapper),
-    ("anthropic.resources.messages", "AsyncMessages", "parse", _call_wrapper),
-    ("anthropic.resources.messages", "Messages", "stream", _stream_wrapper),
-    ("anthropic.resources.messages", "AsyncMessages", "stream", _stream_wrapper),
-    ("anthropic.resources.beta.messages", "Messages", "create", _call_wrapper),
-    ("anthropic.resources.beta.messages", "AsyncMessages", "create", _call_wrapper),
-    ("anthropic.resources.beta.messages", "Messages", "parse", _call_wrapper),
-    ("anthropic.resources.beta.messages", "AsyncMessages", "parse", _call_wrapper),
-    ("anthropic.resources.beta.messages", "Messages", "stream", _stream_wrapper),
-    ("anthropic.resources.beta.messages", "AsyncMessages", "stream", _stream_wrapper),
-)
+_WRAPPERS = {"call": _call_wrapper, "stream": _stream_wrapper}
 
 
-# -- patching ------------------------------------------------------------------------------
-_PATCHES = SdkPatches("anthropic", _TARGETS, on_uninstall=_twins.clear)
-
-
-def install(**_: Any) -> bool:
-    """Patch the SDK now if it is imported, else as soon as the application imports it."""
-    return _PATCHES.install()
-
-
-def uninstall() -> None:
-    """Restore the original SDK methods (identity checks hold)."""
-    _PATCHES.uninstall()
+def wrapper(name: str, is_async: bool) -> Callable[..., Any]:
+    """The wrapt wrapper of one patched method (:mod:`.anthropic_patches` installs it)."""
+    return _WRAPPERS[name](is_async)

@@ -22,11 +22,10 @@ from ..estimate import Request
 from ..usage import Usage
 from ._calls import Operation, Response, async_wrapper, server_of, sync_wrapper
 from ._stream import Accumulator, finish_reasons
-from ._wrapping import SdkPatches
+from .openai_patches import DEPENDENCIES, install, uninstall
 
-__all__ = ["DEPENDENCIES", "install", "uninstall"]
+__all__ = ["DEPENDENCIES", "install", "uninstall", "wrapper"]
 
-DEPENDENCIES: tuple[str, ...] = ("openai >= 1.40, < 4",)
 INCLUDE_USAGE_ENV = "OTEL_TOKENS_OPENAI_INCLUDE_USAGE"
 
 
@@ -240,29 +239,9 @@ _RESPONSES = Operation("chat", _provider, _server, _responses_request, _response
                        _ResponsesAccumulator)  # fmt: skip
 _EMBEDDINGS = Operation("embeddings", _provider, _server, _embeddings_request, _embeddings_response)
 
-def _wrapper(op: Operation) -> Any:
-    return lambda is_async: (async_wrapper if is_async else sync_wrapper)(op)
+_OPERATIONS = {"chat": _CHAT, "responses": _RESPONSES, "embeddings": _EMBEDDINGS}
 
 
-_PATCHES = SdkPatches("openai", [
-    ("openai.resources.chat.completions", "Completions", "create", _wrapper(_CHAT)),
-    ("openai.resources.chat.completions", "AsyncCompletions", "create", _wrapper(_CHAT)),
-    ("openai.resources.chat.completions", "Completions", "parse", _wrapper(_CHAT)),
-    ("openai.resources.chat.completions", "AsyncCompletions", "parse", _wrapper(_CHAT)),
-    ("openai.resources.responses", "Responses", "create", _wrapper(_RESPONSES)),
-    ("openai.resources.responses", "AsyncResponses", "create", _wrapper(_RESPONSES)),
-    ("openai.resources.responses", "Responses", "parse", _wrapper(_RESPONSES)),
-    ("openai.resources.responses", "AsyncResponses", "parse", _wrapper(_RESPONSES)),
-    ("openai.resources.embeddings", "Embeddings", "create", _wrapper(_EMBEDDINGS)),
-    ("openai.resources.embeddings", "AsyncEmbeddings", "create", _wrapper(_EMBEDDINGS)),
-])  # fmt: skip
-
-
-def install(**_: Any) -> bool:
-    """Patch the SDK now if it is imported, else as soon as the application imports it."""
-    return _PATCHES.install()
-
-
-def uninstall() -> None:
-    """Restore the original SDK methods (identity checks hold)."""
-    _PATCHES.uninstall()
+def wrapper(name: str, is_async: bool) -> Any:
+    """The wrapt wrapper of one operation (:mod:`.openai_patches` installs it)."""
+    return (async_wrapper if is_async else sync_wrapper)(_OPERATIONS[name])

@@ -1,6 +1,7 @@
 """Agent CLIs run as subprocesses (Copilot, Claude Code, Codex, Gemini, and wrappers).
 
-Wraps ``subprocess.Popen`` (so ``run``, ``check_output`` and ``communicate`` are covered) and
+The run tracking; :mod:`.subprocess_patches` installs the wrappers and imports this
+module at the first agent-CLI run. It wraps ``subprocess.Popen`` (so ``run``, ``check_output`` and ``communicate`` are covered) and
 asyncio's subprocess protocol. A child whose executable is a known CLI gets one
 ``invoke_agent {cli}`` span; its output is parsed when the process ends (``communicate``,
 ``wait``/``poll`` once the pipes are drained, or garbage collection as a last resort).
@@ -17,115 +18,32 @@ after exit and removed) for input and cache tokens.
 
 from __future__ import annotations
 
-import contextvars
 import os
-import shlex
 import subprocess
 import tempfile
 import threading
 import weakref
-from collections import OrderedDict
-from typing import Any, Collection, Mapping, Sequence
+from typing import Any
 
 import wrapt
 
 from ..parsers import PARSERS, AgentRun
 from ..telemetry.pipeline import CallContext, get_pipeline
-from ..usage import Usage
-from ._wrapping import unwrap
 from .agent_runs import CLI_OUTPUT_REWRITTEN, CLI_USAGE_FILE, report_run, start_run
+from .subprocess_patches import (  # noqa: F401 (install, uninstall, cli_names: re-exported)
+    DEPENDENCIES, NAMES_ENV, _argv, _bind, _recognize, _threads, _threads_lock, _via_run,
+    cli_names, install, uninstall,
+)  # fmt: skip
 
 __all__ = ["agent_run", "cli_names", "install", "uninstall"]
 
-NAMES_ENV = "OTEL_TOKENS_CLI_NAMES"
 COPILOT_JSON_ENV = "OTEL_TOKENS_COPILOT_JSON"
 COPILOT_USAGE_FILE_ENV = "OTEL_TOKENS_COPILOT_USAGE_FILE"
-_SUFFIXES = (".exe", ".cmd", ".bat", ".ps1", ".js", ".mjs", ".cjs", ".sh")
-_LAUNCHERS = ("node", "npx", "bunx", "pnpx")
-_TRIVIAL = frozenset(("--version", "-v", "-V", "--help", "-h", "help", "version"))
 _MAX_CAPTURE = 256 * 1024 * 1024  # bytes of output kept per run before giving up
-
-_via_run: contextvars.ContextVar[bool] = contextvars.ContextVar("otel_tokens_via_run", default=False)
-_names: dict[str, str] = {}
-_threads: OrderedDict[str, Usage] = OrderedDict()  # Codex thread id -> cumulative totals
-_threads_lock = threading.Lock()
 
 
 def _truthy(name: str) -> bool:
     return os.environ.get(name, "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def cli_names(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Executable name -> parser: the four CLIs, ``OTEL_TOKENS_CLI_NAMES`` (``name=parser``
-    entries, comma-separated; a bare known name also works) and ``extra``."""
-    names = {name: name for name in PARSERS}
-    for entry in os.environ.get(NAMES_ENV, "").split(","):
-        entry = entry.strip()
-        if not entry:
-            continue
-        name, _, parser = entry.partition("=")
-        name, parser = name.strip(), (parser.strip() or name.strip())
-        if parser not in PARSERS:
-            raise ValueError(
-                f"{NAMES_ENV}: {entry!r} names no known parser ({', '.join(PARSERS)})"
-            )
-        names[name] = parser
-    for name, parser in (extra or {}).items():
-        if parser not in PARSERS:
-            raise ValueError(f"cli_names: {name}={parser!r} names no known parser")
-        names[name] = parser
-    return names
-
-
-def _base(arg: str) -> str:
-    name = os.path.basename(arg.rstrip("/\\")).lower()
-    for suffix in _SUFFIXES:
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
-def _argv(args: Any, shell: bool) -> list[str] | None:
-    """The command line as a list of strings, or None when it cannot be read."""
-    if isinstance(args, (str, bytes, os.PathLike)):
-        text = os.fsdecode(args)
-        if not shell:
-            return [text]
-        try:
-            return shlex.split(text)
-        except ValueError:
-            return None
-    try:
-        return [os.fsdecode(a) for a in args]
-    except TypeError:
-        return None
-
-
-def _recognize(argv: Sequence[str] | None, executable: Any) -> tuple[str, str] | None:
-    """``(parser, executable name)`` when the command runs a known CLI."""
-    if not argv:
-        return None
-    names = _names
-    exe = _base(argv[0])
-    if executable is not None:
-        exe_override = _base(os.fsdecode(executable))
-        if exe_override in names:
-            exe = exe_override
-    skip = 1
-    if exe in _LAUNCHERS and len(argv) > 1:  # node .../copilot/index.js, npx @github/copilot@1
-        path = argv[1].replace("\\", "/").rstrip("/")
-        for part in reversed(path.split("/")[-2:]):
-            candidate = _base(part.split("@")[0] if not part.startswith("@") else part)
-            if candidate in names:
-                exe, skip = candidate, 2
-                break
-    parser = names.get(exe)
-    if parser is None:
-        return None
-    rest = argv[skip:]
-    if rest and all(a in _TRIVIAL for a in rest):
-        return None  # --version / --help: not an agent invocation
-    return parser, exe
 
 
 class _Tee(wrapt.ObjectProxy):  # type: ignore[misc]
@@ -365,14 +283,6 @@ def _rewrite_copilot(argv: list[str]) -> list[str] | None:
     return out
 
 
-def _bind(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """Popen's arguments by name (args, executable, stdout, shell, ...)."""
-    names = ("args", "bufsize", "executable", "stdin", "stdout", "stderr")
-    bound = dict(zip(names, args))
-    bound.update(kwargs)
-    return bound
-
-
 def _popen_init(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     plan = None
     try:
@@ -499,14 +409,6 @@ def _wait(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, 
     return code
 
 
-def _run_wrapper(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    token = _via_run.set(True)
-    try:
-        return wrapped(*args, **kwargs)
-    finally:
-        _via_run.reset(token)
-
-
 # -- asyncio ----------------------------------------------------------------------------------
 def _protocol_run(protocol: Any) -> _Run | None:
     run = getattr(protocol, "_otel_tokens_run", None)
@@ -569,53 +471,3 @@ def _process_exited(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: 
         except Exception as exc:
             get_pipeline().faults.report("internal", exc)
     return wrapped(*args, **kwargs)
-
-
-_TARGETS: tuple[tuple[str, str, Any], ...] = (
-    ("subprocess", "Popen.__init__", _popen_init),
-    ("subprocess", "Popen.communicate", _communicate),
-    ("subprocess", "Popen.wait", _wait),
-    ("subprocess", "Popen.poll", _wait),
-    ("subprocess", "run", _run_wrapper),
-    ("asyncio.subprocess", "SubprocessStreamProtocol.connection_made", _connection_made),
-    ("asyncio.subprocess", "SubprocessStreamProtocol.pipe_data_received", _pipe_data_received),
-    ("asyncio.subprocess", "SubprocessStreamProtocol.pipe_connection_lost", _pipe_connection_lost),
-    ("asyncio.subprocess", "SubprocessStreamProtocol.process_exited", _process_exited),
-)
-
-
-DEPENDENCIES: tuple[str, ...] = ()  # the standard library only
-
-
-def install(**kwargs: Any) -> None:
-    """Wrap ``subprocess.Popen`` and asyncio subprocesses: one span per agent-CLI run.
-
-    ``cli_names={"my-wrapper": "copilot"}`` adds executable names (as does
-    ``OTEL_TOKENS_CLI_NAMES``); a bad entry raises here, at start.
-    """
-    _names.clear()
-    _names.update(cli_names(kwargs.get("cli_names")))
-    with _threads_lock:
-        _threads.clear()
-    import asyncio.subprocess  # noqa: F401  (targets below)
-
-    for module, name, wrapper in _TARGETS:
-        try:
-            wrapt.wrap_function_wrapper(module, name, wrapper)
-        except (AttributeError, ImportError) as exc:  # another Python: that path is uncovered
-            get_pipeline().faults.report("config", exc, f"cannot wrap {module}.{name}")
-
-
-def uninstall() -> None:
-    """Restore the original ``subprocess`` and asyncio functions."""
-    import importlib
-
-    for module, name, _wrapper in _TARGETS:
-        owner_name, _, attr = name.rpartition(".")
-        try:
-            owner = importlib.import_module(module)
-            if owner_name:
-                owner = getattr(owner, owner_name)
-            unwrap(owner, attr)
-        except Exception as exc:
-            get_pipeline().faults.report("config", exc, f"cannot unwrap {module}.{name}")

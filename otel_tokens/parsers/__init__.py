@@ -9,13 +9,23 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
-from .run import AgentRun
+if TYPE_CHECKING:
+    from .run import AgentRun
 
 __all__ = ["AgentRun", "PARSERS", "Parser", "get_parser"]
 
-Parser = Callable[..., AgentRun]
+Parser = Callable[..., "AgentRun"]
+
+
+def __getattr__(name: str) -> object:
+    """``AgentRun`` on first use: ``instrument()`` only needs the parser names."""
+    if name == "AgentRun":
+        from .run import AgentRun
+
+        return AgentRun
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class _Parsers(Mapping[str, Parser]):

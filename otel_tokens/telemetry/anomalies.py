@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Literal
 
 from ..errors import OtelTokensError
-from ..ledger.stats import percentile
 
 __all__ = ["Anomaly", "AnomalyGuard", "Budget", "BudgetExceeded", "SpikeRule"]
 
@@ -107,6 +106,8 @@ class _Rolling:
         self.size = size
 
     def p95(self) -> float | None:
+        from ..ledger.stats import percentile  # not at start-up: it loads the ledger package
+
         return percentile(self.sorted, 95)
 
     def above(self, value: float, factor: float) -> bool:

@@ -15,17 +15,28 @@ import os
 import threading
 from typing import Any, Callable
 
-from . import instruments as names
-
-__all__ = ["OTHER", "CardinalityGuard"]
+__all__ = ["BOUNDED", "OTHER", "CardinalityGuard"]
 
 OTHER = "_OTHER"
 LIMIT_ENV = "OTEL_TOKENS_MAX_ATTRIBUTE_VALUES"
-#: attributes whose values come from outside otel_tokens
-BOUNDED = frozenset({
-    names.REQUEST_MODEL, names.RESPONSE_MODEL, names.AGENT_NAME, names.PROVIDER,
-    names.SERVER_ADDRESS, names.OPERATION,
-})  # fmt: skip
+
+
+def _bounded() -> frozenset[str]:
+    """The attributes whose values come from outside otel_tokens (the semantic-convention
+    names load here, not when ``instrument()`` only reads the limit)."""
+    from . import instruments as names
+
+    return frozenset({
+        names.REQUEST_MODEL, names.RESPONSE_MODEL, names.AGENT_NAME, names.PROVIDER,
+        names.SERVER_ADDRESS, names.OPERATION,
+    })  # fmt: skip
+
+
+def __getattr__(name: str) -> object:
+    """``BOUNDED``: the attributes whose values come from outside otel_tokens."""
+    if name == "BOUNDED":
+        return _bounded()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def limit_from_env() -> int:
@@ -46,7 +57,7 @@ class CardinalityGuard:
 
     def __init__(self, limit: int = 200, on_overflow: Callable[[str], None] | None = None) -> None:
         self.limit = limit
-        self._seen: dict[str, set[Any]] = {key: set() for key in BOUNDED}
+        self._seen: dict[str, set[Any]] = {key: set() for key in _bounded()}
         self._lock = threading.Lock()
         self._on_overflow = on_overflow
 

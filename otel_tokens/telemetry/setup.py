@@ -27,15 +27,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from opentelemetry import metrics, trace
-
 from .. import instrumentors as _instrumentors
-from ..estimate import warm_up as warm_up_tokenizers
 from ..pricing import Pricer
 from .anomalies import AnomalyGuard
 from .cardinality import limit_from_env
-from .exporters import GuardedMetricExporter, GuardedSpanExporter
-from .pipeline import Pipeline, get_pipeline, pipeline_is_unset, set_pipeline
 
 __all__ = ["Setup", "configure", "instrument", "uninstrument"]
 
@@ -135,6 +130,8 @@ def configure(
     with _lock:
         if _setup is not None:
             return _setup
+        from opentelemetry import metrics, trace
+
         closers: list[Any] = []
         faults: list[tuple[str, Any, str]] = []  # reported once the pipeline exists
         tracer_provider = trace.get_tracer_provider()
@@ -151,6 +148,8 @@ def configure(
                 resource, closers, prometheus_port, prometheus_host, faults
             )
             metrics.set_meter_provider(meter_provider)
+        from .pipeline import Pipeline, get_pipeline, pipeline_is_unset, set_pipeline
+
         if pipeline_is_unset():
             pipeline = Pipeline()  # raises configuration errors now, not on the first call
             set_pipeline(pipeline)
@@ -170,6 +169,8 @@ def configure(
 def _build_tracer_provider(resource: Any, closers: list[Any]) -> tuple[Any, str]:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from .exporters import GuardedSpanExporter
 
     provider = TracerProvider(resource=resource)
     closers.append(provider.shutdown)
@@ -199,6 +200,7 @@ def _build_meter_provider(
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
+    from .exporters import GuardedMetricExporter
     from .instruments import views
 
     endpoint = _env("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
@@ -265,24 +267,27 @@ def _prometheus(
 
 
 def _providers(tracer_provider: Any, meter_provider: Any) -> None:
-    """Use explicit providers when given; otherwise validate the configuration now."""
+    """Use explicit providers when given; otherwise validate the configuration now (the
+    pipeline itself is built on the global providers by the first call or the warm-up)."""
     if tracer_provider is not None or meter_provider is not None:
+        from .pipeline import Pipeline, set_pipeline
+
         set_pipeline(Pipeline(tracer_provider, meter_provider))
-    elif pipeline_is_unset():  # build it now: configuration errors raise here, at start
-        set_pipeline(Pipeline())
-    elif not _active:  # validate the configuration without replacing the pipeline in use
+    elif not _active:  # configuration errors raise here, at start
         Pricer.from_env()
         AnomalyGuard.from_env()
         limit_from_env()
-    pipeline = get_pipeline()
-    threading.Thread(target=_warm_up, args=(pipeline,), name="otel_tokens-warm-up", daemon=True).start()
+    threading.Thread(target=_warm_up, name="otel_tokens-warm-up", daemon=True).start()
 
 
-def _warm_up(pipeline: Pipeline, delay: float = 0.5) -> None:
-    """Load price data and tokenizer encodings in the background, after the host's own
-    start-up (a priced call before then simply waits for the same import)."""
+def _warm_up(delay: float = 0.5) -> None:
+    """Build the pipeline and load price data and tokenizer encodings in the background,
+    after the host's own start-up (a call before then simply does it itself)."""
     time.sleep(delay)
-    pipeline.pricer.warm_up(background=False)
+    from ..estimate import warm_up as warm_up_tokenizers
+    from .pipeline import get_pipeline
+
+    get_pipeline().pricer.warm_up(background=False)
     warm_up_tokenizers()
 
 

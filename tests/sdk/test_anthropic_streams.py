@@ -482,10 +482,11 @@ def test_uninstalled_calls_make_no_span():
 
 
 def test_registered_and_entry_point():
-    from otel_tokens.instrumentors import REGISTRY
+    from otel_tokens.instrumentors import REGISTRY, anthropic_patches
     from otel_tokens.instrumentors.entry_points import AnthropicInstrumentor
 
-    assert REGISTRY["anthropic"] == "otel_tokens.instrumentors.anthropic_sdk"
+    assert REGISTRY["anthropic"] == "otel_tokens.instrumentors.anthropic_patches"
+    assert anthropic_sdk.install is anthropic_patches.install  # the same patches either way
     assert AnthropicInstrumentor.name == "anthropic"
     assert list(AnthropicInstrumentor().instrumentation_dependencies()) == list(anthropic_sdk.DEPENDENCIES)
 
