@@ -264,7 +264,19 @@ def agent_run(process: Any) -> AgentRun | None:
         except Exception:
             pass
     run = getattr(process, "_otel_tokens_run", None)
-    return run.result if isinstance(run, _Run) else None
+    if not isinstance(run, _Run):
+        return None
+    if not run.finished and run.returncode is None and run.transport is not None:
+        # asyncio: ``wait()``/``communicate()`` can return (the exit status is known) in the
+        # same loop turn as the exit, before the protocol's ``process_exited`` callback ran
+        try:
+            returncode = run.transport.get_returncode()
+            if returncode is not None:
+                run.returncode = returncode
+                run.maybe_finish()
+        except Exception as exc:
+            get_pipeline().faults.report("internal", exc)
+    return run.result
 
 
 # -- Popen ------------------------------------------------------------------------------------

@@ -134,6 +134,35 @@ def test_asyncio_subprocess(instrumented, fake_clis, shared, cli):
     check_span(instrumented, cli)
 
 
+def test_asyncio_run_known_before_the_exit_callback(instrumented, fake_clis, shared, monkeypatch):
+    """asyncio may let ``communicate()`` return (exit status known) in the loop turn of the
+    exit, before the protocol's ``process_exited`` callback: forced here by delaying that
+    callback. ``agent_run`` still gives the run, and the late callback ends nothing twice."""
+    from asyncio.base_subprocess import BaseSubprocessTransport
+
+    original = BaseSubprocessTransport._call
+
+    def delayed(self, callback, *data):  # type: ignore[no-untyped-def]
+        if getattr(callback, "__name__", "") == "process_exited":
+            self._loop.call_later(0.2, callback, *data)
+        else:
+            original(self, callback, *data)
+
+    monkeypatch.setattr(BaseSubprocessTransport, "_call", delayed)
+
+    async def main() -> tuple[object, object]:
+        proc = await asyncio.create_subprocess_exec(
+            "codex", "-p", "SECRET", stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        await proc.communicate()
+        early = agent_run(proc)
+        await asyncio.sleep(0.4)  # the delayed callback runs
+        return early, agent_run(proc)
+
+    early, late = asyncio.run(main())
+    assert early is not None and early.cli == "codex" and late is early
+    check_span(instrumented, "codex")  # exactly one span, with the sample's numbers
+
+
 def test_asyncio_caller_reads_the_stream(instrumented, fake_clis, shared):
     async def main() -> bytes:
         proc = await asyncio.create_subprocess_exec("codex", "-p", "x", stdout=asyncio.subprocess.PIPE)
