@@ -54,6 +54,9 @@ FIGURES: tuple[str, ...] = (*TOKEN_CLASSES, "total_tokens", "cost_usd", "premium
 _ledger_ids = itertools.count(1)
 #: Past this many evictions since the last query a new window is cheaper than counting them out.
 _MAX_INCREMENTAL_REMOVALS = 128
+#: A partial window is rebuilt once more than 1/this of the history is new since it was
+#: placed: counting that many values in one by one costs more, and its ranks have drifted.
+_NEW_FRACTION_REBUILDS = 8
 
 
 def _as_id(value: int | str | None, bits: int, name: str) -> int:
@@ -422,13 +425,16 @@ class UsageLedger:
         window = None
         if cached is not None and cached[3] == version:
             window, old_lo, old_hi = cached[0], cached[1], cached[2]
-            if lo - old_lo > _MAX_INCREMENTAL_REMOVALS:
+            new_lo = max(lo, old_hi)  # records appended and evicted since were never counted in
+            if lo - old_lo > _MAX_INCREMENTAL_REMOVALS or (
+                not window.complete and (hi - new_lo) * _NEW_FRACTION_REBUILDS > hi - lo
+            ):
                 window = None
-            else:  # records both appended and evicted since were never in the window
+            else:
                 if lo > old_lo:
                     window.remove(h.values(figure, old_lo, min(lo, old_hi)))
-                if hi > max(lo, old_hi):
-                    window.add(h.values(figure, max(lo, old_hi), hi))
+                if hi > new_lo:
+                    window.add(h.values(figure, new_lo, hi))
         if window is None or not window.covers(q):
             window = RankWindow.around(h.values(figure, lo, hi), q)
         self._windows[figure] = (window, lo, hi, version)

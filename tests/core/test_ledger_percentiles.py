@@ -233,6 +233,11 @@ def test_large_ledger_is_exact_after_appends_rollback_and_restore():
         append_varied(ledger, rnd, n)
         if n % 97 == 0:
             check_ledger(ledger)  # the cached windows take the new values in
+    for q in (50, 95):
+        ledger.percentile("total_tokens", q)  # partial windows, then a burst of appends
+    for n in range(4000):
+        append_varied(ledger, rnd, n)
+    check_ledger(ledger)
     ledger.restore(checkpoint)
     check_ledger(ledger)
     ledger.rollback_to_index(6000)
