@@ -17,7 +17,6 @@ The seed's recommended "history array + totals" design, all four phases:
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import itertools
 import math
@@ -39,7 +38,7 @@ from .records import (
     UsageTotals,
     scaled_values,
 )
-from .stats import class_stats, percentile
+from .stats import RankWindow, check_percentile, class_stats
 
 __all__ = [
     "Checkpoint",
@@ -53,8 +52,11 @@ __all__ = [
 FIGURES: tuple[str, ...] = (*TOKEN_CLASSES, "total_tokens", "cost_usd", "premium_requests")
 
 _ledger_ids = itertools.count(1)
-#: Past this many evictions since the last query a full sort is cheaper than deleting one by one.
+#: Past this many evictions since the last query a new window is cheaper than counting them out.
 _MAX_INCREMENTAL_REMOVALS = 128
+#: A partial window is rebuilt once more than 1/this of the history is new since it was
+#: placed: counting that many values in one by one costs more, and its ranks have drifted.
+_NEW_FRACTION_REBUILDS = 8
 
 
 def _as_id(value: int | str | None, bits: int, name: str) -> int:
@@ -108,7 +110,8 @@ class UsageLedger:
         self._model_cost: dict[str | None, list[int]] = {}  # model -> [scaled cost, count]
         self._in_flight: dict[Hashable, Usage] = {}
         self._truncations = 0  # rollbacks that removed records (reset percentile caches)
-        self._sorted: dict[str, tuple[list, int, int, tuple[int, int]]] = {}  # percentile caches
+        # figure -> (window, physical lo, physical hi, (compactions, truncations)) it reflects
+        self._windows: dict[str, tuple[RankWindow, int, int, tuple[int, int]]] = {}
         self._store: Any = None  # a SqliteStore when persisted
         self._pending: dict[int, list[Any]] = {}  # lid -> row not yet written (last item: active)
         self._pending_deactivate: list[int] = []
@@ -403,46 +406,50 @@ class UsageLedger:
         return removed
 
     # -- statistics -----------------------------------------------------------------------
-    def _sorted_values(self, figure: str) -> list:
-        """Ascending known values of ``figure`` over the retained history.
+    def _window(self, figure: str, q: float | None) -> RankWindow:
+        """A window of the known values of ``figure`` over the retained history that holds
+        the ranks of the ``q``-th percentile (every value when ``q`` is None).
 
-        Cached per figure and brought up to date incrementally: new records are merged in
-        (Timsort merges two sorted runs in about linear time) and evicted ones, still
-        physically present until the next compaction, are taken out; only a first query, a
-        compaction or a rollback pays for a full sort.
+        Cached per figure and brought up to date incrementally: values of new records are
+        counted in and those of evicted records (still physically present until the next
+        compaction) counted out. Only a first query, a query whose ranks drifted out of the
+        window, a compaction, a rollback or a burst of evictions builds a new one, and for a
+        percentile that is an exact selection in two passes, not a full sort.
         """
         if figure not in FIGURES:
             raise ValueError(f"unknown figure {figure!r}; choose from {', '.join(FIGURES)}")
         h = self._history
         lo, hi = h.start, len(h.lid)
-        cached = self._sorted.get(figure)
-        values = None
-        if cached is not None and cached[3] == (h.compactions, self._truncations):
-            values, old_lo, old_hi = cached[0], cached[1], cached[2]
-            removed = h.values(figure, old_lo, lo) if lo > old_lo else []
-            if len(removed) > _MAX_INCREMENTAL_REMOVALS:
-                values = None
+        version = (h.compactions, self._truncations)
+        cached = self._windows.get(figure)
+        window = None
+        if cached is not None and cached[3] == version:
+            window, old_lo, old_hi = cached[0], cached[1], cached[2]
+            new_lo = max(lo, old_hi)  # records appended and evicted since were never counted in
+            if lo - old_lo > _MAX_INCREMENTAL_REMOVALS or (
+                not window.complete and (hi - new_lo) * _NEW_FRACTION_REBUILDS > hi - lo
+            ):
+                window = None
             else:
-                for v in removed:
-                    del values[bisect.bisect_left(values, v)]
-                if hi > old_hi:
-                    values += h.values(figure, old_hi, hi)
-                    values.sort()
-        if values is None:
-            values = h.values(figure, lo, hi)
-            values.sort()
-        self._sorted[figure] = (values, lo, hi, (h.compactions, self._truncations))
-        return values
+                if lo > old_lo:
+                    window.remove(h.values(figure, old_lo, min(lo, old_hi)))
+                if hi > new_lo:
+                    window.add(h.values(figure, new_lo, hi))
+        if window is None or not window.covers(q):
+            window = RankWindow.around(h.values(figure, lo, hi), q)
+        self._windows[figure] = (window, lo, hi, version)
+        return window
 
     def percentile(self, figure: str, q: float) -> float | None:
         """The ``q``-th percentile (0..100) of ``figure`` over the retained history."""
+        check_percentile(q)
         with self._lock:
-            return percentile(self._sorted_values(figure), q)
+            return self._window(figure, q).percentile(q)
 
     def statistics(self) -> dict[str, ClassStats]:
         """Count, sum, mean, min, max and p50/p90/p95/p99 of every figure (retained history)."""
         with self._lock:
-            return {figure: class_stats(self._sorted_values(figure)) for figure in FIGURES}
+            return {figure: class_stats(self._window(figure, None).values) for figure in FIGURES}
 
     def cost_by_model(self) -> dict[str | None, float]:
         """USD per model over the whole current timeline (exact, evicted requests included)."""
