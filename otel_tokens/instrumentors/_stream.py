@@ -64,13 +64,14 @@ class StreamObserver:
     def item(self, item: Any) -> bool:
         """One item: first-chunk time, accumulation; never raises into the caller."""
         try:
-            call, acc = self.call, self.acc
-            if call._first_chunk is None:
-                call.first_chunk()
+            acc = self.acc
+            if self.call._first_chunk is None:
+                self.call.first_chunk()
             before = acc.usage
             show = acc.add(item)
-            if acc.usage is not before and acc.usage is not None:
-                call.stream_usage(acc.usage)
+            usage = acc.usage
+            if usage is not before and usage is not None:
+                self.call.stream_usage(usage)
             return show
         except Exception as exc:
             self.call._pipeline.faults.report("parse", exc)
@@ -138,16 +139,17 @@ class StreamProxy(_ProxyBase):
         return self
 
     def __next__(self) -> Any:
+        wrapped, observer = self.__wrapped__, self._self_observer
         while True:
             try:
-                item = self.__wrapped__.__next__()
+                item = wrapped.__next__()
             except StopIteration:
                 self._self_end("exhausted")
                 raise
             except BaseException as exc:
                 self._self_end("error", exc)
                 raise
-            if self._self_observer.item(item):
+            if observer.item(item):
                 return item
 
     def __enter__(self) -> StreamProxy:

@@ -127,12 +127,13 @@ class _ChatAccumulator(Accumulator):
                 self.model, self.response_id = chunk.model, chunk.id
             for choice in choices:
                 delta = choice.delta
-                if delta.content:
-                    self.text.append(delta.content)
-                if delta.tool_calls:
-                    self._tool_text(delta.tool_calls)
-                if choice.finish_reason:
-                    self.finish_reasons.append(str(choice.finish_reason))
+                content, calls, reason = delta.content, delta.tool_calls, choice.finish_reason
+                if content:
+                    self.text.append(content)
+                if calls:
+                    self._tool_text(calls)
+                if reason:
+                    self.finish_reasons.append(str(reason))
         except AttributeError:
             return self._add_any(chunk)
         if usage is not None:
