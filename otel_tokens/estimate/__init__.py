@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..state import Estimate
 from .request import Api, Request
-from .text import _NEWLINE, TEXT_START, heuristic_tokens
+from .text import JOINER_TOKENS, heuristic_tokens
 from .tokenizers import encoding_for, exact_tokens, warm_up
 
 if TYPE_CHECKING:
@@ -32,8 +32,6 @@ __all__ = ["Api", "Estimator", "Request", "RequestEstimate", "count_text", "warm
 _CALIBRATION_WINDOW = 50
 _RATIO_BOUNDS = (0.5, 2.0)
 _JOINER = "\n"
-# the heuristic's newline weight and text start, for each joined text after the first
-_JOINER_TOKENS = _NEWLINE - TEXT_START
 
 
 def count_text(text: str, model: str | None = None) -> int:
@@ -50,7 +48,7 @@ def _count(rendering: Rendering, encoding: Any) -> tuple[int, int]:
     joined = _JOINER.join(texts)
     if encoding is not None:
         return exact_tokens(encoding, joined) - (len(texts) - 1), rendering.fixed
-    counted = heuristic_tokens(joined) - round((len(texts) - 1) * _JOINER_TOKENS)
+    counted = heuristic_tokens(joined) - round((len(texts) - 1) * JOINER_TOKENS)
     return max(counted, 1), rendering.fixed
 
 
