@@ -295,7 +295,7 @@ class AnomalyGuard:
             ):
                 if value is None or rolling is None:
                     continue
-                if len(rolling.order) >= rule.warmup:
+                if len(rolling.order) >= rule.warmup and rolling.above(value, rule.factor):
                     p95 = rolling.p95()
                     if p95 is not None and p95 > 0 and value > rule.factor * p95:
                         found.append(Anomaly(agent, kind, float(value), rule.factor * p95, model))  # type: ignore[arg-type]
