@@ -18,7 +18,7 @@ from ..telemetry.pipeline import CallContext, get_pipeline
 from ..usage import Usage
 from ._stream import Accumulator, AsyncStreamProxy, StreamObserver, StreamProxy
 
-__all__ = ["Operation", "Response", "async_wrapper", "server_of", "sync_wrapper"]
+__all__ = ["Operation", "Response", "async_wrapper", "given", "sdk_field", "server_of", "sync_wrapper"]
 
 
 class Response(NamedTuple):
@@ -50,6 +50,19 @@ class Operation:
     accumulator: Callable[[dict[str, Any], dict[str, Any]], Accumulator] | None = None
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     is_stream: Callable[[dict[str, Any]], bool] = lambda kwargs: kwargs.get("stream") is True
+
+
+_NOT_GIVEN = ("NotGiven", "Omit")  # the "argument not given" sentinels of both SDKs
+
+
+def given(value: Any) -> Any:
+    """``value``, or None for an SDK "not given" sentinel."""
+    return None if value is not None and type(value).__name__ in _NOT_GIVEN else value
+
+
+def sdk_field(obj: Any, name: str) -> Any:
+    """A field of a dict or an SDK object; SDK "not given" sentinels read as None."""
+    return given(obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None))
 
 
 def server_of(url: Any) -> tuple[str | None, int | None]:

@@ -31,7 +31,7 @@ import wrapt
 
 from ..estimate import Request
 from ..usage import Usage
-from ._calls import Operation, Response, async_wrapper, server_of, sync_wrapper
+from ._calls import Operation, Response, async_wrapper, sdk_field, server_of, sync_wrapper
 from ._stream import Accumulator
 from .anthropic_patches import DEPENDENCIES, install, uninstall
 
@@ -40,10 +40,7 @@ __all__ = ["DEPENDENCIES", "install", "uninstall", "wrapper"]
 
 
 # -- reading requests and responses --------------------------------------------------------
-def _get(obj: Any, name: str) -> Any:
-    """A field of a dict or an SDK object; SDK "not given" sentinels read as None."""
-    value = obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
-    return None if type(value).__name__ in ("NotGiven", "Omit") else value
+_get = sdk_field
 
 
 def _client(instance: Any) -> Any:

@@ -20,7 +20,7 @@ from typing import Any
 
 from ..estimate import Request
 from ..usage import Usage
-from ._calls import Operation, Response, async_wrapper, server_of, sync_wrapper
+from ._calls import Operation, Response, async_wrapper, given, sdk_field, server_of, sync_wrapper
 from ._stream import Accumulator, finish_reasons
 from .openai_patches import DEPENDENCIES, install, uninstall
 
@@ -31,10 +31,7 @@ INCLUDE_USAGE_ENV = "OTEL_TOKENS_OPENAI_INCLUDE_USAGE"
 
 
 # -- reading requests and responses --------------------------------------------------------
-def _get(obj: Any, name: str) -> Any:
-    """A field of a dict or an SDK object; SDK "not given" sentinels read as None."""
-    value = obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
-    return None if type(value).__name__ in ("NotGiven", "Omit") else value
+_get = sdk_field
 
 
 def _provider(instance: Any) -> str:
@@ -85,11 +82,7 @@ def _responses_usage(usage: Any, model: str | None, response_id: str | None) -> 
 
 def _args(kwargs: dict[str, Any], *names: str) -> list[Any]:
     """Several call arguments at once; absent ones and SDK "not given" sentinels read as None."""
-    values = [kwargs.get(name) for name in names]
-    for i, value in enumerate(values):
-        if value is not None and type(value).__name__ in ("NotGiven", "Omit"):
-            values[i] = None
-    return values
+    return [given(kwargs.get(name)) for name in names]
 
 
 def _chat_request(kwargs: dict[str, Any]) -> Request:
