@@ -9,7 +9,9 @@ noise moves both alike.
 Targets (issue: SDK instrumentors): <= 40 us added per non-streamed call, <= 1 us per
 streamed chunk. For scale on this kind of machine: the official OpenTelemetry OpenAI
 instrumentation about 230 us per call and 5 us per chunk, OpenLLMetry about 900 us,
-OpenLIT about 1.8 ms. Run by hand:  python benchmarks/overhead.py [--calls N]
+OpenLIT about 1.8 ms. When ``opentelemetry-instrumentation-openai-v2`` is installed, the
+official instrumentation runs as one more interleaved variant, so that scale is measured on
+the same machine in the same run. Run by hand:  python benchmarks/overhead.py [--calls N]
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import pathlib
 import statistics
 import sys
 import time
+from typing import Any
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -94,12 +97,16 @@ class NullExporter(SpanExporter):
         return SpanExportResult.SUCCESS
 
 
+METERS: list[MeterProvider] = []  # the one set up, for the official instrumentation's variant
+
+
 def setup_sdk() -> TracerProvider:
     tp = TracerProvider()
     tp.add_span_processor(BatchSpanProcessor(NullExporter()))
     reader = PeriodicExportingMetricReader(ConsoleMetricExporter(out=open("/dev/null", "w")),
                                            export_interval_millis=3_600_000)  # fmt: skip
     mp = MeterProvider(metric_readers=[reader], views=views())
+    METERS.append(mp)
     set_pipeline(Pipeline(tp, mp, pricer=Pricer(), guard=AnomalyGuard()))
     return tp
 
@@ -151,6 +158,22 @@ def sdk_floor(tp: TracerProvider, client: openai.OpenAI) -> wrapt.FunctionWrappe
     return wrapt.FunctionWrapper(openai.resources.chat.completions.Completions.create, wrapper)
 
 
+def official(tp: TracerProvider) -> tuple[str, Any, Any] | None:
+    """The official OpenTelemetry OpenAI instrumentation as a fourth variant, when installed
+    (``pip install opentelemetry-instrumentation-openai-v2``; it needs ``httpx``): its version,
+    install and uninstall, on the same providers."""
+    try:
+        from importlib.metadata import version
+
+        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+    except ImportError:
+        return None
+    instrumentor = OpenAIInstrumentor()
+    return (version("opentelemetry-instrumentation-openai-v2"),
+            lambda: instrumentor.instrument(tracer_provider=tp, meter_provider=METERS[-1]),
+            instrumentor.uninstrument)  # fmt: skip
+
+
 def timed(client: openai.OpenAI, kind: str, n: int) -> float:
     """Median-free mean of ``n`` calls, in microseconds per call."""
     start = time.perf_counter()
@@ -181,24 +204,32 @@ def main() -> None:
     results: dict[tuple[str, str], list[float]] = {}
     with otel_tokens.agent("bench", max_input_tokens=128_000):
         floor = sdk_floor(tp, client)
-        variants = {  # name -> (set-up, the kinds it runs)
-            "plain": (openai_sdk.uninstall, kinds),
-            "floor": (lambda: setattr(completions, "create", floor), {"call": kinds["call"]}),
-            "instrumented": (openai_sdk.install, kinds),
+
+        def restore() -> None:
+            openai_sdk.uninstall()
+            completions.create = original
+
+        variants = {  # name -> (set-up, tear-down, the kinds it runs)
+            "plain": (openai_sdk.uninstall, restore, kinds),
+            "floor": (lambda: setattr(completions, "create", floor), restore,
+                      {"call": kinds["call"]}),  # fmt: skip
+            "instrumented": (openai_sdk.install, restore, kinds),
         }
-        for name, (enable, runs) in variants.items():  # warm-up: caches, price resolution
+        other = official(tp)
+        if other is not None:
+            variants["official"] = (other[1], other[2], kinds)
+        for name, (enable, disable, runs) in variants.items():  # warm-up: caches, prices
             enable()
             for kind in runs:
                 timed(client, kind, 20)
-            completions.create = original
+            disable()
         for _ in range(args.rounds):
-            for name, (enable, runs) in variants.items():
+            for name, (enable, disable, runs) in variants.items():
                 enable()
                 for kind, n in runs.items():
                     results.setdefault((kind, name), []).append(timed(client, kind, n))
                     tp.force_flush()  # export between blocks, untimed: no block finds a full queue
-                openai_sdk.uninstall()
-                completions.create = original
+                disable()
     med = {key: statistics.median(values) for key, values in results.items()}
     print(f"openai {openai.__version__}, median of {args.rounds} interleaved rounds (microseconds)")
     print(f"  {'':<28} {'plain':>9} {'instrumented':>13} {'added':>9} {'ratio':>6}")
@@ -215,6 +246,14 @@ def main() -> None:
     print(f"    of which the SDK floor (span + 4 histogram points, nothing of ours): "
           f"{floor_added:.1f} us")  # fmt: skip
     print(f"    of which otel_tokens's own work beyond that floor: {added - floor_added:.1f} us")
+    if other is not None:
+        def added_by(kind: str) -> float:
+            return med[(kind, "official")] - med[(kind, "plain")]
+
+        print(f"  official opentelemetry-instrumentation-openai-v2 {other[0]}, same run: "
+              f"{added_by('call'):.1f} us per call (ratio "
+              f"{med[('call', 'official')] / med[('call', 'plain')]:.2f}), "
+              f"{(added_by('stream201') - added_by('stream1')) / 200:.2f} us per chunk")
 
 
 if __name__ == "__main__":
