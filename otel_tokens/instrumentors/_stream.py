@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Sequence
+from typing import Any, AsyncIterator, Iterator, Sequence
 
 import wrapt
 
@@ -135,22 +135,37 @@ class _ProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
 class StreamProxy(_ProxyBase):
     """A synchronous stream (``openai.Stream``, ``anthropic.Stream``)."""
 
-    def __iter__(self) -> StreamProxy:
-        return self
+    def __iter__(self) -> Iterator[Any]:
+        # like the SDKs' own ``__iter__``, a generator over the stream (a ``for`` loop then
+        # resumes a generator per item instead of calling a Python ``__next__`` from C)
+        return self._self_iterate()
+
+    def _self_iterate(self) -> Iterator[Any]:
+        item = self._self_observer.item
+        try:
+            for value in self.__wrapped__.__iter__():
+                if item(value):
+                    yield value
+        except GeneratorExit:  # the caller stopped this loop (break): not an ending
+            raise
+        except BaseException as exc:
+            self._self_end("error", exc)
+            raise
+        self._self_end("exhausted")
 
     def __next__(self) -> Any:
         wrapped, observer = self.__wrapped__, self._self_observer
         while True:
             try:
-                item = wrapped.__next__()
+                value = wrapped.__next__()
             except StopIteration:
                 self._self_end("exhausted")
                 raise
             except BaseException as exc:
                 self._self_end("error", exc)
                 raise
-            if observer.item(item):
-                return item
+            if observer.item(value):
+                return value
 
     def __enter__(self) -> StreamProxy:
         self.__wrapped__.__enter__()
@@ -172,21 +187,35 @@ class StreamProxy(_ProxyBase):
 class AsyncStreamProxy(_ProxyBase):
     """An asynchronous stream (``openai.AsyncStream``, ``anthropic.AsyncStream``)."""
 
-    def __aiter__(self) -> AsyncStreamProxy:
-        return self
+    def __aiter__(self) -> AsyncIterator[Any]:
+        # an asynchronous generator, like the SDKs' own ``__aiter__`` (no coroutine per item)
+        return self._self_aiterate()
+
+    async def _self_aiterate(self) -> AsyncIterator[Any]:
+        item = self._self_observer.item
+        try:
+            async for value in self.__wrapped__.__aiter__():
+                if item(value):
+                    yield value
+        except GeneratorExit:  # the caller stopped this loop (break): not an ending
+            raise
+        except BaseException as exc:
+            self._self_end("error", exc)
+            raise
+        self._self_end("exhausted")
 
     async def __anext__(self) -> Any:
         while True:
             try:
-                item = await self.__wrapped__.__anext__()
+                value = await self.__wrapped__.__anext__()
             except StopAsyncIteration:
                 self._self_end("exhausted")
                 raise
             except BaseException as exc:
                 self._self_end("error", exc)
                 raise
-            if self._self_observer.item(item):
-                return item
+            if self._self_observer.item(value):
+                return value
 
     async def __aenter__(self) -> AsyncStreamProxy:
         await self.__wrapped__.__aenter__()

@@ -338,7 +338,8 @@ def test_stream_is_transparent(telemetry):
     stream, _ = open_sync("create")
     assert isinstance(stream, anthropic.Stream)
     assert stream.response.headers["request-id"] == "req_1"
-    assert iter(stream) is stream
+    # iter() gives what the original's gives (a generator over the same stream), unread
+    assert type(iter(stream)) is type(iter(stream.__wrapped__))
     with stream as entered:
         assert entered is stream
         assert [e.type for e in entered][:2] == ["message_start", "content_block_start"]

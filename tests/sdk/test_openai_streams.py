@@ -127,6 +127,95 @@ def test_abandoned_stream_ends_when_collected(telemetry):
     assert entry.state.current_estimate is None and entry.state.status == "idle"
 
 
+class Broken(Exception):
+    pass
+
+
+def failing_after(items, n: int):
+    """The SDK stream's own iterator, failing after ``n`` items (a connection reset)."""
+    for i, item in enumerate(items):
+        if i == n:
+            raise Broken("connection reset")
+        yield item
+
+
+async def afailing_after(items, n: int):
+    i = 0
+    async for item in items:
+        if i == n:
+            raise Broken("connection reset")
+        i += 1
+        yield item
+
+
+def test_exception_mid_loop_fails_the_call_and_passes_through(telemetry):
+    with otel_tokens.agent("a") as entry:
+        stream, _, _ = stream_call()
+        stream.__wrapped__._iterator = failing_after(stream.__wrapped__._iterator, 2)
+        seen = []
+        with pytest.raises(Broken, match="connection reset"):
+            for chunk in stream:  # a for loop (the proxy's generator), not next()
+                seen.append(chunk)
+    assert len(seen) == 2
+    span = only_span(telemetry)
+    assert span.attributes["error.type"].endswith("Broken")
+    assert span.attributes["otel_tokens.stream.end"] == "error"
+    assert entry.state.turn_count == 0 and entry.state.current_estimate is None
+
+
+def test_loop_left_early_is_not_an_ending_and_reading_resumes(telemetry):
+    with otel_tokens.agent("a") as entry:
+        stream, it, _ = stream_call()
+        first = []
+        for chunk in stream:
+            first.append(chunk)
+            if len(first) == 2:
+                break
+        assert telemetry.finished() == []  # leaving a loop ends nothing: the stream is open
+        assert entry.state.status == "streaming"
+        rest = list(stream)  # a new loop goes on where the first stopped, as unwrapped
+    assert len(first) + len(rest) == len(it.sse_events())
+    assert [c.id for c in first + rest] == [e["id"] for e in it.sse_events()]
+    span = only_span(telemetry)
+    assert span.attributes["otel_tokens.stream.end"] == "exhausted"
+    assert span.attributes["gen_ai.usage.output_tokens"] == it.sse_events()[-1]["usage"]["completion_tokens"]
+    assert entry.state.turn_count == 1 and entry.state.current_estimate is None
+
+
+def test_async_exception_mid_loop_and_loop_left_early(telemetry):
+    async def main():
+        with otel_tokens.agent("a") as entry:
+            s1, _, _ = stream_call(is_async=True)
+            s1 = await s1
+            s1.__wrapped__._iterator = afailing_after(s1.__wrapped__._iterator, 2)
+            seen = []
+            with pytest.raises(Broken, match="connection reset"):
+                async for chunk in s1:
+                    seen.append(chunk)
+            assert len(seen) == 2
+            s2, it, _ = stream_call(is_async=True)
+            s2 = await s2
+            first = []
+            async for chunk in s2:
+                first.append(chunk)
+                if len(first) == 2:
+                    break
+            gc.collect()
+            for _ in range(3):  # let asyncio finalize the loop's dropped generator
+                await asyncio.sleep(0)
+            assert len(telemetry.finished()) == 1  # only s1's: leaving s2's loop ends nothing
+            rest = [c async for c in s2]
+            assert len(first) + len(rest) == len(it.sse_events())
+            return entry
+
+    entry = asyncio.run(main())
+    failed, exhausted = telemetry.finished()
+    assert failed.attributes["otel_tokens.stream.end"] == "error"
+    assert failed.attributes["error.type"].endswith("Broken")
+    assert exhausted.attributes["otel_tokens.stream.end"] == "exhausted"
+    assert entry.state.turn_count == 1 and entry.state.current_estimate is None
+
+
 # -- every ending, async -----------------------------------------------------------------
 def test_async_endings(telemetry):
     async def main():
@@ -162,7 +251,8 @@ def test_proxy_is_transparent(telemetry):
     stream, _, _ = stream_call()
     assert isinstance(stream, openai.Stream)  # wrapt proxies pass isinstance
     assert stream.response.status_code == 200  # attributes pass through
-    assert iter(stream) is stream
+    # iter() gives what the original's gives (a generator over the same stream), unread
+    assert type(iter(stream)) is type(iter(stream.__wrapped__))
     list(stream)
 
 
