@@ -282,6 +282,8 @@ def render_message(api: Api, message: Any, model: str | None = None) -> Renderin
 def messages_of(request: Request) -> Sequence[Any]:
     """The request's messages as a sequence (a Responses string input is one item)."""
     messages = request.messages
+    if type(messages) is list or type(messages) is tuple:  # the common case, before the ABC check
+        return messages
     if isinstance(messages, (str, bytes)):
         return [messages]
     if messages is None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import math
+from dataclasses import FrozenInstanceError, fields
 from fractions import Fraction
 
 import pytest
@@ -119,3 +121,21 @@ def test_sum_matches_known_values(pairs):
     total = sum(usages, Usage())
     known_in = [i for i, _ in pairs if i is not None]
     assert total.input_tokens == (sum(known_in) if known_in else None)
+
+
+def test_hand_written_init_matches_the_fields():
+    """``Usage.__init__`` is written out (it is cheaper than the generated one): it must take
+    exactly the dataclass fields, in order, with their defaults, and set every one."""
+    params = list(inspect.signature(Usage.__init__).parameters.values())[1:]
+    assert [(p.name, p.default, p.kind) for p in params] == [
+        (f.name, f.default, inspect.Parameter.POSITIONAL_OR_KEYWORD) for f in fields(Usage)
+    ]
+    values = {f.name: i for i, f in enumerate(fields(Usage)) if f.name in TOKEN_CLASSES}
+    values.update(input_tokens=100, output_tokens=50, premium_requests=1.5, cost_usd=0.25,
+                  model="m", provider="p", response_id="r", source="estimated")  # fmt: skip
+    assert Usage(**values).to_dict() == values  # every field set, none swapped
+    assert Usage(*values.values()) == Usage(**values)  # positionally too, in field order
+    with pytest.raises(FrozenInstanceError):
+        Usage().input_tokens = 1  # type: ignore[misc]
+    with pytest.raises(ValueError, match="cache_read_tokens"):
+        Usage(input_tokens=1, cache_read_tokens=2)  # validation still runs
