@@ -42,10 +42,10 @@ from opentelemetry.sdk.trace.export import (  # noqa: E402
 )
 
 import otel_tokens  # noqa: E402
-from otel_tokens import AnomalyGuard, Pipeline, Pricer  # noqa: E402
-from otel_tokens.instrumentors import openai_sdk  # noqa: E402
-from otel_tokens.telemetry.instruments import views  # noqa: E402
-from otel_tokens.telemetry.pipeline import set_pipeline  # noqa: E402
+from otel_tokens import AnomalyGuard, Handler, Pricer  # noqa: E402
+from otel_tokens.capture import openai_sdk  # noqa: E402
+from otel_tokens.emit.instruments import views  # noqa: E402
+from otel_tokens.handler import set_handler  # noqa: E402
 from tests.sdk.replay import http_module  # noqa: E402
 
 http = http_module("openai")
@@ -107,7 +107,7 @@ def setup_sdk() -> TracerProvider:
                                            export_interval_millis=3_600_000)  # fmt: skip
     mp = MeterProvider(metric_readers=[reader], views=views())
     METERS.append(mp)
-    set_pipeline(Pipeline(tp, mp, pricer=Pricer(), guard=AnomalyGuard()))
+    set_handler(Handler(tp, mp, pricer=Pricer(), guard=AnomalyGuard()))
     return tp
 
 
@@ -121,8 +121,8 @@ def sdk_floor(tp: TracerProvider, client: openai.OpenAI) -> wrapt.FunctionWrappe
     accounting, pricing, anomaly checks."""
     from opentelemetry import context, trace
 
-    from otel_tokens.telemetry import instruments as names
-    from otel_tokens.telemetry.pipeline import get_pipeline
+    from otel_tokens.emit import instruments as names
+    from otel_tokens.handler import get_handler
 
     openai_sdk.install()
     client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
@@ -134,8 +134,8 @@ def sdk_floor(tp: TracerProvider, client: openai.OpenAI) -> wrapt.FunctionWrappe
     common = {k: v for k, v in {**start, **attributes}.items() if k in (
         names.OPERATION, names.PROVIDER, names.AGENT_NAME, names.REQUEST_MODEL,
         names.RESPONSE_MODEL, names.SERVER_ADDRESS)}  # fmt: skip
-    inst = get_pipeline().instruments
-    tracer = get_pipeline().tracer
+    inst = get_handler().recorder.instruments
+    tracer = get_handler().recorder.tracer
     by_type = {kind: {**common, names.TOKEN_TYPE: kind} for kind in ("input", "output")}
     error_attrs = {**common, names.ESTIMATE_SOURCE: "full"}
 

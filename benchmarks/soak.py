@@ -171,18 +171,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
     import otel_tokens
-    from otel_tokens import AnomalyGuard, Pipeline, Pricer
-    from otel_tokens.instrumentors import anthropic_sdk, openai_sdk
-    from otel_tokens.telemetry.instruments import views
-    from otel_tokens.telemetry.pipeline import set_pipeline
+    from otel_tokens import AnomalyGuard, Handler, Pricer
+    from otel_tokens.capture import anthropic_sdk, openai_sdk
+    from otel_tokens.emit.instruments import views
+    from otel_tokens.handler import set_handler
 
     exporter = CountingExporter()
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(BatchSpanProcessor(exporter))
     reader = InMemoryMetricReader()
     meter_provider = MeterProvider(metric_readers=[reader], views=views())
-    pipeline = Pipeline(tracer_provider, meter_provider, pricer=Pricer(), guard=AnomalyGuard())
-    set_pipeline(pipeline)
+    handler = Handler(tracer_provider, meter_provider, pricer=Pricer(), guard=AnomalyGuard())
+    set_handler(handler)
     openai_sdk.install()
     anthropic_sdk.install()
 
@@ -266,7 +266,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "os_threads": {"start": base["os_threads"], "end": end["os_threads"]},
         "fds": {"start": base["fds"], "end": end["fds"]},
         "spans_exported": exporter.spans,
-        "faults": dict(pipeline.faults.counts),
+        "faults": dict(handler.faults.counts),
         "totals_exact": exact, "totals": totals,
         "openai": openai.__version__, "anthropic": anthropic.__version__,
     }  # fmt: skip

@@ -1,6 +1,6 @@
 """Start-up cost: ``import otel_tokens`` plus ``instrument()``, provider SDKs already imported.
 
-Target (issue: telemetry pipeline): within 50 ms. For scale: the official instrumentation
+Target (issue: telemetry handler): within 50 ms. For scale: the official instrumentation
 about 45 ms, OpenLLMetry 30-45 ms to import and 130-480 ms to enable, OpenLIT 100-160 ms and
 370-500 ms. Each sample is a fresh interpreter; the variants run interleaved so machine noise
 hits them alike. Run by hand:  python benchmarks/startup.py [--runs N]

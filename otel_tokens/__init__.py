@@ -1,9 +1,11 @@
 """otel_tokens: what LLM agents consume (tokens, premium requests, dollars), as OpenTelemetry.
 
-Data flow: instrumentors capture backend calls -> every backend's usage is normalized into one
-:class:`Usage` -> accounted to the bound agent's :class:`TokenState` (RFC 00040) and
-:class:`UsageLedger`, priced and checked for anomalies -> emitted as spans and metrics by the
-one pipeline (``otel_tokens.telemetry``).
+One call path: instrumentors **capture** each backend call as a :class:`Call` record
+(``otel_tokens.capture``) -> the **account** step turns the finished record into an outcome:
+tokens by class, cost, premium requests, the agent's :class:`TokenState` (RFC 00040) and
+:class:`UsageLedger`, anomalies (``otel_tokens.account``) -> one recorder **emits** the
+outcome as a span and metrics (``otel_tokens.emit``). Settings, the fault sink and the
+instrumentation registry are read and kept in one place each.
 
 Typical use: ``otel_tokens.configure(); otel_tokens.instrument()`` once at start.
 """
@@ -12,10 +14,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-# Eager: importing the submodule ``otel_tokens.agents`` would otherwise shadow the function.
-from .agents import AgentEntry, agent, agents, clear_agents, current_agent
+from .version import __version__
 
 if TYPE_CHECKING:
+    from .account.agents import AgentEntry, agent, agents, clear_agents, current_agent
+    from .account.anomalies import Anomaly, AnomalyGuard, Budget, BudgetExceeded, SpikeRule
+    from .account.ledger import Checkpoint, ClassStats, UsageLedger, UsageRecord, UsageTotals
+    from .account.outcome import Outcome
+    from .account.pricing import PriceFileError, Pricer, PriceResult
+    from .account.state import Display, Estimate, StreamHandle, TokenState
+    from .call import Call
+    from .capture.agent_runs import last_agent_run
+    from .capture.backend import instrument_backend, uninstrument_backend
+    from .capture.parsers import AgentRun
+    from .emit.setup import Setup, configure
     from .errors import (
         HistoryEvictedError,
         InvalidTransitionError,
@@ -23,33 +35,32 @@ if TYPE_CHECKING:
         LedgerPersistenceError,
         OtelTokensError,
     )
-    from .instrumentors.agent_runs import last_agent_run
-    from .instrumentors.backend import instrument_backend, uninstrument_backend
-    from .ledger import Checkpoint, ClassStats, UsageLedger, UsageRecord, UsageTotals
-    from .parsers import AgentRun
-    from .pricing import PriceFileError, Pricer, PriceResult
-    from .state import Display, Estimate, StreamHandle, TokenState
-    from .telemetry.anomalies import Anomaly, AnomalyGuard, Budget, BudgetExceeded, SpikeRule
-    from .telemetry.pipeline import CallContext, Pipeline, get_pipeline, on_anomaly, set_budget
-    from .telemetry.setup import Setup, configure, instrument, uninstrument
+    from .handler import Handler, get_handler, on_anomaly, set_budget, start_call
+    from .registry import instrument, uninstrument
+    from .request import Request
+    from .settings import Settings
     from .usage import TOKEN_CLASSES, Usage
-
-__version__ = "0.1.0"
 
 # The public API is imported on first use, so that ``import otel_tokens`` costs next to
 # nothing and ``instrument()`` loads only what it needs: module -> names.
 _MODULES: dict[str, tuple[str, ...]] = {
+    "account.agents": ("AgentEntry", "agent", "agents", "clear_agents", "current_agent"),
+    "account.anomalies": ("Anomaly", "AnomalyGuard", "Budget", "BudgetExceeded", "SpikeRule"),
+    "account.ledger": ("Checkpoint", "ClassStats", "UsageLedger", "UsageRecord", "UsageTotals"),
+    "account.outcome": ("Outcome",),
+    "account.pricing": ("PriceFileError", "Pricer", "PriceResult"),
+    "account.state": ("Display", "Estimate", "StreamHandle", "TokenState"),
+    "call": ("Call",),
+    "capture.agent_runs": ("last_agent_run",),
+    "capture.backend": ("instrument_backend", "uninstrument_backend"),
+    "capture.parsers": ("AgentRun",),
+    "emit.setup": ("Setup", "configure"),
     "errors": ("HistoryEvictedError", "InvalidTransitionError", "LedgerError",
                "LedgerPersistenceError", "OtelTokensError"),  # fmt: skip
-    "instrumentors.agent_runs": ("last_agent_run",),
-    "instrumentors.backend": ("instrument_backend", "uninstrument_backend"),
-    "ledger": ("Checkpoint", "ClassStats", "UsageLedger", "UsageRecord", "UsageTotals"),
-    "parsers": ("AgentRun",),
-    "pricing": ("PriceFileError", "Pricer", "PriceResult"),
-    "state": ("Display", "Estimate", "StreamHandle", "TokenState"),
-    "telemetry.anomalies": ("Anomaly", "AnomalyGuard", "Budget", "BudgetExceeded", "SpikeRule"),
-    "telemetry.pipeline": ("CallContext", "Pipeline", "get_pipeline", "on_anomaly", "set_budget"),
-    "telemetry.setup": ("Setup", "configure", "instrument", "uninstrument"),
+    "handler": ("Handler", "get_handler", "on_anomaly", "set_budget", "start_call"),
+    "registry": ("instrument", "uninstrument"),
+    "request": ("Request",),
+    "settings": ("Settings",),
     "usage": ("TOKEN_CLASSES", "Usage"),
 }
 _LAZY: dict[str, str] = {name: module for module, names in _MODULES.items() for name in names}
@@ -70,6 +81,7 @@ def __getattr__(name: str) -> object:
 def __dir__() -> list[str]:
     return sorted({*globals(), *_LAZY})
 
+
 __all__ = [
     "AgentEntry",
     "AgentRun",
@@ -77,20 +89,23 @@ __all__ = [
     "AnomalyGuard",
     "Budget",
     "BudgetExceeded",
-    "CallContext",
+    "Call",
     "Checkpoint",
     "ClassStats",
     "Display",
     "Estimate",
+    "Handler",
     "HistoryEvictedError",
     "InvalidTransitionError",
     "LedgerError",
     "LedgerPersistenceError",
     "OtelTokensError",
-    "Pipeline",
+    "Outcome",
     "PriceFileError",
     "PriceResult",
     "Pricer",
+    "Request",
+    "Settings",
     "Setup",
     "SpikeRule",
     "StreamHandle",
@@ -105,12 +120,14 @@ __all__ = [
     "clear_agents",
     "configure",
     "current_agent",
-    "get_pipeline",
+    "get_handler",
     "instrument",
     "instrument_backend",
     "last_agent_run",
     "on_anomaly",
     "set_budget",
+    "start_call",
     "uninstrument",
     "uninstrument_backend",
+    "__version__",
 ]

@@ -154,7 +154,7 @@ def api_of(it: Interaction) -> str | None:
 
 def request_of(it: Interaction):
     """The recorded request as an estimator ``Request`` (None when not covered)."""
-    from otel_tokens.estimate import Request
+    from otel_tokens.account.estimate import Request
 
     api, body = api_of(it), it.request_body
     if api is None or not isinstance(body, dict):

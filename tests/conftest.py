@@ -8,7 +8,8 @@ import pytest
 from hypothesis import settings
 
 import otel_tokens
-from otel_tokens.agents import _current
+from otel_tokens import settings as otel_settings
+from otel_tokens.account.agents import _current
 
 settings.register_profile("ci", deadline=None, print_blob=True)
 settings.load_profile("ci")
@@ -19,11 +20,14 @@ def _fresh_agents(monkeypatch: pytest.MonkeyPatch):
     for name in list(os.environ):
         if name.startswith("OTEL_TOKENS_"):
             monkeypatch.delenv(name)
+    otel_settings.reload()
     otel_tokens.clear_agents()
     binding = _current.set(None)
     yield
     _current.reset(binding)
     otel_tokens.clear_agents()
+    monkeypatch.undo()
+    otel_settings.reload()  # the environment as it was, for the next test
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -7,22 +7,14 @@ setting) are one line on stderr and a non-zero exit, never a traceback;
 
 from __future__ import annotations
 
-import os
 import sys
 
 import click
 
-from .. import __version__
+from ..version import __version__
+from .common import CliError
 
 __all__ = ["CliError", "cli", "main"]
-
-
-class CliError(click.ClickException):
-    """A user-facing failure: printed as one line, exit code ``exit_code``."""
-
-    def __init__(self, message: str, exit_code: int = 1) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -49,6 +41,15 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+def _debug() -> bool:
+    try:
+        from ..settings import current
+
+        return current().debug
+    except Exception:  # noqa: BLE001 - the settings themselves are the trouble: no traceback
+        return False
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns (and exits with) the exit code."""
     try:
@@ -71,7 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         code = 0
     except Exception as exc:  # noqa: BLE001 - never a traceback for the user
-        if os.environ.get("OTEL_TOKENS_DEBUG"):
+        if _debug():
             raise
         code = _fail(f"{type(exc).__name__}: {exc} (set OTEL_TOKENS_DEBUG=1 for the traceback)", 1)
     sys.exit(code)

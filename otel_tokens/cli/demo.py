@@ -27,7 +27,7 @@ from typing import Any
 
 import click
 
-from . import CliError
+from .common import CliError
 
 DATA = Path(__file__).resolve().parent / "demo_data"
 _TOKEN_ROWS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens",
@@ -372,7 +372,9 @@ def demo(serve: bool, otlp: bool, endpoint: str | None, port: int | None, ledger
     _prepare_environment(otlp, endpoint, ledger)
 
     import otel_tokens
+    from otel_tokens import settings
 
+    settings.reload()  # the scenario's own environment, set just above
     scenario = load_scenario()
     setup = otel_tokens.configure(prometheus_port=port)
     tally = span_tally()
@@ -382,18 +384,26 @@ def demo(serve: bool, otlp: bool, endpoint: str | None, port: int | None, ledger
     budget = scenario["budget"]
     otel_tokens.set_budget(budget["agent"], tokens=budget["tokens"],
                            window_seconds=budget["window_seconds"])  # fmt: skip
-    steps = scenario["steps"]
-    progress = Progress(len(steps))
+    progress = Progress(len(scenario["steps"]))
 
     @otel_tokens.on_anomaly
     def _anomaly(anomaly: Any) -> None:
         progress.line(f"  [bold red]! anomaly[/bold red]: {anomaly.agent} {anomaly.kind}: "
                       f"{anomaly.observed:,.0f} > {anomaly.threshold:,.0f}")
 
-    progress.line(f"otel-tokens demo: {len(steps)} steps, agents "
+    progress.line(f"otel-tokens demo: {len(scenario['steps'])} steps, agents "
                   f"{', '.join(scenario['agents'])}; instrumentors: {', '.join(active)}")
     progress.line(f"metrics -> {setup.metrics}")
     progress.line(f"traces  -> {setup.traces}")
+    _run_steps(scenario, progress, delay)
+    _finish(tally, progress, setup, ledger, serve, as_json)
+
+
+def _run_steps(scenario: dict[str, Any], progress: Progress, delay: float) -> None:
+    """Every step of the scenario, each under its agent, with one progress line each."""
+    import otel_tokens
+
+    steps = scenario["steps"]
     demo_run = Demo(progress, delay)
     with tempfile.TemporaryDirectory(prefix="otel-tokens-demo-") as bin_dir, progress:
         copilot_on_path(bin_dir)
@@ -413,6 +423,13 @@ def demo(serve: bool, otlp: bool, endpoint: str | None, port: int | None, ledger
             progress.step_done()
             if delay:
                 time.sleep(delay)
+
+
+def _finish(tally: Any, progress: Progress, setup: Any, ledger: str | None, serve: bool,
+            as_json: bool) -> None:  # fmt: skip
+    """The per-agent table, the ledger's flush, and (--serve) /metrics kept up until Ctrl-C."""
+    import otel_tokens
+
     rows = summarize(tally)
     render_table(rows, progress.console)
     if as_json:

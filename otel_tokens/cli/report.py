@@ -19,7 +19,7 @@ from typing import Any
 
 import click
 
-from . import CliError
+from .common import CliError
 
 _COLUMNS = ("ledger, request_id, ts, model, provider, source, input_tokens, output_tokens, "
             "cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, "
@@ -69,7 +69,7 @@ def read_rows(path: str) -> list[dict[str, Any]]:
             elif "no such table" in detail:
                 detail = "not an otel_tokens usage ledger (no otel_tokens tables)"
             raise CliError(f"report: cannot read {path}: {detail}") from None
-        from ..ledger.sqlite import SCHEMA_VERSION
+        from ..account.ledger.sqlite import SCHEMA_VERSION
 
         if version is None or version[0] != str(SCHEMA_VERSION):
             raise CliError(f"report: {path} has ledger schema version "
@@ -88,7 +88,7 @@ def read_rows(path: str) -> list[dict[str, Any]]:
 
 def build_ledgers(rows: list[dict[str, Any]], since: float | None) -> dict[str, Any]:
     """In-memory ledgers: one per agent and ``*`` for all of them."""
-    from ..ledger import UsageLedger
+    from ..account.ledger import UsageLedger
     from ..usage import Usage
 
     ledgers: dict[str, UsageLedger] = {"*": UsageLedger("all")}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import click
 
-from . import CliError
+from .common import CliError
 
 BOOTSTRAP = Path(__file__).resolve().parent / "bootstrap"
 #: set for the program, so the bootstrap knows it was asked for (and tests can see it)

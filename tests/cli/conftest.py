@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from otel_tokens.telemetry.pipeline import set_pipeline
+from otel_tokens.handler import set_handler
 from tests.telemetry.conftest import Telemetry, make_telemetry
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,8 +27,8 @@ def own(name: str) -> bytes:
 
 @pytest.fixture
 def telemetry() -> Telemetry:
-    """A fresh pipeline on the in-memory SDK (as in tests/telemetry)."""
+    """A fresh handler on the in-memory SDK (as in tests/telemetry)."""
     t = make_telemetry()
-    previous = set_pipeline(t.pipeline)
+    previous = set_handler(t.handler)
     yield t
-    set_pipeline(previous)
+    set_handler(previous)

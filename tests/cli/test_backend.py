@@ -7,11 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+
+import otel_tokens
 from opentelemetry.trace import StatusCode
 
-from otel_tokens.instrumentors.backend import instrument_backend, uninstrument_backend
-from otel_tokens.instrumentors.entry_points import AgentBackendsInstrumentor as BackendInstrumentor
-from otel_tokens.parsers import AgentRun
+from otel_tokens.capture.backend import instrument_backend, uninstrument_backend
+from otel_tokens.entry_points import AgentBackendsInstrumentor as BackendInstrumentor
+from otel_tokens.capture.parsers import AgentRun
 from otel_tokens.usage import Usage
 
 TARGET = "tests.cli.test_backend:CopilotBackend.invoke"
@@ -139,6 +141,7 @@ def test_bad_targets_fail_at_once():
 
 def test_env_variable(telemetry, backend, monkeypatch):
     monkeypatch.setenv("OTEL_TOKENS_BACKENDS", f"{TARGET}=copilot; tests.cli.test_backend:CopilotBackend.as_dict")
+    otel_tokens.settings.reload()
     instrumentor = BackendInstrumentor()
     instrumentor.instrument()
     try:
@@ -151,11 +154,18 @@ def test_env_variable(telemetry, backend, monkeypatch):
     assert len(telemetry.finished()) == 2  # restored
 
 
-def test_env_variable_bad_target_raises(monkeypatch):
-    monkeypatch.setenv("OTEL_TOKENS_BACKENDS", "no_such_module_xyz:A.b=claude")
-    with pytest.raises(ValueError, match="OTEL_TOKENS_BACKENDS"):
-        BackendInstrumentor().instrument()
-    BackendInstrumentor().uninstrument()
+def test_env_variable_bad_target_is_one_warning_and_the_rest_still_wrapped(telemetry, backend,
+                                                                          monkeypatch, caplog):
+    monkeypatch.setenv("OTEL_TOKENS_BACKENDS", f"no_such_module_xyz:A.b=claude; {TARGET}=copilot")
+    otel_tokens.settings.reload()
+    BackendInstrumentor().instrument()  # never raises into the host
+    try:
+        backend.invoke("x")
+    finally:
+        BackendInstrumentor().uninstrument()
+    assert len(telemetry.finished()) == 1
+    assert telemetry.errors() == {"config": 1}
+    assert [r for r in caplog.records if "no_such_module_xyz" in r.getMessage()]
 
 
 def test_agent_run_result_from_callable(telemetry, backend):

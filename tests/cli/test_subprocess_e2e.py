@@ -9,11 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
+
+import otel_tokens
 from opentelemetry.trace import StatusCode
 
-from otel_tokens.instrumentors.agent_runs import last_agent_run
-from otel_tokens.instrumentors.entry_points import AgentCliInstrumentor as SubprocessInstrumentor
-from otel_tokens.instrumentors.subprocess import agent_run
+from otel_tokens.capture.agent_runs import last_agent_run
+from otel_tokens.entry_points import AgentCliInstrumentor as SubprocessInstrumentor
+from otel_tokens.capture.agent_cli import agent_run
 
 from .conftest import OWN
 
@@ -196,6 +198,7 @@ if [ $json = 1 ]; then cat "{shared / 'copilot/success.jsonl'}"; else echo "PLAI
 
 def test_silent_rewrite_returns_reconstructed_text(instrumented, copilot_modes, shared, monkeypatch):
     monkeypatch.setenv("OTEL_TOKENS_COPILOT_JSON", "true")
+    otel_tokens.settings.reload()
     result = subprocess.run(["copilot", "-p", "fix it", "-s"], capture_output=True, text=True)
     assert result.stdout == ("Fixed the sign error in `add()` in src/mathx.py (`a - b` -> "
                              "`a + b`); `test_add` should now pass.\n")  # fmt: skip
@@ -215,6 +218,7 @@ def test_silent_not_rewritten_without_opt_in(instrumented, copilot_modes):
 
 def test_silent_not_rewritten_when_caller_reads_pipes(instrumented, copilot_modes, monkeypatch):
     monkeypatch.setenv("OTEL_TOKENS_COPILOT_JSON", "true")
+    otel_tokens.settings.reload()
     proc = subprocess.Popen(["copilot", "-p", "x", "-s"], stdout=subprocess.PIPE, text=True)
     assert proc.stdout.read() == "PLAIN ANSWER\n"
     proc.wait()
@@ -223,6 +227,7 @@ def test_silent_not_rewritten_when_caller_reads_pipes(instrumented, copilot_mode
 
 def test_usage_file_opt_in(instrumented, copilot_modes, monkeypatch, tmp_path):
     monkeypatch.setenv("OTEL_TOKENS_COPILOT_USAGE_FILE", "true")
+    otel_tokens.settings.reload()
     monkeypatch.setenv("TMPDIR", str(tmp_path))
     import tempfile
 
@@ -269,6 +274,7 @@ def test_missing_executable_raises_unchanged(instrumented, bin_dir):
 
 def test_wrapper_names_from_env(telemetry, bin_dir, shared, monkeypatch):
     monkeypatch.setenv("OTEL_TOKENS_CLI_NAMES", "my-agent=claude")
+    otel_tokens.settings.reload()
     write_cli(bin_dir, "my-agent", f'cat "{shared / "claude/success.json"}"\n')
     instrumentor = SubprocessInstrumentor()
     instrumentor.instrument()
@@ -282,10 +288,12 @@ def test_wrapper_names_from_env(telemetry, bin_dir, shared, monkeypatch):
     assert span.attributes["otel_tokens.cost.usd"] == pytest.approx(0.03794695)
 
 
-def test_bad_wrapper_entry_raises_at_start(telemetry, monkeypatch):
-    monkeypatch.setenv("OTEL_TOKENS_CLI_NAMES", "my-agent=cursor")
-    with pytest.raises(ValueError, match="OTEL_TOKENS_CLI_NAMES"):
-        SubprocessInstrumentor().instrument()
+def test_bad_wrapper_entry_is_one_problem_and_left_out(telemetry, monkeypatch):
+    monkeypatch.setenv("OTEL_TOKENS_CLI_NAMES", "my-agent=cursor,my-claude=claude")
+    problems = otel_tokens.settings.reload().problems
+    assert [(p.name, p.value) for p in problems] == [("OTEL_TOKENS_CLI_NAMES", "my-agent=cursor")]
+    assert otel_tokens.settings.current().cli_names == {"my-claude": "claude"}
+    SubprocessInstrumentor().instrument()  # never raises into the host
     SubprocessInstrumentor().uninstrument()
 
 
@@ -331,19 +339,20 @@ def test_uninstrument_restores_popen(telemetry, fake_clis):
 
 
 def test_content_capture_opt_in(fake_clis, monkeypatch):
-    from otel_tokens.telemetry.pipeline import set_pipeline
+    from otel_tokens.handler import set_handler
     from tests.telemetry.conftest import make_telemetry
 
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    otel_tokens.settings.reload()
     t = make_telemetry()
-    previous = set_pipeline(t.pipeline)
+    previous = set_handler(t.handler)
     instrumentor = SubprocessInstrumentor()
     instrumentor.instrument()
     try:
         subprocess.run(["codex", "exec", "SECRET prompt"], capture_output=True)
     finally:
         instrumentor.uninstrument()
-        set_pipeline(previous)
+        set_handler(previous)
     span = t.span()
     assert span.attributes["otel_tokens.cli.argv"] == ("codex", "exec", "SECRET prompt")
     assert span.attributes["otel_tokens.cli.output_text"].startswith("Fixed the sign error")

@@ -21,9 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from otel_tokens import LedgerError, Usage, UsageLedger
-from otel_tokens.ledger import FIGURES
-from otel_tokens.ledger import stats as ledger_stats
-from otel_tokens.ledger.stats import PERCENTILES, RankWindow, percentile
+from otel_tokens.account.ledger import FIGURES
+from otel_tokens.account.ledger import stats as ledger_stats
+from otel_tokens.account.ledger.stats import PERCENTILES, RankWindow, percentile
 
 QS = (0, 1, *PERCENTILES, 100, 33.3)
 HYPOTHESIS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

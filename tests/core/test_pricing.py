@@ -11,7 +11,7 @@ from genai_prices import Usage as PricesUsage
 from genai_prices import data_snapshot
 
 from otel_tokens import PriceFileError, Pricer, Usage
-from otel_tokens.pricing import _rates_from_library, load_price_file
+from otel_tokens.account.pricing import _rates_from_library, load_price_file
 
 
 def _models():
@@ -115,12 +115,17 @@ def test_malformed_price_file_names_the_file_and_problem(tmp_path, content, word
     assert str(path) in str(info.value) and words in str(info.value)
 
 
-def test_missing_price_file_and_env(tmp_path, monkeypatch):
-    monkeypatch.setenv("OTEL_TOKENS_PRICES_FILE", str(tmp_path / "nope.toml"))
-    with pytest.raises(PriceFileError, match="cannot read"):
-        Pricer.from_env()
-    bad = tmp_path / "bad.json"
-    bad.write_text("{")
-    monkeypatch.setenv("OTEL_TOKENS_PRICES_FILE", str(bad))
-    with pytest.raises(PriceFileError, match="not valid JSON"):
-        Pricer.from_env()
+def test_missing_or_malformed_price_file_in_the_settings_is_one_problem(tmp_path):
+    """The settings report it (variable, value, what is accepted) and price without it."""
+    from otel_tokens.settings import read
+
+    for path, words in ((tmp_path / "nope.toml", "cannot read"), (tmp_path / "bad.json", "not valid JSON")):
+        if path.suffix == ".json":
+            path.write_text("{")
+        found = read({"OTEL_TOKENS_PRICES_FILE": str(path)})
+        (problem,) = found.problems
+        assert problem.name == "OTEL_TOKENS_PRICES_FILE" and problem.value == str(path)
+        assert words in problem.accepted and "TOML or JSON" in problem.accepted
+        assert found.price_overrides == {}
+        assert Pricer.from_settings(found).price(Usage(input_tokens=10, output_tokens=1), "openai",
+                                                 "gpt-4o").cost_usd is not None

@@ -21,7 +21,7 @@ from otel_tokens import (
     Usage,
     UsageLedger,
 )
-from otel_tokens.ledger.records import COST_SCALE
+from otel_tokens.account.ledger.records import COST_SCALE
 
 MAX_HISTORY = 4
 WINDOW = 1000

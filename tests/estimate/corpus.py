@@ -13,10 +13,10 @@ import json
 import struct
 import zlib
 
-from otel_tokens.estimate import Request
+from otel_tokens.account.estimate import Request
 
 PROSE = (
-    "The deployment pipeline failed twice this morning, both times during the database "
+    "The deployment handler failed twice this morning, both times during the database "
     "migration step. The first failure was a lock timeout: the migration tried to add a "
     "non-nullable column to the orders table while the nightly reporting job was still "
     "scanning it. The second failure happened after we re-ran the job manually, and this "

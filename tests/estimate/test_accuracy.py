@@ -12,8 +12,8 @@ import json
 
 import pytest
 
-from otel_tokens.estimate import Estimator, _count
-from otel_tokens.estimate.requests import render_request
+from otel_tokens.account.estimate import Estimator, _count
+from otel_tokens.account.estimate.requests import render_request
 
 from .. import cassettes
 from .corpus import SEED_FOUR_CALLS, corpus

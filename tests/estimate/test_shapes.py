@@ -8,8 +8,8 @@ import struct
 
 import pytest
 
-from otel_tokens.estimate import Estimator, Request
-from otel_tokens.estimate.images import (
+from otel_tokens.account.estimate import Estimator, Request
+from otel_tokens.account.estimate.images import (
     ANTHROPIC_UNKNOWN_IMAGE,
     OPENAI_UNKNOWN_IMAGE,
     anthropic_image_tokens,
@@ -17,7 +17,7 @@ from otel_tokens.estimate.images import (
     openai_image_tokens,
     size_from_base64,
 )
-from otel_tokens.estimate.requests import render_message, render_request
+from otel_tokens.account.estimate.requests import render_message, render_request
 
 from .corpus import _png
 

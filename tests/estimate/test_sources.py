@@ -1,4 +1,4 @@
-"""Estimate sources (exact, delta, full), calibration, output estimates, pipeline wiring."""
+"""Estimate sources (exact, delta, full), calibration, output estimates, handler wiring."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 import otel_tokens
 from otel_tokens import Usage
-from otel_tokens.estimate import Estimator, Request
+from otel_tokens.account.estimate import Estimator, Request
 
 from ..telemetry.conftest import make_telemetry
 from .corpus import PROSE
@@ -105,16 +105,16 @@ def test_pipeline_estimates_at_start_and_measures_at_completion():
     t = make_telemetry()
     messages = convo(2)[:-1]
     with otel_tokens.agent("coder", max_input_tokens=200_000) as entry:
-        call = t.pipeline.start_call(operation="chat", provider="anthropic", request_model=CLAUDE,
+        call = t.handler.start(operation="chat", provider="anthropic", request_model=CLAUDE,
                                      stream=True, request=Request("anthropic_messages", CLAUDE, messages))  # fmt: skip
         estimate = entry.state.current_estimate
         assert estimate is not None and estimate.source == "full"
         assert entry.state.display().is_estimate
-        call.complete(Usage(input_tokens=estimate.input_tokens + 40, output_tokens=30))
+        call.stop(Usage(input_tokens=estimate.input_tokens + 40, output_tokens=30))
         assert entry.state.current_estimate is None
-        second = t.pipeline.start_call(operation="chat", provider="anthropic", request_model=CLAUDE,
+        second = t.handler.start(operation="chat", provider="anthropic", request_model=CLAUDE,
                                        request=Request("anthropic_messages", CLAUDE, convo(3)[:-1]))  # fmt: skip
-        second.complete(Usage(input_tokens=estimate.input_tokens + 400, output_tokens=30))
+        second.stop(Usage(input_tokens=estimate.input_tokens + 400, output_tokens=30))
     first_span, second_span = t.finished()
     assert first_span.attributes["otel_tokens.estimate.source"] == "full"
     assert first_span.attributes["otel_tokens.estimate.error"] == pytest.approx(
@@ -135,8 +135,8 @@ def test_an_estimator_fault_is_counted_and_the_call_goes_on():
             raise RuntimeError("bad messages object")
 
     t = make_telemetry()
-    call = t.pipeline.start_call(operation="chat", provider="openai", request_model="gpt-4o",
+    call = t.handler.start(operation="chat", provider="openai", request_model="gpt-4o",
                                  request=Request("openai_chat", "gpt-4o", Exploding()))  # fmt: skip
-    call.complete(Usage(input_tokens=5, output_tokens=1))
+    call.stop(Usage(input_tokens=5, output_tokens=1))
     assert t.errors() == {"estimate": 1}
     assert "otel_tokens.estimate.source" not in t.span().attributes

@@ -6,18 +6,19 @@ import pytest
 
 import otel_tokens
 from otel_tokens import Usage
-from otel_tokens.telemetry.cardinality import OTHER, CardinalityGuard
+from otel_tokens.emit.cardinality import OTHER, CardinalityGuard
 
 from ..telemetry.conftest import make_telemetry
 
 
 def test_models_past_the_bound_become_other(monkeypatch):
     monkeypatch.setenv("OTEL_TOKENS_MAX_ATTRIBUTE_VALUES", "3")
+    otel_tokens.settings.reload()
     t = make_telemetry()
     with otel_tokens.agent("a"):
         for i in range(5):
-            call = t.pipeline.start_call(operation="chat", provider="openai", request_model=f"model-{i}")
-            call.complete(Usage(input_tokens=10, output_tokens=1), response_model=f"model-{i}")
+            call = t.handler.start(operation="chat", provider="openai", request_model=f"model-{i}")
+            call.stop(Usage(input_tokens=10, output_tokens=1), response_model=f"model-{i}")
     models = sorted({p.attributes["gen_ai.request.model"] for p in t.points("otel_tokens.tokens")})
     assert models == [OTHER, "model-0", "model-1", "model-2"]
     other = [p for p in t.points("otel_tokens.tokens")
@@ -31,10 +32,11 @@ def test_models_past_the_bound_become_other(monkeypatch):
 
 def test_agents_are_bounded_on_the_gauge_too(monkeypatch):
     monkeypatch.setenv("OTEL_TOKENS_MAX_ATTRIBUTE_VALUES", "2")
+    otel_tokens.settings.reload()
     t = make_telemetry()
     for i in range(4):
         with otel_tokens.agent(f"agent-{i}", max_input_tokens=100):
-            t.pipeline.start_call(operation="chat", provider="openai", request_model="m").complete(
+            t.handler.start(operation="chat", provider="openai", request_model="m").stop(
                 Usage(input_tokens=10 + i, output_tokens=1))
     agents = {p.attributes["gen_ai.agent.name"] for p in t.points("otel_tokens.context.utilization")}
     assert agents <= {"agent-0", "agent-1", OTHER} and OTHER in agents
@@ -53,9 +55,8 @@ def test_guard_unit():
     assert overflowed == ["gen_ai.request.model"]
 
 
-def test_bad_limit_is_a_clear_error(monkeypatch):
-    from otel_tokens.telemetry.cardinality import limit_from_env
-
+def test_bad_limit_is_one_problem_and_the_default(monkeypatch):
     monkeypatch.setenv("OTEL_TOKENS_MAX_ATTRIBUTE_VALUES", "lots")
-    with pytest.raises(ValueError, match="OTEL_TOKENS_MAX_ATTRIBUTE_VALUES"):
-        limit_from_env()
+    found = otel_tokens.settings.reload()
+    assert [(p.name, p.value) for p in found.problems] == [("OTEL_TOKENS_MAX_ATTRIBUTE_VALUES", "lots")]
+    assert found.max_attribute_values == 200

@@ -37,12 +37,12 @@ from opentelemetry.sdk.trace.export import (
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import otel_tokens
-from otel_tokens import AnomalyGuard, Pipeline, Pricer
-from otel_tokens.instrumentors import anthropic_sdk, openai_sdk
-from otel_tokens.telemetry.anomalies import Budget
-from otel_tokens.telemetry.exporters import GuardedMetricExporter, GuardedSpanExporter
-from otel_tokens.telemetry.instruments import views
-from otel_tokens.telemetry.pipeline import set_pipeline
+from otel_tokens import AnomalyGuard, Handler, Pricer
+from otel_tokens.capture import anthropic_sdk, openai_sdk
+from otel_tokens.account.anomalies import Budget
+from otel_tokens.emit.exporters import GuardedMetricExporter, GuardedSpanExporter
+from otel_tokens.emit.instruments import views
+from otel_tokens.handler import set_handler
 
 from .. import cassettes
 from ..telemetry.conftest import CREATED, Telemetry
@@ -71,7 +71,7 @@ class Cell:
     readers: list[Any] = field(default_factory=list)
     pricer: Pricer | None = None
     guard: AnomalyGuard | None = None
-    built: list[Callable[[Telemetry], None]] = field(default_factory=list)  # after the pipeline
+    built: list[Callable[[Telemetry], None]] = field(default_factory=list)  # after the handler
     with_agent: list[Callable[[Any], None]] = field(default_factory=list)  # agent entry made
     before_timed: list[Callable[[], None]] = field(default_factory=list)
     after: list[Callable[[], None]] = field(default_factory=list)  # before counting
@@ -80,7 +80,7 @@ class Cell:
 
     def faults(self) -> Any:
         assert self.telemetry is not None
-        return self.telemetry.pipeline.faults
+        return self.telemetry.handler.faults
 
 
 def build(cell: Cell) -> Telemetry:
@@ -92,8 +92,8 @@ def build(cell: Cell) -> Telemetry:
         tp.add_span_processor(processor)
     reader = InMemoryMetricReader()
     mp = MeterProvider(metric_readers=[reader, *cell.readers], views=views())
-    pipeline = Pipeline(tp, mp, pricer=cell.pricer or Pricer(), guard=cell.guard or AnomalyGuard())
-    telemetry = Telemetry(pipeline, spans, reader, tp, mp)
+    handler = Handler(tp, mp, pricer=cell.pricer or Pricer(), guard=cell.guard or AnomalyGuard())
+    telemetry = Telemetry(handler, spans, reader, tp, mp)
     CREATED.append(telemetry)
     cell.telemetry = telemetry
     return telemetry
@@ -187,7 +187,7 @@ def pricing_raising(cell: Cell) -> tuple[set[str], str]:
 
 def estimator_raising(cell: Cell) -> tuple[set[str], str]:
     def swap(t: Telemetry) -> None:
-        t.pipeline.estimator = RaisingEstimator()  # type: ignore[assignment]
+        t.handler.accountant.estimator = RaisingEstimator()  # type: ignore[assignment]
 
     cell.built.append(swap)
     if cell.instrumentor in ("cli", "backend"):
@@ -198,6 +198,7 @@ def estimator_raising(cell: Cell) -> tuple[set[str], str]:
 def _ledger_file(cell: Cell) -> str:
     path = str(cell.tmp_path / "ledger.sqlite3")
     cell.monkeypatch.setenv("OTEL_TOKENS_LEDGER_PATH", path)
+    otel_tokens.settings.reload()
     return path
 
 
@@ -262,7 +263,7 @@ def parser_raising(cell: Cell) -> tuple[set[str], str]:
     elif cell.instrumentor == "anthropic":
         mp.setattr(anthropic_sdk, "_fields", broken)  # responses and stream events alike
     else:
-        mp.setattr(importlib.import_module("otel_tokens.parsers.copilot"), "parse", broken)
+        mp.setattr(importlib.import_module("otel_tokens.capture.parsers.copilot"), "parse", broken)
     return {"parse", "internal"}, ""
 
 
@@ -304,7 +305,7 @@ def test_fault_cell(instrumentor, fault, fake_cli, tmp_path, monkeypatch):
     t = build(cell)
     for hook in cell.built:
         hook(t)
-    previous = set_pipeline(t.pipeline)
+    previous = set_handler(t.handler)
     call = hosts.caller(instrumentor)
     result = ("FAIL", "-", "-", "")
     try:
@@ -346,6 +347,6 @@ def test_fault_cell(instrumentor, fault, fake_cli, tmp_path, monkeypatch):
                 hook()
             except Exception:
                 pass
-        set_pipeline(previous)
+        set_handler(previous)
         t.tracer_provider.shutdown()
         t.meter_provider.shutdown()

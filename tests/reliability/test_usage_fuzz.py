@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import otel_tokens
-from otel_tokens.instrumentors import anthropic_sdk, openai_sdk
-from otel_tokens.instrumentors.backend import instrument_backend, uninstrument_backend
-from otel_tokens.telemetry.pipeline import set_pipeline
+from otel_tokens.capture import anthropic_sdk, openai_sdk
+from otel_tokens.capture.backend import instrument_backend, uninstrument_backend
+from otel_tokens.handler import set_handler
 from otel_tokens.usage import TOKEN_CLASSES
 
 from .. import cassettes
@@ -82,7 +82,7 @@ def check(t: Any, calls: int, entry: Any) -> None:
     assert len(spans) == calls, "every call ends, once"
     for span in spans:
         for key, value in (span.attributes or {}).items():
-            if key.startswith("gen_ai.usage.") or key.startswith("otel_tokens.state.") and "tokens" in key:
+            if key.startswith("gen_ai.usage.") or key.startswith("otel_tokens.account.state.") and "tokens" in key:
                 assert _count_ok(value), (key, value)
     for point in t.points("otel_tokens.tokens"):
         assert _count_ok(point.value), point
@@ -145,15 +145,15 @@ def sdks():
 
 
 def run(host: Any) -> None:
-    """One example: a fresh pipeline, the host call under an agent, the checks."""
+    """One example: a fresh handler, the host call under an agent, the checks."""
     t = make_telemetry()
-    previous = set_pipeline(t.pipeline)
+    previous = set_handler(t.handler)
     try:
         with otel_tokens.agent("fuzz") as entry:
             host()
         check(t, 1, entry)
     finally:
-        set_pipeline(previous)
+        set_handler(previous)
         otel_tokens.clear_agents()
 
 
@@ -382,13 +382,13 @@ def test_fuzz_examples_reach_the_instrumentation(sdks):
                                       "finish_reason": "stop"}],
                          "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}})  # fmt: skip
     t = make_telemetry()
-    previous = set_pipeline(t.pipeline)
+    previous = set_handler(t.handler)
     try:
         with otel_tokens.agent("fuzz") as entry:
             client.chat.completions.create(model="gpt-4o", messages=MESSAGES)
         assert t.span().attributes["gen_ai.usage.input_tokens"] == 5
         assert entry.ledger.cumulative.output_tokens == 2
     finally:
-        set_pipeline(previous)
+        set_handler(previous)
 
 

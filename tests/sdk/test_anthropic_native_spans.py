@@ -32,14 +32,14 @@ CHILD = textwrap.dedent('''
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
 
-    from otel_tokens.instrumentors import anthropic_sdk
-    from otel_tokens.telemetry.pipeline import Pipeline, set_pipeline
-    from otel_tokens.pricing import Pricer
-    from otel_tokens.telemetry.anomalies import AnomalyGuard
+    from otel_tokens.capture import anthropic_sdk
+    from otel_tokens.handler import Handler, set_handler
+    from otel_tokens.account.pricing import Pricer
+    from otel_tokens.account.anomalies import AnomalyGuard
     from tests import cassettes
     from tests.sdk.replay import anthropic_client
 
-    set_pipeline(Pipeline(pricer=Pricer(), guard=AnomalyGuard()))  # the global providers
+    set_handler(Handler(pricer=Pricer(), guard=AnomalyGuard()))  # the global providers
     if os.environ["INSTRUMENT"] == "1":
         anthropic_sdk.install()
 

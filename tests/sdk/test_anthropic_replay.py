@@ -30,8 +30,8 @@ import inspect
 
 import pytest
 
-from otel_tokens.instrumentors import anthropic_sdk
-from otel_tokens.telemetry.pipeline import set_pipeline
+from otel_tokens.capture import anthropic_sdk
+from otel_tokens.handler import set_handler
 
 from .. import cassettes
 from ..telemetry.conftest import make_telemetry
@@ -126,11 +126,11 @@ def _files():
 def telemetry():
     cassettes.require(cassettes.CASSETTES / FOLDER)
     t = make_telemetry()
-    previous = set_pipeline(t.pipeline)
+    previous = set_handler(t.handler)
     anthropic_sdk.install()
     yield t
     anthropic_sdk.uninstall()
-    set_pipeline(previous)
+    set_handler(previous)
 
 
 def test_the_table_lists_every_cassette():

@@ -11,8 +11,8 @@ import json
 import pytest
 
 import otel_tokens
-from otel_tokens.instrumentors import anthropic_sdk
-from otel_tokens.telemetry.pipeline import set_pipeline
+from otel_tokens.capture import anthropic_sdk
+from otel_tokens.handler import set_handler
 
 from .. import cassettes
 from ..telemetry.conftest import make_telemetry
@@ -29,11 +29,11 @@ APIS = ["create", "manager"]
 @pytest.fixture
 def telemetry():
     t = make_telemetry()
-    previous = set_pipeline(t.pipeline)
+    previous = set_handler(t.handler)
     anthropic_sdk.install()
     yield t
     anthropic_sdk.uninstall()
-    set_pipeline(previous)
+    set_handler(previous)
 
 
 def sse(*events: dict) -> str:
@@ -472,21 +472,21 @@ def test_uninstall_restores_and_install_twice_wraps_once():
 
 def test_uninstalled_calls_make_no_span():
     t = make_telemetry()
-    previous = set_pipeline(t.pipeline)
+    previous = set_handler(t.handler)
     try:
         anthropic_sdk.uninstall()
         stream, _ = open_sync("create")
         list(stream)
         assert t.finished() == []
     finally:
-        set_pipeline(previous)
+        set_handler(previous)
 
 
 def test_registered_and_entry_point():
-    from otel_tokens.instrumentors import REGISTRY, anthropic_patches
-    from otel_tokens.instrumentors.entry_points import AnthropicInstrumentor
+    from otel_tokens.capture import BACKENDS as REGISTRY, anthropic_patches
+    from otel_tokens.entry_points import AnthropicInstrumentor
 
-    assert REGISTRY["anthropic"] == "otel_tokens.instrumentors.anthropic_patches"
+    assert REGISTRY["anthropic"] == "otel_tokens.capture.anthropic_patches"
     assert anthropic_sdk.install is anthropic_patches.install  # the same patches either way
     assert AnthropicInstrumentor.name == "anthropic"
     assert list(AnthropicInstrumentor().instrumentation_dependencies()) == list(anthropic_sdk.DEPENDENCIES)

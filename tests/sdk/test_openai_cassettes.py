@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 import otel_tokens
-from otel_tokens.instrumentors import openai_sdk
-from otel_tokens.telemetry.pipeline import set_pipeline
+from otel_tokens.capture import openai_sdk
+from otel_tokens.handler import set_handler
 
 from .. import cassettes
 from ..telemetry.conftest import make_telemetry
@@ -132,11 +132,11 @@ def cases() -> list[tuple[str, int]]:
 @pytest.fixture
 def telemetry():
     t = make_telemetry()
-    previous = set_pipeline(t.pipeline)
+    previous = set_handler(t.handler)
     openai_sdk.install()
     yield t
     openai_sdk.uninstall()
-    set_pipeline(previous)
+    set_handler(previous)
 
 
 def _interaction(name: str, index: int) -> cassettes.Interaction:

@@ -10,8 +10,8 @@ import threading
 import pytest
 
 import otel_tokens
-from otel_tokens.instrumentors import openai_sdk
-from otel_tokens.telemetry.pipeline import set_pipeline
+from otel_tokens.capture import openai_sdk
+from otel_tokens.handler import set_handler
 
 from .. import cassettes
 from ..telemetry.conftest import make_telemetry
@@ -27,11 +27,11 @@ PLAIN = "openai-v2/test_chat_completion_with_content.yaml"
 def telemetry():
     cassettes.require()
     t = make_telemetry()
-    previous = set_pipeline(t.pipeline)
+    previous = set_handler(t.handler)
     openai_sdk.install()
     yield t
     openai_sdk.uninstall()
-    set_pipeline(previous)
+    set_handler(previous)
 
 
 def recorded(name: str, index: int = 0) -> cassettes.Interaction:
@@ -240,6 +240,7 @@ def test_include_usage_injection_is_invisible(telemetry, monkeypatch):
     assert events[-1]["usage"] and not events[-1]["choices"]  # a usage-only last chunk
     # the same recorded traffic, but as if the caller had not asked for usage
     monkeypatch.setenv("OTEL_TOKENS_OPENAI_INCLUDE_USAGE", "true")
+    otel_tokens.settings.reload()
     client, replay = openai_client([it])
     body = {k: v for k, v in it.request_body.items() if k != "stream_options"}
     chunks = list(client.chat.completions.create(**body))
@@ -254,6 +255,7 @@ def test_include_usage_injection_is_invisible(telemetry, monkeypatch):
 
 def test_callers_own_include_usage_is_left_alone(telemetry, monkeypatch):
     monkeypatch.setenv("OTEL_TOKENS_OPENAI_INCLUDE_USAGE", "true")
+    otel_tokens.settings.reload()
     it = recorded(STREAM_WITH_USAGE)
     client, replay = openai_client([it])
     client = client.with_options(base_url=it.uri.rsplit("/chat/completions", 1)[0])

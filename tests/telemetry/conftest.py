@@ -1,4 +1,4 @@
-"""In-memory OpenTelemetry SDK around a fresh pipeline, and helpers to read what it got."""
+"""In-memory OpenTelemetry SDK around a fresh handler, and helpers to read what it got."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_tokens import AnomalyGuard, Pipeline, Pricer
-from otel_tokens.telemetry.instruments import views
-from otel_tokens.telemetry.pipeline import set_pipeline
+from otel_tokens import AnomalyGuard, Handler, Pricer
+from otel_tokens.emit.instruments import views
+from otel_tokens.handler import set_handler
 
 
 @dataclass
@@ -31,7 +31,7 @@ class Point:
 
 @dataclass
 class Telemetry:
-    pipeline: Pipeline
+    handler: Handler
     spans: InMemorySpanExporter
     reader: InMemoryMetricReader
     tracer_provider: TracerProvider
@@ -86,8 +86,8 @@ def make_telemetry(pricer: Pricer | None = None, guard: AnomalyGuard | None = No
         tp.add_span_processor(span_processor)
     reader = InMemoryMetricReader()
     mp = MeterProvider(metric_readers=[reader], views=views())
-    pipeline = Pipeline(tp, mp, pricer=pricer or Pricer(), guard=guard or AnomalyGuard())
-    telemetry = Telemetry(pipeline, spans, reader, tp, mp)
+    handler = Handler(tp, mp, pricer=pricer or Pricer(), guard=guard or AnomalyGuard())
+    telemetry = Telemetry(handler, spans, reader, tp, mp)
     CREATED.append(telemetry)
     return telemetry
 
@@ -95,6 +95,6 @@ def make_telemetry(pricer: Pricer | None = None, guard: AnomalyGuard | None = No
 @pytest.fixture
 def telemetry():
     t = make_telemetry()
-    previous = set_pipeline(t.pipeline)
+    previous = set_handler(t.handler)
     yield t
-    set_pipeline(previous)
+    set_handler(previous)

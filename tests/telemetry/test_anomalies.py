@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 import otel_tokens
 from otel_tokens import AnomalyGuard, Budget, BudgetExceeded, Estimate, SpikeRule, Usage
+from otel_tokens.settings import read
 
 from .conftest import make_telemetry
 
@@ -15,9 +16,9 @@ UNPRICED = "no-such-model"  # keeps cost out of token-only tests
 
 
 def call(t, usage, model=UNPRICED, estimate=None):
-    c = t.pipeline.start_call(operation="chat", provider="openai", request_model=model,
+    c = t.handler.start(operation="chat", provider="openai", request_model=model,
                               estimate=estimate)  # fmt: skip
-    c.complete(usage)
+    c.stop(usage)
     return c
 
 
@@ -36,7 +37,7 @@ def anomaly_counts(t):
 def test_token_spike_after_warmup():
     t = make_telemetry(guard=AnomalyGuard(spike=SpikeRule(factor=3, warmup=5, window=50)))
     seen = []
-    t.pipeline.guard.add_callback(seen.append)
+    t.handler.guard.add_callback(seen.append)
     with otel_tokens.agent("a"):
         call(t, Usage(input_tokens=10_000, output_tokens=0))  # huge, but still warming up
         for _ in range(4):
@@ -94,7 +95,7 @@ def test_token_budget_crossing_is_reported_once_per_crossing():
 
 
 def test_usd_budget_and_window_expiry(monkeypatch):
-    import otel_tokens.telemetry.anomalies as anomalies
+    import otel_tokens.account.anomalies as anomalies
 
     now = [1000.0]
     monkeypatch.setattr(anomalies.time, "monotonic", lambda: now[0])
@@ -117,14 +118,14 @@ def test_enforced_budget_raises_before_the_next_call():
     with otel_tokens.agent("runaway") as entry:
         call(t, Usage(input_tokens=500))
         with pytest.raises(BudgetExceeded) as info:  # 500 used + 600 estimated > 1000
-            t.pipeline.start_call(operation="chat", provider="openai", request_model=UNPRICED,
+            t.handler.start(operation="chat", provider="openai", request_model=UNPRICED,
                                   estimate=Estimate(600, "full"))  # fmt: skip
         assert info.value.anomaly.observed == 1100
         assert "runaway" in str(info.value)
         call(t, Usage(input_tokens=400), estimate=Estimate(400, "full"))  # fits: allowed
         call(t, Usage(input_tokens=100))  # 1000 of 1000: spent exactly
         with pytest.raises(BudgetExceeded):
-            t.pipeline.start_call(operation="chat", provider="openai", request_model=UNPRICED)
+            t.handler.start(operation="chat", provider="openai", request_model=UNPRICED)
     assert entry.state.turn_count == 3
     assert len(t.finished()) == 3  # refused calls never started a span
     assert anomaly_counts(t) == {"budget_exceeded": 2}
@@ -140,7 +141,7 @@ def test_unenforced_budget_never_raises():
 
 
 def test_public_helpers_use_the_process_guard(monkeypatch):
-    from otel_tokens.telemetry import pipeline as pipeline_module
+    from otel_tokens import handler as pipeline_module
 
     monkeypatch.setattr(pipeline_module, "_guard", AnomalyGuard())
     seen = []
@@ -150,38 +151,41 @@ def test_public_helpers_use_the_process_guard(monkeypatch):
     with otel_tokens.agent("x"):
         call(t, Usage(input_tokens=6))
         with pytest.raises(BudgetExceeded):
-            t.pipeline.start_call(operation="chat", provider="openai", request_model="m")
+            t.handler.start(operation="chat", provider="openai", request_model="m")
     assert [a.kind for a in seen] == ["budget_exceeded", "budget_exceeded"]
     otel_tokens.set_budget("x")  # removed
     assert pipeline_module.get_guard().budget_of("x") is None
 
 
-def test_environment_configuration(monkeypatch):
-    monkeypatch.setenv("OTEL_TOKENS_BUDGET_TOKENS", "5000")
-    monkeypatch.setenv("OTEL_TOKENS_BUDGET_WINDOW", "600")
-    monkeypatch.setenv("OTEL_TOKENS_BUDGET_ENFORCE", "true")
-    monkeypatch.setenv("OTEL_TOKENS_AGENT_BUDGETS", "planner:usd=2.5,tokens=100; coder:usd=1")
-    monkeypatch.setenv("OTEL_TOKENS_SPIKE_FACTOR", "4")
-    monkeypatch.setenv("OTEL_TOKENS_SPIKE_WARMUP", "10")
-    guard = AnomalyGuard.from_env()
+def test_environment_configuration():
+    guard = AnomalyGuard.from_settings(read({
+        "OTEL_TOKENS_BUDGET_TOKENS": "5000", "OTEL_TOKENS_BUDGET_WINDOW": "600",
+        "OTEL_TOKENS_BUDGET_ENFORCE": "TRUE",
+        "OTEL_TOKENS_AGENT_BUDGETS": "planner:usd=2.5,tokens=100; coder:usd=1",
+        "OTEL_TOKENS_SPIKE_FACTOR": "4", "OTEL_TOKENS_SPIKE_WARMUP": "10",
+    }))  # fmt: skip
     assert guard.budget_of("anyone") == Budget(tokens=5000, window_seconds=600, enforce=True)
     assert guard.budget_of("planner") == Budget(tokens=100, usd=2.5, window_seconds=600, enforce=True)
     assert guard.budget_of("coder") == Budget(usd=1.0, window_seconds=600, enforce=True)
     assert guard.spike == SpikeRule(factor=4.0, warmup=10, window=200)
 
 
-@pytest.mark.parametrize("name, value, words", [
-    ("OTEL_TOKENS_BUDGET_TOKENS", "lots", "OTEL_TOKENS_BUDGET_TOKENS"),
-    ("OTEL_TOKENS_BUDGET_ENFORCE", "maybe", "OTEL_TOKENS_BUDGET_ENFORCE"),
-    ("OTEL_TOKENS_AGENT_BUDGETS", "planner", "OTEL_TOKENS_AGENT_BUDGETS"),
-    ("OTEL_TOKENS_AGENT_BUDGETS", "planner:dollars=3", "OTEL_TOKENS_AGENT_BUDGETS"),
-    ("OTEL_TOKENS_SPIKE_FACTOR", "0.5", "spike factor"),
-    ("OTEL_TOKENS_BUDGET_USD", "-1", "budget usd"),
+@pytest.mark.parametrize("name, value, accepted", [
+    ("OTEL_TOKENS_BUDGET_TOKENS", "lots", "a positive integer"),
+    ("OTEL_TOKENS_BUDGET_ENFORCE", "maybe", "true/false"),
+    ("OTEL_TOKENS_AGENT_BUDGETS", "planner", "agent:usd="),
+    ("OTEL_TOKENS_AGENT_BUDGETS", "planner:dollars=3", "unknown item"),
+    ("OTEL_TOKENS_SPIKE_FACTOR", "0.5", "above 1"),
+    ("OTEL_TOKENS_BUDGET_USD", "-1", "above 0"),
 ])  # fmt: skip
-def test_bad_environment_is_a_clear_error(monkeypatch, name, value, words):
-    monkeypatch.setenv(name, value)
-    with pytest.raises(ValueError, match=words):
-        AnomalyGuard.from_env()
+def test_bad_environment_is_one_problem_and_the_default(name, value, accepted):
+    found = read({name: value})
+    (problem,) = found.problems
+    assert (problem.name, problem.value) == (name, value) and accepted in problem.accepted
+    default = read({})
+    guard = AnomalyGuard.from_settings(found)
+    assert guard.budget_of("planner") == default.default_budget
+    assert guard.spike == default.spike
 
 
 @settings(max_examples=300, deadline=None)

@@ -9,7 +9,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 import otel_tokens
 from otel_tokens import Estimate, Pricer, Usage
-from otel_tokens.telemetry.instruments import DURATION_BUCKETS, ESTIMATE_ERROR_BUCKETS, TOKEN_BUCKETS
+from otel_tokens.emit.instruments import DURATION_BUCKETS, ESTIMATE_ERROR_BUCKETS, TOKEN_BUCKETS
 
 from .conftest import make_telemetry
 
@@ -25,7 +25,7 @@ FULL = Usage(input_tokens=1000, output_tokens=200, cache_read_tokens=400, cache_
 
 
 def start(t, stream=False, estimate=None, model="gpt-4o"):
-    return t.pipeline.start_call(
+    return t.handler.start(
         operation="chat", provider="openai", request_model=model, stream=stream,
         server_address="api.openai.com", server_port=443, estimate=estimate,
         conversation_id="conv-1",
@@ -43,7 +43,7 @@ def library_cost(usage: Usage, model: str) -> float:
 def test_successful_call(telemetry):
     with otel_tokens.agent("planner", max_input_tokens=128_000):
         call = start(telemetry, estimate=Estimate(1100, "full"))
-        call.complete(FULL, response_model="gpt-4o-2024-08-06", response_id="chatcmpl-1",
+        call.stop(FULL, response_model="gpt-4o-2024-08-06", response_id="chatcmpl-1",
                       finish_reasons=["stop"])  # fmt: skip
     span = telemetry.span()
     cost = library_cost(FULL, "gpt-4o-2024-08-06")
@@ -124,7 +124,7 @@ def test_streamed_call(telemetry):
         assert entry.ledger.cumulative.output_tokens == 1
         call.stream_usage(Usage(input_tokens=1000, output_tokens=150))
         assert entry.ledger.cumulative.output_tokens == 150  # replaced, never added
-        call.complete(Usage(input_tokens=1000, output_tokens=150), response_model="gpt-4o")
+        call.stop(Usage(input_tokens=1000, output_tokens=150), response_model="gpt-4o")
     assert entry.state.status == "idle" and entry.state.current_estimate is None
     assert entry.ledger.cumulative.output_tokens == 150 and len(entry.ledger) == 1
     span = telemetry.span()
@@ -143,7 +143,7 @@ def test_failed_call(telemetry):
     with otel_tokens.agent("planner") as entry:
         call = start(telemetry, stream=True, estimate=Estimate(50, "full"))
         call.fail(TimeoutError("upstream timed out"))
-        call.complete(FULL)  # a second end is ignored
+        call.stop(FULL)  # a second end is ignored
     assert entry.state.turn_count == 0 and entry.state.current_estimate is None
     assert len(entry.ledger) == 0
     span = telemetry.span()
@@ -175,7 +175,7 @@ def test_failed_call_keeps_billed_usage(telemetry):
 
 def test_unknown_token_classes_are_absent_never_zero(telemetry):
     with otel_tokens.agent("planner"):
-        start(telemetry).complete(Usage(input_tokens=10))
+        start(telemetry).stop(Usage(input_tokens=10))
     span = telemetry.span()
     assert span.attributes["gen_ai.usage.input_tokens"] == 10
     for absent in ("gen_ai.usage.output_tokens", "gen_ai.usage.cache_read.input_tokens",
@@ -190,7 +190,7 @@ def test_unknown_token_classes_are_absent_never_zero(telemetry):
 
 def test_missing_usage_is_counted(telemetry):
     with otel_tokens.agent("planner") as entry:
-        start(telemetry).complete(None)
+        start(telemetry).stop(None)
     assert telemetry.errors() == {"usage_missing": 1}
     assert entry.state.turn_count == 1
     assert "gen_ai.usage.input_tokens" not in telemetry.span().attributes
@@ -198,7 +198,7 @@ def test_missing_usage_is_counted(telemetry):
 
 def test_provider_reported_cost_wins(telemetry):
     with otel_tokens.agent("planner"):
-        start(telemetry).complete(FULL.replace(cost_usd=0.5, premium_requests=0.33))
+        start(telemetry).stop(FULL.replace(cost_usd=0.5, premium_requests=0.33))
     span = telemetry.span()
     assert span.attributes["otel_tokens.cost.usd"] == 0.5
     assert span.attributes["otel_tokens.cost.source"] == "provider"
@@ -211,7 +211,7 @@ def test_provider_reported_cost_wins(telemetry):
 
 def test_unpriced_model(telemetry):
     with otel_tokens.agent("planner"):
-        start(telemetry, model="my-private-model-7b").complete(Usage(input_tokens=5, output_tokens=5))
+        start(telemetry, model="my-private-model-7b").stop(Usage(input_tokens=5, output_tokens=5))
     span = telemetry.span()
     assert "otel_tokens.cost.usd" not in span.attributes
     assert "otel_tokens.cost.source" not in span.attributes
@@ -228,12 +228,12 @@ def test_override_price_file(tmp_path, monkeypatch):
         '[models."gpt-4o"]\ninput = 1.0\noutput = 1.0\nprovider = "openai"\n'
     )
     monkeypatch.setenv("OTEL_TOKENS_PRICES_FILE", str(prices))
-    t = make_telemetry(pricer=Pricer.from_env())
+    t = make_telemetry(pricer=Pricer.from_settings(otel_tokens.settings.reload()))
     with otel_tokens.agent("planner"):
-        call = t.pipeline.start_call(operation="chat", provider="openai",
+        call = t.handler.start(operation="chat", provider="openai",
                                      request_model="my-private-model-7b")  # fmt: skip
-        call.complete(Usage(input_tokens=1_000_000, cache_read_tokens=200_000, output_tokens=10_000))
-        t.pipeline.start_call(operation="chat", provider="openai", request_model="gpt-4o").complete(
+        call.stop(Usage(input_tokens=1_000_000, cache_read_tokens=200_000, output_tokens=10_000))
+        t.handler.start(operation="chat", provider="openai", request_model="gpt-4o").stop(
             Usage(input_tokens=1_000_000, output_tokens=1_000_000))
     first, second = t.finished()
     # 800k fresh x $2/M + 200k cache read x $0.5/M + 10k output x $8/M
@@ -245,10 +245,10 @@ def test_override_price_file(tmp_path, monkeypatch):
 
 def test_two_agents_are_separate(telemetry):
     with otel_tokens.agent("planner", max_input_tokens=1000):
-        start(telemetry).complete(Usage(input_tokens=100, output_tokens=1))
+        start(telemetry).stop(Usage(input_tokens=100, output_tokens=1))
     with otel_tokens.agent("coder", max_input_tokens=1000):
-        start(telemetry).complete(Usage(input_tokens=500, output_tokens=1))
-    start(telemetry).complete(Usage(input_tokens=7, output_tokens=1))  # unbound: "default"
+        start(telemetry).stop(Usage(input_tokens=500, output_tokens=1))
+    start(telemetry).stop(Usage(input_tokens=7, output_tokens=1))  # unbound: "default"
     utilization = {p.attributes["gen_ai.agent.name"]: p.value
                    for p in telemetry.points("otel_tokens.context.utilization")}
     assert utilization == {"planner": 0.1, "coder": 0.5}
@@ -262,9 +262,9 @@ def test_a_run_with_several_models(telemetry):
     opus = Usage(input_tokens=2000, output_tokens=300, model="claude-opus-4-1-20250805")
     haiku = Usage(input_tokens=500, output_tokens=40, model="claude-3-5-haiku-20241022")
     with otel_tokens.agent("cli") as entry:
-        call = telemetry.pipeline.start_call(operation="invoke_agent", provider="anthropic",
+        call = telemetry.handler.start(operation="invoke_agent", provider="anthropic",
                                              request_model=None, span_name="invoke_agent claude")  # fmt: skip
-        call.complete(None, parts=[opus, haiku], response_id="session-1")
+        call.stop(None, parts=[opus, haiku], response_id="session-1")
     assert entry.state.turn_count == 1 and entry.state.input_tokens == 2500
     records = entry.ledger.history()
     assert [(r.model, r.input_tokens, r.request_id) for r in records] == [
@@ -292,9 +292,9 @@ def test_a_run_with_a_provider_total_and_premium_requests(telemetry):
              Usage(output_tokens=50, model="claude-sonnet-4.5", cost_usd=0.02)]  # fmt: skip
     total = Usage(output_tokens=150, cost_usd=0.05, premium_requests=2.0)
     with otel_tokens.agent("cli") as entry:
-        call = telemetry.pipeline.start_call(operation="invoke_agent", provider="github_copilot",
+        call = telemetry.handler.start(operation="invoke_agent", provider="github_copilot",
                                              request_model=None)  # fmt: skip
-        call.complete(total, parts=parts)
+        call.stop(total, parts=parts)
     span = telemetry.span()
     assert span.attributes["otel_tokens.cost.usd"] == 0.05  # the run's own total wins
     assert span.attributes["otel_tokens.cost.source"] == "provider"

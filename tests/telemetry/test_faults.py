@@ -1,4 +1,4 @@
-"""Faults inside the pipeline never reach the host; each is counted and logged once."""
+"""Faults inside the handler never reach the host; each is counted and logged once."""
 
 from __future__ import annotations
 
@@ -10,8 +10,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 
 import otel_tokens
 from otel_tokens import AnomalyGuard, Pricer, SpikeRule, Usage
-from otel_tokens.telemetry.exporters import GuardedMetricExporter, GuardedSpanExporter
-from otel_tokens.telemetry.pipeline import set_pipeline
+from otel_tokens.emit.exporters import GuardedMetricExporter, GuardedSpanExporter
 
 from .conftest import make_telemetry
 
@@ -22,10 +21,10 @@ class Boom(RuntimeError):
 
 def host_call(t, usage=Usage(input_tokens=10, output_tokens=2), result="the answer"):
     """What an instrumentor does around a backend call; returns the host's result."""
-    call = t.pipeline.start_call(operation="chat", provider="openai", request_model="gpt-4o")
+    call = t.handler.start(operation="chat", provider="openai", request_model="gpt-4o")
     with call.activate():
         value = result
-    call.complete(usage)
+    call.stop(usage)
     return value
 
 
@@ -39,7 +38,7 @@ class RaisingExporter(SpanExporter):
 
 def test_span_exporter_that_raises_is_counted():
     t = make_telemetry()
-    guarded = GuardedSpanExporter(RaisingExporter(), faults=lambda: t.pipeline.faults)
+    guarded = GuardedSpanExporter(RaisingExporter(), faults=lambda: t.handler.faults)
     t.tracer_provider.add_span_processor(SimpleSpanProcessor(guarded))
     with otel_tokens.agent("a"):
         assert host_call(t) == "the answer"
@@ -72,7 +71,7 @@ def test_metric_exporter_that_raises_is_counted():
             raise Boom("collector unreachable")
 
     t = make_telemetry()
-    guarded = GuardedMetricExporter(RaisingMetricExporter(), faults=lambda: t.pipeline.faults)
+    guarded = GuardedMetricExporter(RaisingMetricExporter(), faults=lambda: t.handler.faults)
     assert guarded.export(None) is MetricExportResult.FAILURE
     reader = PeriodicExportingMetricReader(guarded, export_interval_millis=10**9)
     mp = MeterProvider(metric_readers=[reader])
@@ -87,22 +86,22 @@ def test_metric_exporter_that_raises_is_counted():
 def test_bad_usage_values_from_a_backend_are_counted(telemetry, values):
     """What an instrumentor does with a malformed usage block: count, then carry on."""
     with otel_tokens.agent("a") as entry:
-        call = telemetry.pipeline.start_call(operation="chat", provider="openai",
+        call = telemetry.handler.start(operation="chat", provider="openai",
                                              request_model="gpt-4o")  # fmt: skip
         try:
             usage = Usage(**values)
         except ValueError as exc:
-            telemetry.pipeline.faults.report("usage_invalid", exc)
+            telemetry.handler.faults.report("usage_invalid", exc)
             usage = None
-        call.complete(usage)
+        call.stop(usage)
     assert telemetry.errors()["usage_invalid"] == 1
     assert entry.state.turn_count == 1
     assert len(telemetry.finished()) == 1
 
 
 def test_not_a_usage_is_counted(telemetry):
-    call = telemetry.pipeline.start_call(operation="chat", provider="openai", request_model="m")
-    call.complete({"input_tokens": 3})  # type: ignore[arg-type]
+    call = telemetry.handler.start(operation="chat", provider="openai", request_model="m")
+    call.stop({"input_tokens": 3})  # type: ignore[arg-type]
     assert telemetry.errors() == {"usage_invalid": 1}
 
 
@@ -141,6 +140,7 @@ def test_ledger_persistence_failure_is_counted(tmp_path, monkeypatch):
 
     db = tmp_path / "ledger.sqlite3"
     monkeypatch.setenv("OTEL_TOKENS_LEDGER_PATH", str(db))
+    otel_tokens.settings.reload()
     t = make_telemetry()
     with otel_tokens.agent("persisted") as entry:
         entry.ledger._store._conn.execute("PRAGMA busy_timeout=10")
@@ -159,7 +159,7 @@ def test_ledger_persistence_failure_is_counted(tmp_path, monkeypatch):
 
 def test_host_exceptions_pass_through_unchanged(telemetry):
     original = KeyError("host bug")
-    call = telemetry.pipeline.start_call(operation="chat", provider="openai", request_model="m")
+    call = telemetry.handler.start(operation="chat", provider="openai", request_model="m")
     with pytest.raises(KeyError) as info:
         with call.activate():
             raise original
@@ -171,8 +171,8 @@ def test_host_exceptions_pass_through_unchanged(telemetry):
 def test_each_fault_kind_is_logged_once(telemetry, caplog):
     caplog.set_level(logging.WARNING, logger="otel_tokens")
     for _ in range(5):
-        telemetry.pipeline.start_call(operation="chat", provider="openai",
-                                      request_model="m").complete(None)  # fmt: skip
+        telemetry.handler.start(operation="chat", provider="openai",
+                                      request_model="m").stop(None)  # fmt: skip
     messages = [r.getMessage() for r in caplog.records if "usage_missing" in r.getMessage()]
     assert len(messages) == 1
     assert telemetry.errors() == {"usage_missing": 5}
@@ -183,21 +183,6 @@ def test_errors_counter_failing_does_not_escape(telemetry):
         def add(self, *a, **k):
             raise Boom("meter broken")
 
-    telemetry.pipeline.faults.bind(BrokenCounter())
-    telemetry.pipeline.faults.report("internal", Boom("x"))
-    assert telemetry.pipeline.faults.counts == {"internal": 1}
-
-
-def test_unusable_price_file_is_counted_on_the_lazy_path(tmp_path, monkeypatch):
-    """configure()/instrument() raise it; a call that builds the pipeline lazily cannot."""
-    from otel_tokens.telemetry.pipeline import get_pipeline
-
-    bad = tmp_path / "prices.json"
-    bad.write_text("{not json")
-    monkeypatch.setenv("OTEL_TOKENS_PRICES_FILE", str(bad))
-    previous = set_pipeline(None)
-    try:
-        pipeline = get_pipeline()
-        assert pipeline.faults.counts == {"config": 1}
-    finally:
-        set_pipeline(previous)
+    telemetry.handler.faults.bind(BrokenCounter())
+    telemetry.handler.faults.report("internal", Boom("x"))
+    assert telemetry.handler.faults.counts == {"internal": 1}

@@ -1,5 +1,5 @@
 """configure() and instrument(): idempotent, respectful of the application's providers,
-exporters chosen by the standard variables, clear errors at start. Each case runs in its own
+exporters chosen by the standard variables, bad settings one line each and never fatal. Each case runs in its own
 process because OpenTelemetry's global providers can be set only once."""
 
 from __future__ import annotations
@@ -95,24 +95,86 @@ def test_busy_port_is_counted_not_raised():
             import json, otel_tokens
             s = otel_tokens.configure(prometheus_port={port})
             print(json.dumps({{"metrics": s.metrics,
-                               "faults": otel_tokens.get_pipeline().faults.counts}}))
+                               "faults": otel_tokens.get_handler().faults.counts}}))
         """)
     assert out["metrics"].startswith(f"nowhere (port 127.0.0.1:{port} unavailable")
     assert out["faults"] == {"exporter": 1}
 
 
-@pytest.mark.parametrize("env, words", [
-    ({"OTEL_METRICS_EXPORTER": "carrier-pigeon"}, "OTEL_METRICS_EXPORTER"),
-    ({"OTEL_TRACES_EXPORTER": "fax"}, "OTEL_TRACES_EXPORTER"),
-    ({"OTEL_TOKENS_PROMETHEUS_PORT": "http"}, "OTEL_TOKENS_PROMETHEUS_PORT"),
-    ({"OTEL_TOKENS_PRICES_FILE": "/nonexistent/prices.toml"}, "/nonexistent/prices.toml"),
-    ({"OTEL_TOKENS_BUDGET_USD": "plenty"}, "OTEL_TOKENS_BUDGET_USD"),
-])  # fmt: skip
-def test_bad_settings_are_clear_errors_at_start(env, words):
-    result = run("import otel_tokens; otel_tokens.configure()", **env)
-    assert result.returncode != 0
-    last = result.stderr.strip().splitlines()[-1]
-    assert words in last
+BAD = {  # variable -> (bad value, words of what is accepted)
+    "OTEL_METRICS_EXPORTER": ("carrier-pigeon", "otlp | prometheus | console | none"),
+    "OTEL_TRACES_EXPORTER": ("fax", "otlp | console | none"),
+    "OTEL_TOKENS_PROMETHEUS_PORT": ("http", "a port number"),
+    "OTEL_TOKENS_PRICES_FILE": ("/nonexistent/prices.toml", "TOML or JSON price file"),
+    "OTEL_TOKENS_BUDGET_USD": ("plenty", "a number above 0"),
+    "OTEL_TOKENS_LEDGER_MAX_HISTORY": ("yes", "a positive integer"),
+    "OTEL_TOKENS_OPENAI_INCLUDE_USAGE": ("maybe", "true/false, 1/0, yes/no or on/off"),
+}
+APP = """
+import json, otel_tokens
+{setup}
+with otel_tokens.agent("a") as entry:
+    otel_tokens.start_call(operation="chat", provider="openai", request_model="gpt-4o").stop(
+        otel_tokens.Usage(input_tokens=10, output_tokens=2))
+print(json.dumps({{"ran": True, "records": len(entry.ledger), "max_history": entry.ledger.max_history}}))
+"""
+
+
+def _lines_about(stderr: str) -> dict[str, list[str]]:
+    return {name: [line for line in stderr.splitlines() if name + "=" in line] for name in BAD}
+
+
+@pytest.mark.parametrize("how", ["one-line", "otel-tokens run", "opentelemetry-instrument"])
+def test_bad_settings_are_one_line_each_and_the_application_runs(how, tmp_path):
+    """Each bad value: one line naming the variable, the value and what is accepted; that
+    setting keeps its default and the program runs, whichever way otel_tokens was turned on."""
+    env = {name: value for name, (value, _) in BAD.items()}
+    bindir = os.path.dirname(sys.executable)
+    if how == "one-line":
+        result = run(APP.format(setup="otel_tokens.configure(); otel_tokens.instrument()"), **env)
+    else:
+        script = tmp_path / "app.py"
+        script.write_text(textwrap.dedent(APP.format(setup="")))
+        command = ([os.path.join(bindir, "otel-tokens"), "run", "--"] if how == "otel-tokens run"
+                   else [os.path.join(bindir, "opentelemetry-instrument")])  # fmt: skip
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        result = subprocess.run([*command, sys.executable, str(script)], capture_output=True,
+                                text=True, env={**clean, **env}, timeout=120, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out == {"ran": True, "records": 1, "max_history": 10_000}
+    for name, lines in _lines_about(result.stderr).items():
+        value, accepted = BAD[name]
+        assert len(lines) == 1, (name, result.stderr)
+        assert repr(value) in lines[0] and accepted in lines[0] and "default" in lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_check_reports_every_bad_setting_and_exits_1():
+    env = {name: value for name, (value, _) in BAD.items()}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    result = subprocess.run([os.path.join(os.path.dirname(sys.executable), "otel-tokens"), "check"],
+                            capture_output=True, text=True, env={**clean, **env}, timeout=120,
+                            check=False)  # fmt: skip
+    assert result.returncode == 1
+    for name, (value, accepted) in BAD.items():
+        reported = [line for line in result.stdout.splitlines() if name + "=" in line]
+        assert len(reported) == 1 and accepted in reported[0], (name, result.stdout)
+    assert f"{len(BAD)} problem(s)" in result.stderr
+
+
+def test_a_second_configure_with_other_arguments_is_refused_with_a_warning():
+    result = run("""
+        import json, otel_tokens
+        first = otel_tokens.configure(prometheus_port=0)
+        again = otel_tokens.configure("another-name", prometheus_port=0)
+        same = otel_tokens.configure(prometheus_port=0)
+        print(json.dumps({"same": first is again is same}))
+    """)
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == {"same": True}
+    refused = [line for line in result.stderr.splitlines() if "configure(" in line]
+    assert len(refused) == 1 and "service_name='another-name'" in refused[0]
+    assert "ignored" in refused[0]
 
 
 def test_instrument_with_explicit_providers_and_uninstrument():
@@ -124,8 +186,8 @@ def test_instrument_with_explicit_providers_and_uninstrument():
         exporter = InMemorySpanExporter(); tp = TracerProvider()
         tp.add_span_processor(SimpleSpanProcessor(exporter))
         active = otel_tokens.instrument(tracer_provider=tp)
-        otel_tokens.get_pipeline().start_call(operation="chat", provider="openai",
-                                              request_model="m").complete(otel_tokens.Usage())
+        otel_tokens.start_call(operation="chat", provider="openai",
+                               request_model="m").stop(otel_tokens.Usage())
         otel_tokens.uninstrument()
         print(json.dumps({"spans": len(exporter.get_finished_spans()), "active": active}))
     """)

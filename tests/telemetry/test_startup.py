@@ -1,5 +1,5 @@
 """Start-up cost: ``instrument()`` installs only the patches; the per-call machinery, the
-pipeline, the ledger, price data and the agent-CLI parsers load at the first call that needs
+handler, the ledger, price data and the agent-CLI parsers load at the first call that needs
 them, and a failure to load them never reaches the host. Each case runs in a fresh process
 (what is in ``sys.modules`` is the point)."""
 
@@ -14,31 +14,32 @@ import textwrap
 #: loaded by neither ``import otel_tokens`` nor ``instrument()``
 LAZY = (
     "opentelemetry.sdk", "opentelemetry.instrumentation", "genai_prices", "tiktoken",
-    "otel_tokens.telemetry.pipeline", "otel_tokens.telemetry.instruments",
-    "otel_tokens.estimate", "otel_tokens.state", "otel_tokens.ledger",
-    "otel_tokens.instrumentors._calls", "otel_tokens.instrumentors._stream",
-    "otel_tokens.instrumentors.openai_sdk", "otel_tokens.instrumentors.anthropic_sdk",
-    "otel_tokens.instrumentors.subprocess", "otel_tokens.instrumentors.agent_runs",
-    "otel_tokens.instrumentors.backend", "otel_tokens.parsers.run",
+    "otel_tokens.handler",
+    "otel_tokens.emit", "otel_tokens.account.settle", "otel_tokens.account.estimate",
+    "otel_tokens.account.state", "otel_tokens.account.ledger", "otel_tokens.capture.sdk",
+    "otel_tokens.capture.stream", "otel_tokens.capture.openai_sdk",
+    "otel_tokens.capture.anthropic_sdk", "otel_tokens.capture.agent_cli",
+    "otel_tokens.capture.agent_runs", "otel_tokens.capture.backend",
+    "otel_tokens.capture.parsers.run",
 )  # fmt: skip
 #: loaded by the first instrumented openai call
 FIRST_SDK_CALL = (
-    "genai_prices", "otel_tokens.telemetry.pipeline", "otel_tokens.estimate", "otel_tokens.state",
-    "otel_tokens.ledger", "otel_tokens.instrumentors._calls", "otel_tokens.instrumentors._stream",
-    "otel_tokens.instrumentors.openai_sdk",
+    "genai_prices", "otel_tokens.handler", "otel_tokens.emit", "otel_tokens.account.settle",
+    "otel_tokens.account.estimate", "otel_tokens.account.state", "otel_tokens.account.ledger",
+    "otel_tokens.capture.sdk", "otel_tokens.capture.stream", "otel_tokens.capture.openai_sdk",
 )  # fmt: skip
 #: loaded by the first agent-CLI run
 FIRST_CLI_RUN = (
-    "otel_tokens.instrumentors.subprocess", "otel_tokens.instrumentors.agent_runs",
-    "otel_tokens.parsers.run",
+    "otel_tokens.capture.agent_cli", "otel_tokens.capture.agent_runs",
+    "otel_tokens.capture.parsers.run",
 )  # fmt: skip
 
 PRELUDE = """
 import importlib, json, subprocess, sys
 import openai, anthropic
 import otel_tokens
-import otel_tokens.telemetry.setup as setup
-setup._warm_up.__defaults__ = (60.0,)  # the background warm-up (after 0.5 s) loads it all
+import otel_tokens.registry as registry
+registry._warm_up.__defaults__ = (60.0,)  # the background warm-up (after 0.5 s) loads it all
 otel_tokens.instrument()
 
 def loaded(names):
@@ -81,14 +82,14 @@ def test_instrument_loads_only_the_patches_and_the_first_calls_load_the_rest():
         reply = chat()
         after_chat = loaded(LAZY)
         cli_out = claude()
-        from otel_tokens.instrumentors.agent_runs import last_agent_run
+        from otel_tokens.capture.agent_runs import last_agent_run
         run = last_agent_run()
         totals = otel_tokens.current_agent().ledger.cumulative
         print(json.dumps({"after_instrument": after_instrument, "after_chat": after_chat,
                           "after_cli": loaded(LAZY), "reply": reply, "cli_out": cli_out,
                           "cli": run.cli if run else None, "requests": totals.requests,
                           "input": totals.input_tokens, "output": totals.output_tokens,
-                          "faults": otel_tokens.get_pipeline().faults.counts}))
+                          "faults": otel_tokens.get_handler().faults.counts}))
     """.replace("LAZY", repr(LAZY)))
     assert out["after_instrument"] == []
     assert set(FIRST_SDK_CALL) <= set(out["after_chat"])
@@ -102,11 +103,11 @@ def test_instrument_loads_only_the_patches_and_the_first_calls_load_the_rest():
 
 def test_per_call_modules_that_cannot_load_are_counted_and_the_calls_go_through():
     out = run_json("""
-        sys.modules["otel_tokens.instrumentors.openai_sdk"] = None  # import raises
-        sys.modules["otel_tokens.instrumentors.subprocess"] = None
+        sys.modules["otel_tokens.capture.openai_sdk"] = None  # import raises
+        sys.modules["otel_tokens.capture.agent_cli"] = None
         replies = [chat(), chat()]
         cli_out = claude()
-        faults = otel_tokens.get_pipeline().faults.counts
+        faults = otel_tokens.get_handler().faults.counts
         print(json.dumps({"replies": replies, "cli_out": cli_out, "faults": faults,
                           "requests": otel_tokens.current_agent().ledger.cumulative.requests}))
     """)
@@ -127,6 +128,6 @@ def test_uninstrument_before_any_call_restores_everything():
         unwrapped = all(wrapped) and not any("FunctionWrapper" in type(f).__name__ for f in targets)
         reply = chat()
         print(json.dumps({"unwrapped": unwrapped, "reply": reply,
-                          "loaded": loaded(["otel_tokens.instrumentors.openai_sdk"])}))
+                          "loaded": loaded(["otel_tokens.capture.openai_sdk"])}))
     """)
     assert out == {"unwrapped": True, "reply": "hi", "loaded": []}

@@ -1,5 +1,5 @@
 """A small instrumented workload for tests that need a whole process: configure(), then calls
-through the pipeline covering every metric of the contract. Prints one JSON line describing the
+through the handler covering every metric of the contract. Prints one JSON line describing the
 set-up, then waits until stdin closes (so a test can scrape /metrics meanwhile)."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from otel_tokens import Estimate, Usage
 def run() -> dict:
     setup = otel_tokens.configure(service_name="workload")
     otel_tokens.instrument()
-    pipeline = otel_tokens.get_pipeline()
+    handler = otel_tokens.get_handler()
 
     def call(usage, model="gpt-4o", stream=False, estimate=None, error=None):
-        c = pipeline.start_call(operation="chat", provider="openai", request_model=model,
+        c = handler.start(operation="chat", provider="openai", request_model=model,
                                 stream=stream, server_address="api.openai.com",
                                 estimate=estimate)  # fmt: skip
         if stream:
@@ -25,7 +25,7 @@ def run() -> dict:
         if error is not None:
             c.fail(error)
         else:
-            c.complete(usage, response_model=model)
+            c.stop(usage, response_model=model)
 
     with otel_tokens.agent("planner", max_input_tokens=128_000):
         for _ in range(25):  # warm-up for spike detection

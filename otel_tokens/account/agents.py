@@ -1,0 +1,207 @@
+"""Agent binding: which agent's TokenState and ledger a backend call is accounted to.
+
+``with otel_tokens.agent("planner"):`` (or ``@otel_tokens.agent("planner")``) binds every
+call made inside it to the agent entry ``planner``; calls outside any binding go to the
+agent ``default``. The binding lives in a :mod:`contextvars` variable, so asyncio tasks
+inherit it, while a thread started inside it does not unless the context is passed
+(``contextvars.copy_context().run(fn)``, or a binding inside the thread). One ``agent(...)``
+object may be entered from many threads and tasks at once: each context keeps its own
+binding.
+
+Wrong arguments never raise (the OpenTelemetry API's rule): an empty, blank or non-string
+name logs one warning, counts an ``argument`` fault and binds the agent ``default``; an
+unusable ``max_input_tokens`` is ignored the same way.
+
+Ledgers of new agents follow the settings ``OTEL_TOKENS_LEDGER_PATH`` (a SQLite file shared
+by every agent; unset: in memory) and ``OTEL_TOKENS_LEDGER_MAX_HISTORY`` (records kept in
+memory per agent).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, TypeVar
+
+from .. import faults
+from ..errors import LedgerPersistenceError
+
+if TYPE_CHECKING:  # imported when the first agent is created (start-up cost)
+    from .ledger import UsageLedger
+    from .state import TokenState
+
+__all__ = ["AgentEntry", "DEFAULT_AGENT", "agent", "agents", "clear_agents", "current_agent"]
+
+DEFAULT_AGENT = "default"
+#: How long an agent's ledger waits for another writer's SQLite lock. Agent ledgers are written
+#: on the host call's own thread, and a write that cannot get the lock is kept in memory and
+#: retried with the next one, so waiting long (sqlite3's 5 s) would only stall the host call.
+LEDGER_LOCK_WAIT = 0.1
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True, slots=True)
+class AgentEntry:
+    """One agent: its name, RFC 00040 token state and usage ledger."""
+
+    name: str
+    state: TokenState
+    ledger: UsageLedger
+
+
+class _Binding(NamedTuple):
+    """One level of binding in a context: the agent, and the binding it covers."""
+
+    entry: AgentEntry
+    outer: _Binding | None
+
+
+_registry: dict[str, AgentEntry] = {}
+_registry_lock = threading.Lock()
+_current: contextvars.ContextVar[_Binding | None] = contextvars.ContextVar(
+    "otel_tokens_agent", default=None
+)
+
+
+def valid_name(name: Any, where: str = "agent()") -> str:
+    """``name`` when it is a usable agent name; otherwise ``default``, with one warning and an
+    ``argument`` fault (never an exception)."""
+    if isinstance(name, str) and name.strip():
+        return name
+    faults.report("argument", detail=f"{where}: the agent name must be a non-empty string, got "
+                  f"{name!r}; using {DEFAULT_AGENT!r}")  # fmt: skip
+    return DEFAULT_AGENT
+
+
+def get_agent(name: str, max_input_tokens: int | None = None) -> AgentEntry:
+    """The entry for ``name`` (assumed valid), created on first use; ``max_input_tokens``
+    updates its window (an unusable value is ignored and counted)."""
+    entry = _registry.get(name)
+    if entry is None:
+        with _registry_lock:
+            entry = _registry.get(name)
+            if entry is None:
+                from .state import TokenState
+
+                entry = AgentEntry(name=name, state=TokenState(), ledger=_open_ledger(name))
+                _registry[name] = entry
+    if max_input_tokens is not None:
+        try:
+            entry.state.max_input_tokens = max_input_tokens
+        except (ValueError, TypeError) as exc:
+            faults.report("argument", exc, f"agent({name!r}): max_input_tokens ignored: {exc}")
+    return entry
+
+
+def _open_ledger(name: str) -> UsageLedger:
+    """The agent's ledger; an unusable file (locked, corrupt, unwritable) must not stop the
+    host: that agent's ledger then lives in memory, and the fault is logged and counted."""
+    from ..settings import current
+    from .ledger import UsageLedger
+
+    settings = current()
+    if settings.ledger_path is None:
+        return UsageLedger(name, max_history=settings.ledger_max_history)
+    try:
+        return UsageLedger(name, max_history=settings.ledger_max_history,
+                           path=settings.ledger_path, busy_timeout=LEDGER_LOCK_WAIT)  # fmt: skip
+    except LedgerPersistenceError as exc:
+        faults.report("ledger_persistence", exc)
+        return UsageLedger(name, max_history=settings.ledger_max_history)
+
+
+def current_agent() -> AgentEntry:
+    """The agent bound to the calling context, or the ``default`` agent."""
+    binding = _current.get()
+    return binding.entry if binding is not None else get_agent(DEFAULT_AGENT)
+
+
+def agents() -> list[AgentEntry]:
+    """Every agent entry created so far, in creation order."""
+    with _registry_lock:
+        return list(_registry.values())
+
+
+def clear_agents() -> None:
+    """Close every ledger and forget every agent (tests; long-running hosts between jobs)."""
+    with _registry_lock:
+        entries = list(_registry.values())
+        _registry.clear()
+    for entry in entries:
+        try:
+            entry.ledger.close()
+        except LedgerPersistenceError as exc:  # e.g. a full disk: close the others all the same
+            faults.report("ledger_persistence", exc)
+
+
+def _bind(entry: AgentEntry) -> None:
+    _current.set(_Binding(entry, _current.get()))
+
+
+def _unbind(name: str) -> None:
+    """Leave the innermost binding of agent ``name`` in this context (its block ended)."""
+    binding = _current.get()
+    if binding is not None and binding.entry.name == name:
+        _current.set(binding.outer)
+
+
+class agent:  # noqa: N801 - used like a function: ``with agent("x")`` / ``@agent("x")``
+    """Bind backend calls to the agent ``name`` (a context manager and a decorator).
+
+    ``max_input_tokens`` is the agent's context window, used for the displayed percentage.
+    Works with ``with``/``async with`` and on sync and async functions; one object may be
+    entered from many threads and tasks at the same time.
+    """
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str, max_input_tokens: int | None = None) -> None:
+        self._name = valid_name(name)
+        get_agent(self._name, max_input_tokens)
+
+    @property
+    def name(self) -> str:
+        """The agent's name (``default`` when the given one was unusable)."""
+        return self._name
+
+    def __enter__(self) -> AgentEntry:
+        entry = get_agent(self._name)
+        _bind(entry)
+        return entry
+
+    def __exit__(self, *exc: object) -> None:
+        _unbind(self._name)
+
+    async def __aenter__(self) -> AgentEntry:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.__exit__()
+
+    def __call__(self, func: F) -> F:
+        name = self._name
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def async_bound(*args: Any, **kwargs: Any) -> Any:
+                token = _current.set(_Binding(get_agent(name), _current.get()))
+                try:
+                    return await func(*args, **kwargs)
+                finally:
+                    _current.reset(token)
+
+            return async_bound  # type: ignore[return-value]
+
+        @functools.wraps(func)
+        def bound(*args: Any, **kwargs: Any) -> Any:
+            token = _current.set(_Binding(get_agent(name), _current.get()))
+            try:
+                return func(*args, **kwargs)
+            finally:
+                _current.reset(token)
+
+        return bound  # type: ignore[return-value]

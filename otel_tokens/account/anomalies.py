@@ -1,0 +1,258 @@
+"""Abnormal usage, in process: per-agent budgets and spike detection.
+
+Fleet-wide alerting is the Prometheus rules' job; this is the immediate guard inside one
+process. A hit becomes an ``otel_tokens.anomaly`` span event, a count on
+``otel_tokens.anomalies{kind}`` and a call to every registered callback. Only when the user
+opts in (``enforce``) does a budget raise :class:`BudgetExceeded`, before the agent's next call
+starts, so that a runaway agent can be stopped.
+
+Settings (read by :mod:`otel_tokens.settings`; defaults for every agent; code settings win):
+``OTEL_TOKENS_BUDGET_TOKENS``, ``OTEL_TOKENS_BUDGET_USD``, ``OTEL_TOKENS_BUDGET_WINDOW``
+(seconds, default 3600), ``OTEL_TOKENS_BUDGET_ENFORCE`` (``true``/``false``),
+``OTEL_TOKENS_AGENT_BUDGETS`` (per agent: ``planner:usd=5,tokens=200000;coder:usd=1``),
+``OTEL_TOKENS_SPIKE_FACTOR`` (k, default 3), ``OTEL_TOKENS_SPIKE_WARMUP`` (N, default 20),
+``OTEL_TOKENS_SPIKE_WINDOW`` (requests in the rolling window, default 200).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from ..errors import OtelTokensError
+
+__all__ = ["Anomaly", "AnomalyGuard", "Budget", "BudgetExceeded", "SpikeRule"]
+
+AnomalyKind = Literal["budget_exceeded", "token_spike", "cost_spike"]
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Tokens and/or USD an agent may use per rolling window of ``window_seconds``."""
+
+    tokens: int | None = None
+    usd: float | None = None
+    window_seconds: float = 3600.0
+    enforce: bool = False
+
+    def __post_init__(self) -> None:
+        if self.tokens is not None and (
+            isinstance(self.tokens, bool) or not isinstance(self.tokens, int) or self.tokens <= 0
+        ):
+            raise ValueError(f"budget tokens must be a positive integer, got {self.tokens!r}")
+        if self.usd is not None and (
+            isinstance(self.usd, bool) or not isinstance(self.usd, (int, float))
+            or not math.isfinite(self.usd) or self.usd <= 0
+        ):  # fmt: skip
+            raise ValueError(f"budget usd must be a positive number, got {self.usd!r}")
+        if not (isinstance(self.window_seconds, (int, float)) and self.window_seconds > 0):
+            raise ValueError(f"budget window_seconds must be positive, got {self.window_seconds!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class SpikeRule:
+    """A request is a spike when it exceeds ``factor`` x the rolling p95 of the agent's last
+    ``window`` requests, once ``warmup`` requests have been seen."""
+
+    factor: float = 3.0
+    warmup: int = 20
+    window: int = 200
+
+    def __post_init__(self) -> None:
+        if not (isinstance(self.factor, (int, float)) and self.factor > 1):
+            raise ValueError(f"spike factor must be a number above 1, got {self.factor!r}")
+        if not (isinstance(self.warmup, int) and self.warmup >= 1):
+            raise ValueError(f"spike warmup must be a positive integer, got {self.warmup!r}")
+        if not (isinstance(self.window, int) and self.window >= self.warmup):
+            raise ValueError(f"spike window must be an integer >= warmup, got {self.window!r}")
+
+
+@dataclass(frozen=True, slots=True)
+class Anomaly:
+    """One detected anomaly, as passed to callbacks and put on the span event."""
+
+    agent: str
+    kind: AnomalyKind
+    observed: float
+    threshold: float
+    model: str | None = None
+
+
+class BudgetExceeded(OtelTokensError):
+    """Raised (only when enforcement is opted in) before a call of an agent over budget."""
+
+    def __init__(self, anomaly: Anomaly) -> None:
+        self.anomaly = anomaly
+        super().__init__(
+            f"agent {anomaly.agent!r} is over its budget: {anomaly.observed:g} used or "
+            f"about to be used against a limit of {anomaly.threshold:g}"
+        )
+
+
+class _Rolling:
+    """Sorted last-N values for a cheap rolling percentile."""
+
+    __slots__ = ("order", "sorted", "size")
+
+    def __init__(self, size: int) -> None:
+        self.order: deque[float] = deque()
+        self.sorted: list[float] = []
+        self.size = size
+
+    def p95(self) -> float | None:
+        from .ledger.stats import percentile  # not at start-up: it loads the ledger package
+
+        return percentile(self.sorted, 95)
+
+    def above(self, value: float, factor: float) -> bool:
+        """Whether ``value`` may exceed ``factor`` x p95: False is sure (p95 is at least the
+        value at rank floor(0.95 (n-1))), so the interpolated p95 is computed only for
+        candidates; it runs on every call."""
+        values = self.sorted
+        return bool(values) and value > factor * values[int((len(values) - 1) * 95 / 100.0)]
+
+    def add(self, value: float) -> None:
+        self.order.append(value)
+        bisect.insort(self.sorted, value)
+        if len(self.order) > self.size:
+            old = self.order.popleft()
+            del self.sorted[bisect.bisect_left(self.sorted, old)]
+
+
+@dataclass
+class _AgentWindow:
+    spends: deque[tuple[float, int, float]] = field(default_factory=deque)
+    tokens: int = 0
+    usd: float = 0.0
+    over: set[str] = field(default_factory=set)
+    token_values: _Rolling | None = None
+    cost_values: _Rolling | None = None
+
+    def expire(self, now: float, window: float) -> None:
+        spends = self.spends
+        while spends and spends[0][0] <= now - window:
+            _, t, c = spends.popleft()
+            self.tokens -= t
+            self.usd -= c
+        if not spends:
+            self.usd = 0.0  # drop float residue
+
+
+class AnomalyGuard:
+    """Budgets and spike detection for every agent of the process; thread-safe."""
+
+    def __init__(
+        self,
+        spike: SpikeRule | None = None,
+        default_budget: Budget | None = None,
+        budgets: dict[str, Budget] | None = None,
+    ) -> None:
+        self.spike = spike or SpikeRule()
+        self.default_budget = default_budget
+        self._budgets: dict[str, Budget | None] = dict(budgets or {})
+        self._windows: dict[str, _AgentWindow] = {}
+        self._callbacks: list[Callable[[Anomaly], None]] = []
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> AnomalyGuard:
+        """Budgets and the spike rule as :mod:`otel_tokens.settings` read them
+        (``OTEL_TOKENS_BUDGET_*``, ``OTEL_TOKENS_AGENT_BUDGETS``, ``OTEL_TOKENS_SPIKE_*``)."""
+        return cls(spike=settings.spike, default_budget=settings.default_budget,
+                   budgets=dict(settings.agent_budgets))  # fmt: skip
+
+    # -- configuration --------------------------------------------------------------------
+    def set_budget(self, agent: str, budget: Budget | None) -> None:
+        """Set (or with None, remove) the budget of one agent."""
+        if budget is not None and not isinstance(budget, Budget):
+            raise TypeError(f"budget must be a Budget or None, got {type(budget).__name__}")
+        with self._lock:
+            self._budgets[agent] = budget
+
+    def budget_of(self, agent: str) -> Budget | None:
+        """The budget in force for ``agent`` (its own, else the default)."""
+        return self._budgets[agent] if agent in self._budgets else self.default_budget
+
+    def add_callback(self, callback: Callable[[Anomaly], None]) -> None:
+        """Call ``callback(anomaly)`` on every anomaly (its exceptions are caught and counted)."""
+        if not callable(callback):
+            raise TypeError("callback must be callable")
+        self._callbacks.append(callback)
+
+    def remove_callback(self, callback: Callable[[Anomaly], None]) -> None:
+        """Stop calling ``callback``."""
+        self._callbacks.remove(callback)
+
+    @property
+    def callbacks(self) -> list[Callable[[Anomaly], None]]:
+        """The registered callbacks."""
+        return list(self._callbacks)
+
+    # -- checks ---------------------------------------------------------------------------
+    def check_before(self, agent: str, estimated_tokens: int | None) -> None:
+        """Raise :class:`BudgetExceeded` if an enforced budget is spent, or would be by a call
+        of ``estimated_tokens`` input tokens."""
+        budget = self.budget_of(agent)
+        if budget is None or not budget.enforce:
+            return
+        with self._lock:
+            window = self._windows.get(agent)
+            used_tokens, used_usd = 0, 0.0
+            if window is not None:
+                window.expire(time.monotonic(), budget.window_seconds)
+                used_tokens, used_usd = window.tokens, window.usd
+        expected = used_tokens + (estimated_tokens or 0)
+        if budget.tokens is not None and (used_tokens >= budget.tokens or expected > budget.tokens):
+            raise BudgetExceeded(Anomaly(agent, "budget_exceeded", expected, budget.tokens))
+        if budget.usd is not None and used_usd >= budget.usd:
+            raise BudgetExceeded(Anomaly(agent, "budget_exceeded", used_usd, budget.usd))
+
+    def observe(
+        self, agent: str, tokens: int | None, cost_usd: float | None, model: str | None = None
+    ) -> list[Anomaly]:
+        """Account one completed request and return the anomalies it triggers."""
+        found: list[Anomaly] = []
+        budget = self.budget_of(agent)
+        rule = self.spike
+        with self._lock:
+            window = self._windows.get(agent)
+            if window is None:
+                window = self._windows[agent] = _AgentWindow(
+                    token_values=_Rolling(rule.window), cost_values=_Rolling(rule.window)
+                )
+            for value, rolling, kind in (
+                (tokens, window.token_values, "token_spike"),
+                (cost_usd, window.cost_values, "cost_spike"),
+            ):
+                if value is None or rolling is None:
+                    continue
+                if len(rolling.order) >= rule.warmup and rolling.above(value, rule.factor):
+                    p95 = rolling.p95()
+                    if p95 is not None and p95 > 0 and value > rule.factor * p95:
+                        found.append(Anomaly(agent, kind, float(value), rule.factor * p95, model))  # type: ignore[arg-type]
+                rolling.add(value)
+            if budget is not None:
+                now = time.monotonic()
+                window.expire(now, budget.window_seconds)
+                window.spends.append((now, tokens or 0, cost_usd or 0.0))
+                window.tokens += tokens or 0
+                window.usd += cost_usd or 0.0
+                for resource, used, limit in (
+                    ("tokens", window.tokens, budget.tokens),
+                    ("usd", window.usd, budget.usd),
+                ):
+                    if limit is None:
+                        continue
+                    if used > limit:
+                        if resource not in window.over:  # once per crossing, not every call
+                            window.over.add(resource)
+                            found.append(Anomaly(agent, "budget_exceeded", float(used),
+                                                 float(limit), model))  # fmt: skip
+                    else:
+                        window.over.discard(resource)
+        return found

@@ -1,0 +1,198 @@
+"""Input-token estimates of requests before and while they stream, measured against actuals.
+
+The three RFC 00040 sources, the best available picked automatically, in this order:
+
+* ``delta``: the agent's last *reported* input tokens plus an estimate of only what was
+  appended since (when the request extends the previous one of the same agent and model):
+  authoritative for most of the prompt, and cheap however long the conversation grows;
+* ``exact``: tiktoken counts the whole rendered request (OpenAI models, once the encoding is
+  loaded: see :mod:`.tokenizers`);
+* ``full``: the heuristic over the whole request.
+
+Heuristic parts are corrected per model by a bounded running ratio of actual/estimate learnt
+from completed calls (the calibration, reported on the span). No provider SDK is imported.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ...request import Api, Request
+from ..state import Estimate
+from .text import JOINER_TOKENS, heuristic_tokens
+from .tokenizers import encoding_for, exact_tokens, warm_up
+
+if TYPE_CHECKING:
+    from .requests import Rendering
+
+__all__ = ["Api", "Estimator", "Request", "RequestEstimate", "count_text", "warm_up"]
+
+_CALIBRATION_WINDOW = 50
+_RATIO_BOUNDS = (0.5, 2.0)
+_JOINER = "\n"
+
+
+def count_text(text: str, model: str | None = None) -> int:
+    """Tokens of ``text``: exact for an OpenAI model whose encoding is loaded, else heuristic."""
+    encoding = encoding_for(model)
+    return exact_tokens(encoding, text) if encoding is not None else heuristic_tokens(text)
+
+
+def _count(rendering: Rendering, encoding: Any) -> tuple[int, int]:
+    """(tokens counted from texts, tokens known without a tokenizer)."""
+    texts = [t for t in rendering.texts if t]
+    if not texts:
+        return 0, rendering.fixed
+    joined = _JOINER.join(texts)
+    if encoding is not None:
+        return exact_tokens(encoding, joined) - (len(texts) - 1), rendering.fixed
+    counted = heuristic_tokens(joined) - round((len(texts) - 1) * JOINER_TOKENS)
+    return max(counted, 1), rendering.fixed
+
+
+class RequestEstimate(NamedTuple):
+    """An estimate and what the estimator needs to learn from the call's actual usage.
+
+    (A named tuple: one is made per call, and it is several times cheaper than a frozen
+    dataclass.)
+    """
+
+    estimate: Estimate
+    calibration: float | None  # the ratio applied to heuristic counts (None: none applied)
+    model: str | None
+    cursor_key: tuple[Any, ...]
+    n_messages: int
+    last_digest: int | None
+    preamble_digest: int
+    heuristic_raw: int  # heuristic-counted tokens before calibration (0 when exact/delta)
+    fixed: int
+
+
+class _Cursor(NamedTuple):
+    n_messages: int
+    last_digest: int | None
+    preamble_digest: int
+    reported_input: int
+
+
+def _digest(rendering: Rendering) -> int:  # noqa: F821 (imported lazily)
+    return hash((tuple(rendering.texts), rendering.fixed))
+
+
+_renderer: Any = None  # the requests module, loaded on the first estimate (start-up cost)
+
+
+def _load_renderer() -> Any:
+    global _renderer
+    from . import requests
+
+    _renderer = requests
+    return requests
+
+
+class _Ratios:
+    """A model's last ``window`` actual/estimate ratios and their mean (kept current on
+    every observation, so estimating reads one number)."""
+
+    __slots__ = ("values", "mean")
+
+    def __init__(self, window: int) -> None:
+        self.values: deque[float] = deque(maxlen=window)
+        self.mean: float | None = None
+
+    def add(self, ratio: float) -> None:
+        self.values.append(ratio)
+        self.mean = sum(self.values) / len(self.values)
+
+
+class Estimator:
+    """Estimates requests, keeps per-model calibration and per-agent conversation cursors."""
+
+    def __init__(self, window: int = _CALIBRATION_WINDOW, use_tokenizer: bool = True) -> None:
+        self._window = window
+        self._use_tokenizer = use_tokenizer
+        self._ratios: dict[str | None, _Ratios] = {}
+        self._cursors: dict[tuple[Any, ...], _Cursor] = {}
+        self._lock = threading.Lock()  # writers; readers take single dict look-ups
+
+    def calibration(self, model: str | None) -> float | None:
+        """The current actual/estimate ratio for ``model``'s heuristic estimates, if learnt."""
+        ratios = self._ratios.get(model)
+        return ratios.mean if ratios is not None else None
+
+    def estimate(self, request: Request, *, provider: str, agent: str = "default") -> RequestEstimate:
+        """The best available estimate of ``request``'s input tokens."""
+        renderer = _renderer or _load_renderer()
+        Rendering, render_message = renderer.Rendering, renderer.render_message
+        messages_of, render_preamble = renderer.messages_of, renderer.render_preamble
+
+        api = request.api
+        model = request.model
+        messages = messages_of(request)
+        preamble = render_preamble(request)
+        preamble_digest = _digest(preamble)
+        key = (agent, provider, model)
+        encoding = (
+            encoding_for(model) if self._use_tokenizer and api.startswith("openai") else None
+        )
+        n = len(messages)
+        ratio = None if encoding is not None else self.calibration(model)
+        cursor = self._cursors.get(key)
+        if (
+            cursor is not None
+            and 0 < cursor.n_messages < n
+            and cursor.preamble_digest == preamble_digest
+            and _digest(render_message(api, messages[cursor.n_messages - 1], model))
+            == cursor.last_digest
+        ):  # delta: the reported input plus only what was appended since
+            appended = Rendering()
+            last = None
+            for message in messages[cursor.n_messages :]:
+                last = render_message(api, message, model)
+                appended.add(last)
+            counted, fixed = _count(appended, encoding)
+            scaled = round(counted * ratio) if ratio else counted
+            tokens = cursor.reported_input + scaled + fixed
+            return RequestEstimate(Estimate(tokens, "delta"), ratio, model, key, n,
+                                   _digest(last), preamble_digest, 0, fixed)  # type: ignore[arg-type]  # fmt: skip
+
+        rendering = Rendering()  # the whole request, for exact or full
+        rendering.add(preamble)
+        last = None
+        for message in messages:
+            last = render_message(api, message, model)
+            rendering.add(last)
+        last_digest = _digest(last) if last is not None else None
+        if encoding is not None:  # exact: the tokenizer over the whole request
+            counted, fixed = _count(rendering, encoding)
+            return RequestEstimate(Estimate(counted + fixed, "exact"), None, model, key, n,
+                                   last_digest, preamble_digest, 0, fixed)  # fmt: skip
+
+        counted, fixed = _count(rendering, None)
+        scaled = round(counted * ratio) if ratio else counted
+        return RequestEstimate(Estimate(scaled + fixed, "full"), ratio, model, key, n,
+                               last_digest, preamble_digest, counted, fixed)  # fmt: skip
+
+    def observe(self, estimate: RequestEstimate, reported_input: int | None) -> None:
+        """Learn from a completed call: the calibration (from ``full`` estimates) and the
+        agent's cursor for later ``delta`` estimates. ``reported_input`` must be reported."""
+        if reported_input is None or reported_input <= 0:
+            return
+        cursor = _Cursor(
+            estimate.n_messages, estimate.last_digest, estimate.preamble_digest, reported_input
+        )
+        with self._lock:
+            self._cursors[estimate.cursor_key] = cursor
+            if estimate.estimate.source == "full" and estimate.heuristic_raw > 0:
+                ratio = (reported_input - estimate.fixed) / estimate.heuristic_raw
+                ratio = min(max(ratio, _RATIO_BOUNDS[0]), _RATIO_BOUNDS[1])
+                ratios = self._ratios.get(estimate.model)
+                if ratios is None:
+                    ratios = self._ratios[estimate.model] = _Ratios(self._window)
+                ratios.add(ratio)
+
+    def output_tokens(self, text: str, model: str | None) -> int:
+        """Estimated output tokens of streamed text (a stream that ended without usage)."""
+        return count_text(text, model)

@@ -1,0 +1,332 @@
+"""What a request contains, as countable pieces: one renderer per API, shared by every caller.
+
+Seed 003: an agent under-counted assistant turns 2-15x because its estimate skipped the
+tool-call envelope (4 tool calls: 73 estimated vs 1,090 real) and a second call site kept its
+own, drifting copy. Here every message, whatever its shape (a dict or an SDK object, read
+with :func:`field`), goes through :func:`render_message`, which counts text and content
+parts, every tool call's whole envelope (id, type, name, arguments and the JSON around
+them), tool results, images and the per-message framing. Tool definitions sent with the
+request are rendered once per request.
+
+A rendering is a list of texts to tokenize plus tokens known without a tokenizer (framing,
+images); the tokenizer (exact or heuristic) is applied by the caller.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field as dc_field
+from typing import Any, Iterable, Sequence
+
+from .images import (
+    anthropic_image_tokens,
+    openai_image_tokens,
+    size_from_base64,
+)
+
+__all__ = ["Api", "Rendering", "Request", "field", "render_message", "render_request"]
+
+from ...request import Api, Request  # noqa: E402  (re-exported: the renderer's input)
+
+# Framing, in tokens: OpenAI's published counting recipe for chat messages (3 per message,
+# 1 per name, 3 to prime the reply); the rest measured on recorded API traffic (the shared
+# cassettes), where each constant is the consistent residual of one feature.
+OPENAI_PER_MESSAGE = 3
+OPENAI_PER_NAME = 1
+OPENAI_REPLY_PRIMING = 3
+RESPONSES_REPLY_PRIMING = 4
+OPENAI_TOOLS_OVERHEAD = 8  # wrapping of the function namespace
+OPENAI_PER_TOOL_CALL = 12  # the rendering of one call around its name and arguments
+OPENAI_PER_TOOL_RESULT = 5  # a tool result's framing beyond a message's
+ANTHROPIC_PER_MESSAGE = 4
+ANTHROPIC_REQUEST_OVERHEAD = 4
+ANTHROPIC_TOOL_SYSTEM_PROMPT = 346  # Anthropic's documented tool-use system prompt (auto)
+ANTHROPIC_PER_TOOL_USE = 10
+ANTHROPIC_PER_TOOL_RESULT = 6
+ANTHROPIC_THINKING_PROMPT = 30  # the system text extended thinking adds (measured)
+STRUCTURED_OUTPUT_OVERHEAD = 0  # the schema's JSON is all a response format costs (measured)
+
+
+@dataclass
+class Rendering:
+    """Texts to tokenize and tokens already known, for a request or one message."""
+
+    texts: list[str] = dc_field(default_factory=list)
+    fixed: int = 0
+
+    def add(self, other: Rendering) -> None:
+        self.texts.extend(other.texts)
+        self.fixed += other.fixed
+
+
+def field(obj: Any, name: str, default: Any = None) -> Any:
+    """``obj[name]`` for mappings, ``obj.name`` for SDK objects (pydantic models and the like)."""
+    if obj is None:
+        return default
+    if isinstance(obj, dict):
+        return obj.get(name, default)
+    return getattr(obj, name, default)
+
+
+def _as_json(value: Any) -> str:
+    """Compact JSON of a dict/list/SDK object (tool arguments, schemas, ``input`` blocks)."""
+    if isinstance(value, str):
+        return value
+    if hasattr(value, "model_dump"):
+        value = value.model_dump(exclude_none=True)
+    try:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _iter(value: Any) -> Iterable[Any]:
+    if value is None or isinstance(value, (str, bytes, dict)):
+        return ()
+    try:
+        return iter(value)
+    except TypeError:
+        return ()
+
+
+# -- OpenAI -------------------------------------------------------------------------------
+def _openai_part(part: Any, out: Rendering, model: str | None) -> None:
+    kind = field(part, "type")
+    if isinstance(part, str):
+        out.texts.append(part)
+    elif kind in ("text", "input_text", "output_text", "refusal"):
+        out.texts.append(field(part, "text") or field(part, "refusal") or "")
+    elif kind in ("image_url", "input_image"):
+        image = field(part, "image_url")
+        url = field(image, "url") if not isinstance(image, str) else image
+        detail = field(image, "detail") if not isinstance(image, str) else field(part, "detail")
+        size = size_from_base64(url) if isinstance(url, str) and url.startswith("data:") else None
+        out.fixed += openai_image_tokens(size, detail, model)
+    elif kind in ("input_audio", "input_file", "file"):
+        out.texts.append(_as_json(part))  # no formula published: count what is sent
+    elif part is not None:
+        text = field(part, "text")
+        out.texts.append(text if isinstance(text, str) else _as_json(part))
+
+
+def _openai_content(content: Any, out: Rendering, model: str | None) -> None:
+    if isinstance(content, str):
+        out.texts.append(content)
+        return
+    for part in _iter(content):
+        _openai_part(part, out, model)
+
+
+def _openai_tool_call(call: Any, out: Rendering) -> None:
+    """One tool call's envelope as OpenAI renders it: the function name, the arguments and
+    the syntax around them (OPENAI_PER_TOOL_CALL). OpenAI does not show the model call ids:
+    recorded usage confirms it, so ids are not counted here."""
+    function = field(call, "function")
+    name = field(function, "name") if function is not None else field(call, "name")
+    arguments = field(function, "arguments") if function is not None else field(call, "arguments")
+    out.texts.append(name or "")
+    out.texts.append(_as_json(arguments or ""))
+    out.fixed += OPENAI_PER_TOOL_CALL
+
+
+def _openai_chat_message(message: Any, model: str | None) -> Rendering:
+    out = Rendering(fixed=OPENAI_PER_MESSAGE)
+    out.texts.append(field(message, "role") or "")
+    if field(message, "name"):
+        out.texts.append(field(message, "name"))
+        out.fixed += OPENAI_PER_NAME
+    _openai_content(field(message, "content"), out, model)
+    if field(message, "role") == "tool" or field(message, "tool_call_id"):
+        out.fixed += OPENAI_PER_TOOL_RESULT
+    for call in _iter(field(message, "tool_calls")):
+        _openai_tool_call(call, out)
+    legacy = field(message, "function_call")
+    if legacy is not None:
+        _openai_tool_call({"function": legacy}, out)
+    return out
+
+
+def _responses_item(item: Any, model: str | None) -> Rendering:
+    kind = field(item, "type")
+    if kind in ("function_call", "custom_tool_call"):
+        out = Rendering(fixed=OPENAI_PER_MESSAGE)
+        _openai_tool_call(item, out)
+        return out
+    if kind in ("function_call_output", "custom_tool_call_output"):
+        out = Rendering(fixed=OPENAI_PER_MESSAGE + OPENAI_PER_TOOL_RESULT)
+        output = field(item, "output")
+        if isinstance(output, str):
+            out.texts.append(output)
+        else:
+            _openai_content(output, out, model)
+        return out
+    if kind == "reasoning":  # encrypted or summarized reasoning carried between turns
+        out = Rendering(fixed=OPENAI_PER_MESSAGE)
+        for summary in _iter(field(item, "summary")):
+            out.texts.append(field(summary, "text") or "")
+        return out
+    return _openai_chat_message(item, model)  # messages: {"role", "content"}
+
+
+def _ts_type(schema: Any, indent: str) -> str:
+    """A JSON-schema type as the TypeScript-like text OpenAI renders functions with."""
+    if not isinstance(schema, dict):
+        return "any"
+    if "enum" in schema:
+        return " | ".join(json.dumps(v) for v in schema["enum"])
+    kind = schema.get("type")
+    if kind == "array":
+        return f"{_ts_type(schema.get('items'), indent)}[]"
+    if kind == "object" or "properties" in schema:
+        return "{\n" + _ts_properties(schema, indent + "  ") + indent + "}"
+    if kind in ("integer", "number"):
+        return "number"
+    if isinstance(kind, list):
+        return " | ".join(str(k) for k in kind)
+    return str(kind or "any")
+
+
+def _ts_properties(schema: dict[str, Any], indent: str) -> str:
+    required = set(schema.get("required") or ())
+    lines = []
+    for name, prop in (schema.get("properties") or {}).items():
+        if isinstance(prop, dict) and prop.get("description"):
+            lines.append(f"{indent}// {prop['description']}\n")
+        optional = "" if name in required else "?"
+        lines.append(f"{indent}{name}{optional}: {_ts_type(prop, indent)},\n")
+    return "".join(lines)
+
+
+def _openai_tools(tools: Any) -> Rendering:
+    """Function definitions, rendered the way OpenAI presents them to the model."""
+    out = Rendering()
+    parts = []
+    for tool in _iter(tools):
+        function = field(tool, "function") or tool  # chat: {"type","function"}; responses: flat
+        if hasattr(function, "model_dump"):
+            function = function.model_dump(exclude_none=True)
+        if not isinstance(function, dict):
+            continue
+        name = function.get("name") or function.get("type") or "tool"
+        doc = f"// {function['description']}\n" if function.get("description") else ""
+        params = function.get("parameters") or {}
+        body = _ts_properties(params, "") if isinstance(params, dict) else ""
+        parts.append(f"{doc}type {name} = (_: {{\n{body}}}) => any;\n")
+    if parts:
+        out.texts.append("namespace functions {\n\n" + "\n".join(parts) + "\n} // namespace functions")
+        out.fixed += OPENAI_TOOLS_OVERHEAD
+    return out
+
+
+# -- Anthropic ----------------------------------------------------------------------------
+def _anthropic_blocks(content: Any, out: Rendering) -> None:
+    if isinstance(content, str):
+        out.texts.append(content)
+        return
+    for block in _iter(content):
+        kind = field(block, "type")
+        if isinstance(block, str):
+            out.texts.append(block)
+        elif kind == "text":
+            out.texts.append(field(block, "text") or "")
+        elif kind == "image":
+            source = field(block, "source")
+            data = field(source, "data") if field(source, "type") == "base64" else None
+            out.fixed += anthropic_image_tokens(size_from_base64(data) if data else None)
+        elif kind in ("tool_use", "server_tool_use"):
+            out.texts.append(f'{field(block, "id") or ""}{field(block, "name") or ""}')
+            out.texts.append(_as_json(field(block, "input") or {}))
+            out.fixed += ANTHROPIC_PER_TOOL_USE
+        elif kind == "tool_result":
+            out.texts.append(field(block, "tool_use_id") or "")
+            _anthropic_blocks(field(block, "content"), out)
+            out.fixed += ANTHROPIC_PER_TOOL_RESULT
+        elif kind in ("thinking", "redacted_thinking"):
+            out.texts.append(field(block, "thinking") or "")
+        elif kind == "document":
+            source = field(block, "source")
+            out.texts.append(field(source, "data") if field(source, "type") == "text" else "")
+        elif block is not None:
+            out.texts.append(_as_json(block))
+
+
+def _anthropic_message(message: Any) -> Rendering:
+    out = Rendering(fixed=ANTHROPIC_PER_MESSAGE)
+    _anthropic_blocks(field(message, "content"), out)
+    return out
+
+
+def _anthropic_tools(tools: Any) -> Rendering:
+    out = Rendering()
+    for tool in _iter(tools):
+        out.texts.append(_as_json(tool))
+    if out.texts:
+        out.fixed += ANTHROPIC_TOOL_SYSTEM_PROMPT
+    return out
+
+
+# -- requests -----------------------------------------------------------------------------
+def render_message(api: Api, message: Any, model: str | None = None) -> Rendering:
+    """One message or input item, whatever its API and shape: THE helper every caller uses."""
+    if api == "anthropic_messages":
+        return _anthropic_message(message)
+    if api == "openai_responses":
+        if isinstance(message, str):
+            return Rendering(texts=[message], fixed=OPENAI_PER_MESSAGE)
+        return _responses_item(message, model)
+    if api == "openai_embeddings":
+        return Rendering(texts=[message if isinstance(message, str) else _as_json(message)])
+    return _openai_chat_message(message, model)
+
+
+def messages_of(request: Request) -> Sequence[Any]:
+    """The request's messages as a sequence (a Responses string input is one item)."""
+    messages = request.messages
+    if type(messages) is list or type(messages) is tuple:  # the common case, before the ABC check
+        return messages
+    if isinstance(messages, (str, bytes)):
+        return [messages]
+    if messages is None:
+        return []
+    return messages if isinstance(messages, Sequence) else list(_iter(messages))
+
+
+def render_preamble(request: Request) -> Rendering:
+    """Everything but the messages: system prompt, tool definitions, request framing."""
+    out = Rendering()
+    if request.api == "anthropic_messages":
+        out.fixed += ANTHROPIC_REQUEST_OVERHEAD
+        if request.system:
+            _anthropic_blocks(request.system, out)
+        out.add(_anthropic_tools(request.tools))
+        if request.thinking:
+            out.fixed += ANTHROPIC_THINKING_PROMPT
+    elif request.api in ("openai_chat", "openai_responses"):
+        out.fixed += RESPONSES_REPLY_PRIMING if request.api == "openai_responses" else OPENAI_REPLY_PRIMING
+        if request.system:  # Responses `instructions`: a system message
+            out.texts.append(request.system if isinstance(request.system, str) else _as_json(request.system))
+            out.fixed += OPENAI_PER_MESSAGE
+        out.add(_openai_tools(request.tools))
+    if request.response_format is not None:
+        schema = _structured_schema(request.response_format)
+        if schema is not None:
+            out.texts.append(schema)
+            out.fixed += STRUCTURED_OUTPUT_OVERHEAD
+    return out
+
+
+def _structured_schema(response_format: Any) -> str | None:
+    """The JSON schema of a structured-output request (chat ``response_format`` or Responses
+    ``text.format``), as the text the model is shown."""
+    fmt = field(response_format, "format") or response_format  # Responses: {"format": {...}}
+    if field(fmt, "type") != "json_schema":
+        return None
+    schema = field(field(fmt, "json_schema"), "schema") or field(fmt, "schema")
+    return _as_json(schema) if schema is not None else None
+
+
+def render_request(request: Request) -> tuple[Rendering, list[Rendering]]:
+    """The preamble and each message, rendered."""
+    return render_preamble(request), [
+        render_message(request.api, m, request.model) for m in messages_of(request)
+    ]

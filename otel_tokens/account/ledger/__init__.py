@@ -1,0 +1,566 @@
+"""`UsageLedger`: per-request usage history with cumulative and lifetime totals (seed 004).
+
+The seed's recommended "history array + totals" design, all four phases:
+
+* one record per finalized request;
+* ``cumulative`` totals follow checkpoints and rollbacks, ``lifetime`` totals never go down;
+* streaming updates of one request replace each other (providers send running totals), and
+  ``cumulative`` reads as the finalized sum plus the in-flight values, so the seed's
+  overwrite-the-total bug cannot happen; finalizing adds a request exactly once;
+* rollback to a request index, request id or timestamp; checkpoint/restore;
+* statistics (count, sum, mean, min, max, p50/p90/p95/p99), cost by model, totals over a
+  time range, top-N most expensive requests;
+* bounded history (``max_history``): totals stay exact after eviction, and anything that
+  would need evicted history raises :class:`HistoryEvictedError` instead of a wrong total;
+* optional SQLite persistence.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import os
+import secrets
+import threading
+import time
+from typing import Any, Hashable, Iterator
+
+from ...errors import HistoryEvictedError, LedgerError, LedgerPersistenceError
+from ...usage import TOKEN_CLASSES, USAGE_SOURCES, Usage, check_amount
+from .history import History
+from .records import (
+    COST_SCALE,
+    Checkpoint,
+    ClassStats,
+    TotalsAccumulator,
+    UsageRecord,
+    UsageTotals,
+    scaled_values,
+)
+from .stats import RankWindow, check_percentile, class_stats
+
+__all__ = [
+    "Checkpoint",
+    "ClassStats",
+    "UsageLedger",
+    "UsageRecord",
+    "UsageTotals",
+]
+
+#: Figures that statistics, percentiles and top-N can be computed over.
+FIGURES: tuple[str, ...] = (*TOKEN_CLASSES, "total_tokens", "cost_usd", "premium_requests")
+
+_ledger_ids = itertools.count(1)
+#: Past this many evictions since the last query a new window is cheaper than counting them out.
+_MAX_INCREMENTAL_REMOVALS = 128
+#: A partial window is rebuilt once more than 1/this of the history is new since it was
+#: placed: counting that many values in one by one costs more, and its ranks have drifted.
+_NEW_FRACTION_REBUILDS = 8
+
+
+def _as_id(value: int | str | None, bits: int, name: str) -> int:
+    """A trace/span id given as int or hex string, as an int (0 = none)."""
+    if value is None:
+        return 0
+    if isinstance(value, str):
+        try:
+            value = int(value, 16)
+        except ValueError:
+            raise ValueError(f"{name} must be a hex string or int, got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 1 << bits:
+        raise ValueError(f"{name} must be a {bits}-bit id, got {value!r}")
+    return value
+
+
+class UsageLedger:
+    """History and totals of one agent's requests; thread-safe.
+
+    ``max_history`` bounds the in-memory history (None: unbounded). ``path`` persists every
+    record to SQLite under ``name`` (many ledgers can share a file); on open the history and
+    the cumulative and lifetime totals are restored.
+    """
+
+    def __init__(
+        self,
+        name: str = "default",
+        *,
+        max_history: int | None = None,
+        path: str | os.PathLike[str] | None = None,
+        busy_timeout: float = 5.0,
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"ledger name must be a non-empty string, got {name!r}")
+        if max_history is not None and (
+            isinstance(max_history, bool) or not isinstance(max_history, int) or max_history < 1
+        ):
+            raise ValueError(f"max_history must be a positive integer or None, got {max_history!r}")
+        self.name = name
+        self.max_history = max_history
+        self._id = next(_ledger_ids)
+        self._lock = threading.Lock()
+        self._history = History()
+        self._cumulative = TotalsAccumulator()  # finalized, current timeline (evicted included)
+        self._discarded = TotalsAccumulator()  # rolled back: in lifetime, not in cumulative
+        self._evicted = 0
+        self._evicted_last_ts = -math.inf
+        self._evicted_last_lid = 0  # local id of the newest evicted record
+        self._next_lid = 1
+        self._id_prefix = f"{secrets.token_hex(4)}-"
+        self._model_cost: dict[str | None, list[int]] = {}  # model -> [scaled cost, count]
+        self._in_flight: dict[Hashable, Usage] = {}
+        self._truncations = 0  # rollbacks that removed records (reset percentile caches)
+        # figure -> (window, physical lo, physical hi, (compactions, truncations)) it reflects
+        self._windows: dict[str, tuple[RankWindow, int, int, tuple[int, int]]] = {}
+        self._store: Any = None  # a SqliteStore when persisted
+        self._pending: dict[int, list[Any]] = {}  # lid -> row not yet written (last item: active)
+        self._pending_deactivate: list[int] = []
+        if path is not None:
+            from .sqlite import SqliteStore  # sqlite3 only when persistence is asked for
+
+            self._store = SqliteStore(path, name, busy_timeout)
+            try:
+                self._load()
+            except BaseException:
+                self._store.close()
+                raise
+
+    # -- recording ------------------------------------------------------------------------
+    def append(
+        self,
+        usage: Usage,
+        *,
+        cost_usd: float | None = None,
+        request_id: str | None = None,
+        timestamp: float | None = None,
+        trace_id: int | str | None = None,
+        span_id: int | str | None = None,
+    ) -> int:
+        """Record one finalized request; returns its index in the timeline.
+
+        ``cost_usd`` is the request's cost (computed by pricing); it defaults to the cost the
+        backend reported in ``usage``. With persistence on, a write failure raises
+        :class:`LedgerPersistenceError` *after* the record is kept in memory and queued.
+        """
+        if type(usage) is not Usage:
+            raise TypeError(f"usage must be a Usage, got {type(usage).__name__}")
+        if cost_usd is None:
+            cost = usage.cost_usd
+        elif type(cost_usd) is float and 0.0 <= cost_usd < math.inf:
+            cost = cost_usd
+        else:
+            cost = check_amount("cost_usd", cost_usd)
+        if timestamp is None:
+            timestamp = time.time()
+        elif isinstance(timestamp, bool) or not isinstance(timestamp, (int, float)) or not (
+            math.isfinite(timestamp)
+        ):
+            raise ValueError(f"timestamp must be finite seconds since the epoch, got {timestamp!r}")
+        if request_id is not None and not isinstance(request_id, str):
+            raise ValueError(f"request_id must be a string or None, got {request_id!r}")
+        trace = _as_id(trace_id, 128, "trace_id") if trace_id is not None else 0
+        span = _as_id(span_id, 64, "span_id") if span_id is not None else 0
+        with self._lock:
+            index = self._append_locked(usage, cost, float(timestamp), request_id, trace, span)
+            if self._store is not None:
+                self._flush_locked()
+        return index
+
+    def _append_locked(
+        self,
+        usage: Usage,
+        cost: float | None,
+        ts: float,
+        request_id: str | None,
+        trace: int,
+        span: int,
+        rowid: int = -1,
+        persist: bool = True,
+    ) -> int:
+        scaled = scaled_values(usage, cost)  # first: if it cannot be computed, nothing changed
+        lid = self._next_lid
+        self._next_lid = lid + 1
+        tokens = (
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            usage.reasoning_tokens,
+        )
+        self._history.append(
+            lid, ts, tokens, cost, usage.premium_requests, usage.model, usage.provider,
+            usage.source, trace, span, request_id, rowid,
+        )  # fmt: skip
+        self._cumulative.add(scaled)
+        if scaled[5] is not None:
+            entry = self._model_cost.get(usage.model)
+            if entry is None:
+                self._model_cost[usage.model] = [scaled[5], 1]
+            else:
+                entry[0] += scaled[5]
+                entry[1] += 1
+        if persist and self._store is not None:
+            self._pending[lid] = [
+                request_id if request_id is not None else f"{self._id_prefix}{lid:x}",
+                ts, usage.model, usage.provider, usage.source, *tokens, cost,
+                usage.premium_requests, f"{trace:032x}" if trace else None,
+                f"{span:016x}" if span else None, 1,
+            ]  # fmt: skip
+        if self.max_history is not None and len(self._history) > self.max_history:
+            h = self._history
+            p = h.physical(0)
+            if h.ts[p] > self._evicted_last_ts:
+                self._evicted_last_ts = h.ts[p]
+            self._evicted_last_lid = h.lid[p]
+            h.evict_front()
+            self._evicted += 1
+        return self._evicted + len(self._history) - 1
+
+    # -- streaming ------------------------------------------------------------------------
+    def stream_update(self, key: Hashable, usage: Usage) -> None:
+        """Set the running usage of in-flight request ``key`` (replaces the previous value)."""
+        if type(usage) is not Usage:
+            raise TypeError(f"usage must be a Usage, got {type(usage).__name__}")
+        with self._lock:
+            self._in_flight[key] = usage
+
+    def stream_finalize(self, key: Hashable, usage: Usage | None = None, **record: Any) -> int:
+        """Finalize in-flight request ``key`` exactly once, with its last running value
+        (or ``usage`` when given); ``record`` takes :meth:`append`'s keyword arguments."""
+        with self._lock:
+            last = self._in_flight.pop(key, None)
+        final = usage if usage is not None else last
+        if final is None:
+            raise LedgerError(f"no in-flight request {key!r} to finalize and no usage given")
+        return self.append(final, **record)
+
+    def stream_discard(self, key: Hashable) -> Usage | None:
+        """Forget in-flight request ``key`` without recording it; returns its last value."""
+        with self._lock:
+            return self._in_flight.pop(key, None)
+
+    @property
+    def in_flight(self) -> dict[Hashable, Usage]:
+        """A copy of the running usage of every in-flight request."""
+        with self._lock:
+            return dict(self._in_flight)
+
+    # -- totals ---------------------------------------------------------------------------
+    def _with_in_flight(self, acc: TotalsAccumulator) -> UsageTotals:
+        if self._in_flight:
+            acc = acc.copy()
+            for usage in self._in_flight.values():
+                acc.add(scaled_values(usage, usage.cost_usd))
+        return acc.freeze()
+
+    @property
+    def cumulative(self) -> UsageTotals:
+        """Totals of the current timeline (follows rollbacks), in-flight requests included."""
+        with self._lock:
+            return self._with_in_flight(self._cumulative)
+
+    @property
+    def lifetime(self) -> UsageTotals:
+        """Everything ever consumed (never reduced by rollbacks), in-flight included."""
+        with self._lock:
+            acc = self._cumulative.copy()
+            acc.merge(self._discarded)
+            return self._with_in_flight(acc)
+
+    # -- history --------------------------------------------------------------------------
+    def __len__(self) -> int:
+        """Records retained in memory (evicted ones not counted)."""
+        return len(self._history)
+
+    @property
+    def evicted(self) -> int:
+        """How many of the oldest records the bounded history has dropped."""
+        return self._evicted
+
+    def history(self) -> list[UsageRecord]:
+        """Every retained record, oldest first."""
+        with self._lock:
+            return [self._record(p) for p in range(len(self._history))]
+
+    def __iter__(self) -> Iterator[UsageRecord]:
+        return iter(self.history())
+
+    def recent(self, n: int) -> list[UsageRecord]:
+        """The ``n`` newest records, oldest first."""
+        if n < 0:
+            raise ValueError(f"n must not be negative, got {n}")
+        with self._lock:
+            size = len(self._history)
+            return [self._record(p) for p in range(max(0, size - n), size)]
+
+    def _record(self, position: int) -> UsageRecord:
+        return self._history.record(position, self._evicted + position, self._id_prefix)
+
+    # -- checkpoints and rollback ---------------------------------------------------------
+    def checkpoint(self) -> Checkpoint:
+        """An opaque restore point for :meth:`restore`."""
+        with self._lock:
+            h = self._history
+            last = h.lid[h.physical(len(h) - 1)] if len(h) else self._evicted_last_lid
+            return Checkpoint(self._id, last)
+
+    def restore(self, checkpoint: Checkpoint) -> list[UsageRecord]:
+        """Return cumulative totals and history to ``checkpoint`` (lifetime is kept, as the
+        seed's ``setState``); returns the records removed."""
+        if not isinstance(checkpoint, Checkpoint) or checkpoint._ledger_id != self._id:
+            raise LedgerError("restore() needs a checkpoint taken from this same ledger")
+        last = checkpoint._last_lid
+        with self._lock:
+            position = self._history.find_lid(last) if last else None
+            if position is not None:
+                return self._truncate_locked(position + 1)
+            if last == self._evicted_last_lid:  # the timeline ended at the newest evicted record
+                return self._truncate_locked(0)
+            if last < self._evicted_last_lid:
+                raise HistoryEvictedError(
+                    "cannot restore: records after the checkpoint were evicted "
+                    f"(max_history={self.max_history})"
+                )
+            raise LedgerError(
+                "cannot restore: a rollback already removed the request this checkpoint "
+                "was taken after"
+            )
+
+    def rollback_to_index(self, index: int) -> list[UsageRecord]:
+        """Undo every request from timeline ``index`` on (back to just before it)."""
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise TypeError(f"index must be an int, got {type(index).__name__}")
+        with self._lock:
+            end = self._evicted + len(self._history)
+            if index < 0 or index > end:
+                raise LedgerError(f"request index {index} is outside the timeline 0..{end}")
+            if index < self._evicted:
+                raise HistoryEvictedError(
+                    f"cannot roll back to request {index}: requests before {self._evicted} "
+                    f"were evicted (max_history={self.max_history})"
+                )
+            return self._truncate_locked(index - self._evicted)
+
+    def rollback_to_request_id(self, request_id: str) -> list[UsageRecord]:
+        """Undo request ``request_id`` and every request after it."""
+        with self._lock:
+            h = self._history
+            position = None
+            if request_id.startswith(self._id_prefix):
+                try:
+                    position = h.find_lid(int(request_id[len(self._id_prefix) :], 16))
+                except ValueError:
+                    position = None
+                if position is not None and h.request_ids[h.physical(position)] is not None:
+                    position = None  # an explicit id that merely looks generated
+            if position is None:
+                ids = h.request_ids
+                for p in range(len(h) - 1, -1, -1):  # newest first: undo the latest match
+                    if ids[h.physical(p)] == request_id:
+                        position = p
+                        break
+            if position is None:
+                hint = f" ({self._evicted} older requests were evicted)" if self._evicted else ""
+                raise LedgerError(f"no request with id {request_id!r} in the history{hint}")
+            return self._truncate_locked(position)
+
+    def rollback_to_timestamp(self, timestamp: float) -> list[UsageRecord]:
+        """Return to the ledger as it was at ``timestamp``: the first request recorded after
+        that moment and every request following it are undone."""
+        with self._lock:
+            if self._evicted and self._evicted_last_ts > timestamp:
+                raise HistoryEvictedError(
+                    f"cannot roll back to {timestamp}: evicted requests are newer than that "
+                    f"(max_history={self.max_history})"
+                )
+            h = self._history
+            ts = h.ts
+            for p in range(len(h)):
+                if ts[h.physical(p)] > timestamp:
+                    return self._truncate_locked(p)
+            return []
+
+    def _truncate_locked(self, position: int) -> list[UsageRecord]:
+        h = self._history
+        removed = [self._record(p) for p in range(position, len(h))]
+        for p in range(position, len(h)):
+            phys = h.physical(p)
+            scaled = scaled_values(h.usage(phys), h.amount(h.cost, phys))
+            self._cumulative.add(scaled, -1)
+            self._discarded.add(scaled)
+            if scaled[5] is not None:
+                entry = self._model_cost[h.labels[h.model[phys]]]
+                entry[0] -= scaled[5]
+                entry[1] -= 1
+            if self._store is not None:
+                pending = self._pending.get(h.lid[phys])
+                if pending is not None:
+                    pending[-1] = 0
+                else:
+                    self._pending_deactivate.append(h.rowid[phys])
+        h.truncate(position)
+        if removed:
+            self._truncations += 1
+            if self._store is not None:
+                self._flush_locked()
+        return removed
+
+    # -- statistics -----------------------------------------------------------------------
+    def _window(self, figure: str, q: float | None) -> RankWindow:
+        """A window of the known values of ``figure`` over the retained history that holds
+        the ranks of the ``q``-th percentile (every value when ``q`` is None).
+
+        Cached per figure and brought up to date incrementally: values of new records are
+        counted in and those of evicted records (still physically present until the next
+        compaction) counted out. Only a first query, a query whose ranks drifted out of the
+        window, a compaction, a rollback or a burst of evictions builds a new one, and for a
+        percentile that is an exact selection in two passes, not a full sort.
+        """
+        if figure not in FIGURES:
+            raise ValueError(f"unknown figure {figure!r}; choose from {', '.join(FIGURES)}")
+        h = self._history
+        lo, hi = h.start, len(h.lid)
+        version = (h.compactions, self._truncations)
+        cached = self._windows.get(figure)
+        window = None
+        if cached is not None and cached[3] == version:
+            window, old_lo, old_hi = cached[0], cached[1], cached[2]
+            new_lo = max(lo, old_hi)  # records appended and evicted since were never counted in
+            if lo - old_lo > _MAX_INCREMENTAL_REMOVALS or (
+                not window.complete and (hi - new_lo) * _NEW_FRACTION_REBUILDS > hi - lo
+            ):
+                window = None
+            else:
+                if lo > old_lo:
+                    window.remove(h.values(figure, old_lo, min(lo, old_hi)))
+                if hi > new_lo:
+                    window.add(h.values(figure, new_lo, hi))
+        if window is None or not window.covers(q):
+            window = RankWindow.around(h.values(figure, lo, hi), q)
+        self._windows[figure] = (window, lo, hi, version)
+        return window
+
+    def percentile(self, figure: str, q: float) -> float | None:
+        """The ``q``-th percentile (0..100) of ``figure`` over the retained history."""
+        check_percentile(q)
+        with self._lock:
+            return self._window(figure, q).percentile(q)
+
+    def statistics(self) -> dict[str, ClassStats]:
+        """Count, sum, mean, min, max and p50/p90/p95/p99 of every figure (retained history)."""
+        with self._lock:
+            return {figure: class_stats(self._window(figure, None).values) for figure in FIGURES}
+
+    def cost_by_model(self) -> dict[str | None, float]:
+        """USD per model over the whole current timeline (exact, evicted requests included)."""
+        with self._lock:
+            return {m: c / COST_SCALE for m, (c, n) in self._model_cost.items() if n > 0}
+
+    def totals_between(self, start: float | None = None, end: float | None = None) -> UsageTotals:
+        """Totals of the requests with ``start <= timestamp < end`` (None: unbounded)."""
+        lo = -math.inf if start is None else start
+        hi = math.inf if end is None else end
+        with self._lock:
+            if self._evicted and lo <= self._evicted_last_ts:
+                raise HistoryEvictedError(
+                    "the range reaches into evicted history; its total would be wrong "
+                    f"(max_history={self.max_history})"
+                )
+            h = self._history
+            acc = TotalsAccumulator()
+            ts = h.ts
+            for phys in h.positions():
+                if lo <= ts[phys] < hi:
+                    acc.add(scaled_values(h.usage(phys), h.amount(h.cost, phys)))
+            return acc.freeze()
+
+    def top(self, n: int = 10, by: str = "cost_usd") -> list[UsageRecord]:
+        """The ``n`` retained requests with the largest ``by`` (unknown values excluded)."""
+        if by not in FIGURES:
+            raise ValueError(f"unknown figure {by!r}; choose from {', '.join(FIGURES)}")
+        with self._lock:
+            h = self._history
+            keyed = []
+            for p in range(len(h)):
+                value = h.figure(h.physical(p), by)
+                if value is not None:
+                    keyed.append((value, p))
+            return [self._record(p) for _, p in heapq.nlargest(n, keyed)]
+
+    # -- persistence ----------------------------------------------------------------------
+    @property
+    def path(self) -> str | None:
+        """The SQLite file this ledger persists to, if any."""
+        return self._store.path if self._store is not None else None
+
+    @property
+    def pending_writes(self) -> int:
+        """Records and rollbacks kept in memory because the file could not be written yet."""
+        with self._lock:
+            return len(self._pending) + len(self._pending_deactivate)
+
+    def flush(self) -> None:
+        """Write whatever a failed write left pending; raises if the file is still unusable."""
+        with self._lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if self._store is None or not (self._pending or self._pending_deactivate):
+            return
+        lids = list(self._pending)
+        rowids = self._store.write(list(self._pending.values()), self._pending_deactivate)
+        h = self._history
+        for lid, rowid in zip(lids, rowids):
+            position = h.find_lid(lid)
+            if position is not None:
+                h.rowid[h.physical(position)] = rowid
+        self._pending.clear()
+        self._pending_deactivate = []
+
+    def _load(self) -> None:
+        assert self._store is not None
+        for rowid, row in self._store.load():
+            (rid, ts, model, provider, source, i, o, cr, cw, r, cost, prem, trace, span, active) = row
+            if source not in USAGE_SOURCES:
+                raise LedgerPersistenceError(
+                    f"usage ledger {self._store.path!r}: row {rowid} has unknown source {source!r}"
+                )
+            try:
+                usage = Usage(
+                    input_tokens=i, output_tokens=o, cache_read_tokens=cr, cache_write_tokens=cw,
+                    reasoning_tokens=r, premium_requests=prem, model=model, provider=provider,
+                    source=source,
+                )  # fmt: skip
+                cost = check_amount("cost_usd", cost)
+            except ValueError as exc:
+                raise LedgerPersistenceError(
+                    f"usage ledger {self._store.path!r}: row {rowid} is invalid: {exc}"
+                ) from None
+            if active:
+                self._append_locked(
+                    usage, cost, ts, rid, _as_id(trace, 128, "trace_id"),
+                    _as_id(span, 64, "span_id"), rowid=rowid, persist=False,
+                )  # fmt: skip
+            else:
+                self._discarded.add(scaled_values(usage, cost))
+
+    def close(self) -> None:
+        """Write anything pending and close the file (idempotent); a no-op in memory."""
+        with self._lock:
+            if self._store is not None:
+                try:
+                    self._flush_locked()
+                finally:
+                    self._store.close()
+                    self._store = None
+
+    def __enter__(self) -> UsageLedger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        where = f", path={self.path!r}" if self._store is not None else ""
+        return f"<UsageLedger {self.name!r}: {len(self)} records, {self._evicted} evicted{where}>"
+

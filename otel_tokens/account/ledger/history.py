@@ -1,0 +1,218 @@
+"""Columnar, bounded request history: the ledger's memory-lean storage.
+
+One ``array`` per field instead of one object per request keeps a record near 150 bytes
+(the seed's design stores full objects, several times that). Labels (model, provider,
+source) are interned to small integer codes. Unknown token counts are stored as -1 and
+unknown amounts as NaN; both read back as None.
+
+The ledger owns the lock: nothing here is thread-safe on its own.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from typing import Iterator
+
+from ...usage import TOKEN_CLASSES, USAGE_SOURCES, Usage
+from .records import UsageRecord
+
+__all__ = ["History"]
+
+_NAN = math.nan
+_SOURCE_CODES = {name: code for code, name in enumerate(USAGE_SOURCES)}
+_COMPACT_AFTER = 4096  # physical slots freed at the front before the arrays are compacted
+
+
+class History:
+    """Append-at-end, evict-at-front, truncate-at-end storage of finalized requests."""
+
+    def __init__(self) -> None:
+        self.lid = array("q")  # local id, strictly increasing with position
+        self.ts = array("d")
+        self.tokens = tuple(array("q") for _ in range(5))
+        self.cost = array("d")
+        self.premium = array("d")
+        self.model = array("i")
+        self.provider = array("i")
+        self.source = array("b")
+        self.trace_hi = array("Q")
+        self.trace_lo = array("Q")
+        self.span = array("Q")
+        self.rowid = array("q")  # SQLite row id once persisted, else -1
+        self.request_ids: list[str | None] = []  # None: derived from the ledger prefix and lid
+        self._start = 0  # physical index of the oldest retained record
+        self.compactions = 0  # bumps when physical indexes shift (caches keyed on them reset)
+        self.labels: list[str | None] = [None]
+        self._label_codes: dict[str | None, int] = {None: 0}
+        self._columns = (
+            self.lid, self.ts, *self.tokens, self.cost, self.premium, self.model,
+            self.provider, self.source, self.trace_hi, self.trace_lo, self.span, self.rowid,
+        )  # fmt: skip
+
+    def __len__(self) -> int:
+        return len(self.lid) - self._start
+
+    def code(self, label: str | None) -> int:
+        """Interned code of a model/provider label."""
+        code = self._label_codes.get(label)
+        if code is None:
+            code = self._label_codes[label] = len(self.labels)
+            self.labels.append(label)
+        return code
+
+    def append(
+        self,
+        lid: int,
+        ts: float,
+        tokens: tuple[int | None, ...],
+        cost: float | None,
+        premium: float | None,
+        model: str | None,
+        provider: str | None,
+        source: str,
+        trace_id: int,
+        span_id: int,
+        request_id: str | None,
+        rowid: int = -1,
+    ) -> None:
+        """Store one record at the end."""
+        self.lid.append(lid)
+        self.ts.append(ts)
+        t0, t1, t2, t3, t4 = self.tokens
+        i, o, cr, cw, r = tokens
+        t0.append(-1 if i is None else i)
+        t1.append(-1 if o is None else o)
+        t2.append(-1 if cr is None else cr)
+        t3.append(-1 if cw is None else cw)
+        t4.append(-1 if r is None else r)
+        self.cost.append(_NAN if cost is None else cost)
+        self.premium.append(_NAN if premium is None else premium)
+        codes = self._label_codes
+        self.model.append(codes[model] if model in codes else self.code(model))
+        self.provider.append(codes[provider] if provider in codes else self.code(provider))
+        self.source.append(_SOURCE_CODES[source])
+        self.trace_hi.append(trace_id >> 64)
+        self.trace_lo.append(trace_id & 0xFFFFFFFFFFFFFFFF)
+        self.span.append(span_id)
+        self.rowid.append(rowid)
+        self.request_ids.append(request_id)
+
+    def physical(self, position: int) -> int:
+        """Array index of the record at ``position`` (0 = oldest retained)."""
+        return self._start + position
+
+    def token(self, column: int, phys: int) -> int | None:
+        """Token count of one class at a physical index (None when unknown)."""
+        v = self.tokens[column][phys]
+        return None if v < 0 else v
+
+    def amount(self, arr: array, phys: int) -> float | None:
+        """Cost or premium requests at a physical index (None when unknown)."""
+        v = arr[phys]
+        return None if v != v else v
+
+    def usage(self, phys: int) -> Usage:
+        """The figures stored at a physical index, as a Usage (to re-add them to totals)."""
+        return Usage(
+            input_tokens=self.token(0, phys),
+            output_tokens=self.token(1, phys),
+            cache_read_tokens=self.token(2, phys),
+            cache_write_tokens=self.token(3, phys),
+            reasoning_tokens=self.token(4, phys),
+            premium_requests=self.amount(self.premium, phys),
+        )
+
+    def record(self, position: int, index: int, id_prefix: str) -> UsageRecord:
+        """Materialize the record at ``position`` as an immutable :class:`UsageRecord`."""
+        p = self._start + position
+        rid = self.request_ids[p]
+        hi, lo, span = self.trace_hi[p], self.trace_lo[p], self.span[p]
+        trace = (hi << 64) | lo
+        return UsageRecord(
+            index=index,
+            request_id=rid if rid is not None else f"{id_prefix}{self.lid[p]:x}",
+            timestamp=self.ts[p],
+            model=self.labels[self.model[p]],
+            provider=self.labels[self.provider[p]],
+            source=USAGE_SOURCES[self.source[p]],  # type: ignore[arg-type]
+            input_tokens=self.token(0, p),
+            output_tokens=self.token(1, p),
+            cache_read_tokens=self.token(2, p),
+            cache_write_tokens=self.token(3, p),
+            reasoning_tokens=self.token(4, p),
+            cost_usd=self.amount(self.cost, p),
+            premium_requests=self.amount(self.premium, p),
+            trace_id=f"{trace:032x}" if trace else None,
+            span_id=f"{span:016x}" if span else None,
+        )
+
+    @property
+    def start(self) -> int:
+        """Physical index of the oldest retained record (evicted ones stay below it until the
+        next compaction)."""
+        return self._start
+
+    def positions(self, start: int = 0) -> range:
+        """Physical indexes of the retained records from logical ``start`` on."""
+        return range(self._start + start, len(self.lid))
+
+    def values(self, figure: str, lo: int, hi: int) -> list:
+        """Known values of ``figure`` at physical indexes ``lo..hi`` (unknown ones skipped)."""
+        if figure in TOKEN_CLASSES:
+            return [v for v in self.tokens[TOKEN_CLASSES.index(figure)][lo:hi] if v >= 0]
+        if figure == "total_tokens":
+            ins, outs = self.tokens[0][lo:hi], self.tokens[1][lo:hi]
+            return [
+                (i if i > 0 else 0) + (o if o > 0 else 0)
+                for i, o in zip(ins, outs)
+                if i >= 0 or o >= 0
+            ]
+        if figure == "cost_usd":
+            return [v for v in self.cost[lo:hi] if v == v]
+        if figure == "premium_requests":
+            return [v for v in self.premium[lo:hi] if v == v]
+        raise ValueError(f"unknown figure {figure!r}")
+
+    def find_lid(self, lid: int) -> int | None:
+        """Logical position of the record with local id ``lid`` (binary search), or None."""
+        lo, hi = self._start, len(self.lid)
+        arr = self.lid
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if arr[mid] < lid:
+                lo = mid + 1
+            else:
+                hi = mid
+        if lo < len(arr) and arr[lo] == lid:
+            return lo - self._start
+        return None
+
+    def truncate(self, position: int) -> None:
+        """Drop every record from logical ``position`` to the end."""
+        p = self._start + position
+        for col in self._columns:
+            del col[p:]
+        del self.request_ids[p:]
+
+    def evict_front(self) -> None:
+        """Forget the oldest record (its totals are the ledger's business)."""
+        self._start += 1
+        if self._start >= _COMPACT_AFTER and self._start * 2 >= len(self.lid):
+            s = self._start
+            for col in self._columns:
+                del col[:s]
+            del self.request_ids[:s]
+            self._start = 0
+            self.compactions += 1
+
+    def figure(self, phys: int, figure: str) -> float | None:
+        """One figure (a token class, ``total_tokens``, ``cost_usd``, ``premium_requests``)."""
+        if figure == "cost_usd":
+            return self.amount(self.cost, phys)
+        if figure == "premium_requests":
+            return self.amount(self.premium, phys)
+        if figure == "total_tokens":
+            i, o = self.token(0, phys), self.token(1, phys)
+            return None if i is None and o is None else (i or 0) + (o or 0)
+        return self.token(TOKEN_CLASSES.index(figure), phys)

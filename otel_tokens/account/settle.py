@@ -1,0 +1,301 @@
+"""The account step: a call record in, an :class:`~.outcome.Outcome` out.
+
+Before the call :meth:`Accountant.open` resolves the agent, estimates the request and checks
+the agent's budget; while it streams, running usage goes to the ledger as in-flight; at the
+end :meth:`Accountant.settle` validates the usage, prices it, completes the agent's
+TokenState, writes the ledger rows, checks for anomalies and measures the estimate. No
+OpenTelemetry here: the recorder emits what the outcome says. Faults are reported to the
+fault sink and never raised; the one deliberate exception is :class:`BudgetExceeded`, from
+:meth:`open`, when the user opted in to budget enforcement.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+from .. import faults
+from ..errors import LedgerPersistenceError
+from ..usage import Usage
+from .agents import current_agent
+from .anomalies import AnomalyGuard, BudgetExceeded
+from .outcome import Line, Outcome, error_type
+from .pricing import PriceResult, Pricer
+
+if TYPE_CHECKING:
+    from ..call import Call
+    from .agents import AgentEntry
+    from .estimate import Estimator
+    from .state import Estimate
+
+__all__ = ["Accountant"]
+
+_NO_PRICE = PriceResult(None, None)
+
+
+class Accountant:
+    """Turns call records into outcomes, keeping each agent's state, ledger and budget."""
+
+    __slots__ = ("pricer", "guard", "estimator")
+
+    def __init__(self, pricer: Pricer, guard: AnomalyGuard, estimator: Estimator) -> None:
+        self.pricer = pricer
+        self.guard = guard
+        self.estimator = estimator
+
+    # -- before and during the call -------------------------------------------------------------
+    def open(self, call: Call) -> None:
+        """The agent, the pre-call estimate, the budget check and the agent's streaming state.
+
+        Raises only :class:`BudgetExceeded` (enforcement opted in)."""
+        entry = call.agent
+        if entry is None:
+            try:
+                entry = call.agent = current_agent()
+            except Exception as exc:
+                faults.report("internal", exc)
+        if call.estimate is None and call.request is not None:
+            try:
+                estimated = self.estimator.estimate(
+                    call.request, provider=call.provider,
+                    agent=entry.name if entry is not None else "default",
+                )  # fmt: skip
+                call.request_estimate, call.estimate = estimated, estimated.estimate
+            except Exception as exc:
+                faults.report("estimate", exc)
+        if entry is None:
+            return
+        try:
+            estimate = call.estimate
+            self.guard.check_before(entry.name, estimate.input_tokens if estimate else None)
+        except BudgetExceeded:
+            raise
+        except Exception as exc:
+            faults.report("internal", exc)
+        if call.stream:
+            try:
+                call.stream_handle = entry.state.start_streaming(call.estimate)
+            except Exception as exc:
+                faults.report("state", exc)
+
+    def in_flight(self, call: Call, usage: Usage) -> None:
+        """A running usage total seen mid-stream: the ledger's in-flight value for the call."""
+        try:
+            if call.agent is not None:
+                if call.stream_key is None:
+                    call.stream_key = object()
+                call.agent.ledger.stream_update(call.stream_key, usage)
+        except Exception as exc:
+            faults.report("ledger", exc)
+
+    def update_estimate(self, call: Call, estimate: Estimate) -> None:
+        """A better input estimate while the call runs (shown by the agent's display)."""
+        try:
+            call.estimate = estimate
+            if call.stream_handle is not None and call.agent is not None:
+                call.agent.state.set_estimate(call.stream_handle, estimate)
+        except Exception as exc:
+            faults.report("state", exc)
+
+    # -- the end ------------------------------------------------------------------------------
+    def settle(self, call: Call) -> Outcome:
+        """The finished call's outcome; the agent's state, ledger and budget brought up to date."""
+        failed = call.error is not None
+        usage, parts = self._usage(call, failed)
+        response_model = call.response_model or usage.model
+        default_model = response_model or call.request_model
+        prices, price = self._prices(call.provider, usage, parts, default_model)
+        entry = call.agent
+        state = None
+        anomalies: tuple = ()
+        if entry is not None:
+            self._complete_state(entry, call, usage, failed)
+            self._write_ledger(entry, call, usage, parts, prices, price, default_model, failed)
+            anomalies = self._anomalies(entry, usage, price, response_model)
+            try:
+                state = entry.state.figures()
+            except Exception as exc:
+                faults.report("state", exc)
+        ended = call.ended_at if call.ended_at is not None else call.started
+        error = call.error
+        return Outcome(
+            failed, error_type(error) if failed else None, _message(error) if failed else None,
+            usage, price,
+            _lines(usage, parts, prices, price, response_model, default_model),
+            response_model, call.response_id or usage.response_id,
+            tuple(map(str, call.finish_reasons)) if call.finish_reasons else (), call.estimate,
+            self._estimate_error(call, usage, failed), ended - call.started,
+            None if call.first_chunk_at is None else call.first_chunk_at - call.started,
+            call.stream, state, anomalies, call.end_attributes,
+        )  # fmt: skip
+
+    def _usage(self, call: Call, failed: bool) -> tuple[Usage, tuple[Usage, ...]]:
+        """(the call's total usage, its per-model parts); what no backend reported is absent."""
+        usage, parts = call.usage, call.parts
+        valid: tuple[Usage, ...] = ()
+        if parts:
+            valid = tuple(part for part in parts if type(part) is Usage)
+            if len(valid) != len(parts):
+                faults.report("usage_invalid", detail="a usage part is not a Usage")
+            if usage is None and valid:
+                usage = sum(valid, Usage())
+        if usage is not None and type(usage) is not Usage:
+            faults.report("usage_invalid", detail=f"not a Usage: {type(usage).__name__}")
+            usage = Usage()
+        if call.output_text is not None and (usage is None or usage.output_tokens is None):
+            usage = self._estimated_output(call, usage)
+        if usage is None:
+            if not failed:
+                faults.report("usage_missing", detail=f"{call.provider} returned no usage")
+            usage = Usage()
+        return usage, valid or (usage,)
+
+    def _estimated_output(self, call: Call, usage: Usage | None) -> Usage | None:
+        """Output estimated from the streamed text of a response that reported none."""
+        text = call.output_text or ""
+        model = call.request_model or call.response_model
+        try:
+            estimated = self.estimator.output_tokens(text, model) if text else 0
+        except Exception as exc:  # the call still ends, with what was reported
+            faults.report("estimate", exc)
+            return usage
+        if usage is None:
+            return Usage(output_tokens=estimated, model=call.response_model, source="estimated")
+        # output includes reasoning: an estimate below the reported reasoning is known to be low
+        return usage.replace(output_tokens=max(estimated, usage.reasoning_tokens or 0),
+                             source="estimated")  # fmt: skip
+
+    def _prices(self, provider: str, usage: Usage, parts: tuple[Usage, ...],
+                default_model: str | None) -> tuple[list[PriceResult], PriceResult]:  # fmt: skip
+        """One price per part, and the call's: the backend's own total when it gave one."""
+        prices: list[PriceResult] = []
+        for part in parts:
+            if part.input_tokens is None and part.output_tokens is None and part.cost_usd is None:
+                prices.append(_NO_PRICE)  # nothing to price
+                continue
+            try:
+                prices.append(self.pricer.price(part, provider, part.model or default_model))
+            except Exception as exc:
+                faults.report("pricing", exc)
+                prices.append(_NO_PRICE)
+        if len(parts) == 1:
+            return prices, prices[0]
+        if usage.cost_usd is not None:
+            return _share(usage.cost_usd, parts, prices), PriceResult(usage.cost_usd, "provider")
+        known = [x for x in prices if x.cost_usd is not None]
+        if not known:
+            return prices, _NO_PRICE
+        source = "provider" if all(x.source == "provider" for x in known) else "computed"
+        return prices, PriceResult(sum(x.cost_usd for x in known), source)  # type: ignore[misc]
+
+    @staticmethod
+    def _complete_state(entry: AgentEntry, call: Call, usage: Usage, failed: bool) -> None:
+        try:
+            if failed:
+                entry.state.fail(call.stream_handle)
+            else:
+                entry.state.complete(usage, call.stream_handle)
+        except Exception as exc:
+            faults.report("state", exc)
+
+    @staticmethod
+    def _write_ledger(entry: AgentEntry, call: Call, usage: Usage, parts: tuple[Usage, ...],
+                      prices: list[PriceResult], price: PriceResult, default_model: str | None,
+                      failed: bool) -> None:  # fmt: skip
+        """The call's ledger rows: one, or one per model of a several-model call."""
+        ledger, key = entry.ledger, call.stream_key
+        ids = {"trace_id": call.trace_id, "span_id": call.span_id}
+        response_id = call.response_id
+        try:
+            if failed and usage.input_tokens is None and usage.output_tokens is None:
+                if key is not None:
+                    ledger.stream_discard(key)
+            elif len(parts) == 1:
+                if key is not None:
+                    ledger.stream_finalize(key, usage, cost_usd=price.cost_usd,
+                                           request_id=response_id, **ids)  # fmt: skip
+                else:
+                    ledger.append(usage, cost_usd=price.cost_usd, request_id=response_id, **ids)
+            else:
+                if key is not None:
+                    ledger.stream_discard(key)
+                for part, part_price in zip(parts, prices):
+                    ledger.append(
+                        part if part.model else part.replace(model=default_model),
+                        cost_usd=part_price.cost_usd,
+                        request_id=f"{response_id}/{part.model}" if response_id else None, **ids,
+                    )  # fmt: skip
+        except LedgerPersistenceError as exc:
+            faults.report("ledger_persistence", exc)
+        except Exception as exc:
+            faults.report("ledger", exc)
+
+    def _anomalies(self, entry: AgentEntry, usage: Usage, price: PriceResult,
+                   response_model: str | None) -> tuple:  # fmt: skip
+        if usage.input_tokens is None and usage.output_tokens is None and price.cost_usd is None:
+            return ()
+        try:
+            return tuple(self.guard.observe(entry.name, usage.total_tokens, price.cost_usd,
+                                            response_model))  # fmt: skip
+        except Exception as exc:
+            faults.report("internal", exc)
+            return ()
+
+    def _estimate_error(self, call: Call, usage: Usage, failed: bool) -> float | None:
+        """(estimate - actual) / actual of reported input; the estimator learns from it."""
+        estimate, actual = call.estimate, usage.input_tokens
+        if estimate is None or not actual or usage.source == "estimated":
+            return None
+        if call.request_estimate is not None and not failed:
+            try:  # calibration and the agent's cursor for later delta estimates
+                self.estimator.observe(call.request_estimate, actual)
+            except Exception as exc:
+                faults.report("estimate", exc)
+        return (estimate.input_tokens - actual) / actual
+
+
+def _lines(usage: Usage, parts: tuple[Usage, ...], prices: list[PriceResult],
+           price: PriceResult, response_model: str | None,
+           default_model: str | None) -> tuple[Line, ...]:  # fmt: skip
+    """The call's metric points: one line, or one per model plus the backend's totals."""
+    if len(parts) == 1:
+        return (Line(response_model, usage, price.cost_usd, price.source,
+                     price.unpriced and _has_tokens(usage), usage.premium_requests),)  # fmt: skip
+    total_cost = usage.cost_usd is not None  # the backend's total: on the call's own line
+    part_premium = any(part.premium_requests is not None for part in parts)
+    lines = []
+    for part, part_price in zip(parts, prices):
+        lines.append(Line(
+            part.model or default_model or response_model, part,
+            None if total_cost else part_price.cost_usd,
+            None if total_cost else part_price.source,
+            not total_cost and part_price.unpriced and _has_tokens(part),
+            part.premium_requests,
+        ))  # fmt: skip
+    premium = None if part_premium else usage.premium_requests
+    if total_cost or premium is not None:
+        lines.append(Line(response_model, None, usage.cost_usd,
+                          "provider" if total_cost else None, False, premium))  # fmt: skip
+    return tuple(lines)
+
+
+def _has_tokens(usage: Usage) -> bool:
+    return usage.input_tokens is not None or usage.output_tokens is not None
+
+
+def _message(error: BaseException | str | None) -> str | None:
+    if error is None:
+        return None
+    message = str(error) if isinstance(error, BaseException) else error
+    return message[:1000] or error_type(error)
+
+
+def _share(total: float, parts: Sequence[Usage], prices: list[PriceResult]) -> list[PriceResult]:
+    """Split a run's provider-reported total over its parts, in proportion to the parts' own
+    costs (or tokens when they have none), so the ledger's records add up to the total."""
+    weights = [x.cost_usd for x in prices]
+    if any(w is None for w in weights) or not sum(weights):  # type: ignore[arg-type]
+        weights = [float(part.total_tokens or 0) for part in parts]
+    whole = sum(weights)  # type: ignore[arg-type]
+    if not whole:
+        weights, whole = [1.0] * len(parts), float(len(parts))
+    return [PriceResult(total * w / whole, "provider") for w in weights]  # type: ignore[operator]

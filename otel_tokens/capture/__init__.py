@@ -1,0 +1,20 @@
+"""Capture: one module per backend, each building call records and handing them over.
+
+An instrumentor only captures: it opens a :class:`~otel_tokens.call.Call` with the request's
+facts (``otel_tokens.handler``), fills in the response's facts (usage, model, ids, finish
+reasons, error) and ends it. Provider SDK imports live here and nowhere else. Each backend
+has a light ``*_patches`` module (what ``instrument()`` installs: the patch table, nothing
+per call) and the per-call module it loads at the first call (``openai_sdk``,
+``anthropic_sdk``, ``agent_cli``, ``backend``). Agent-CLI output parsers are in
+:mod:`.parsers`.
+"""
+
+from __future__ import annotations
+
+#: backend name -> module exposing install(**options), uninstall() and DEPENDENCIES
+BACKENDS: dict[str, str] = {
+    "openai": "otel_tokens.capture.openai_patches",
+    "anthropic": "otel_tokens.capture.anthropic_patches",
+    "agent_cli": "otel_tokens.capture.agent_cli_patches",
+    "agent_backends": "otel_tokens.capture.backend_patches",
+}

@@ -1,0 +1,335 @@
+"""The ``anthropic`` SDK (before 2.0 on httpx, 2.x on httpx2), beta API included.
+
+Patched, sync and async: ``messages.create`` (``stream=True`` too), ``messages.parse``,
+``messages.stream()`` (the stream manager, with ``text_stream``, ``get_final_message()``,
+``until_done()``), and the same under ``beta.messages``. Legacy text completions
+(``completions.create``) are left out.
+
+Usage (the semantic conventions' meaning, see :mod:`otel_tokens.usage`):
+
+* input = ``input_tokens`` + ``cache_read_input_tokens`` + ``cache_creation_input_tokens``,
+  with ``cache_read_tokens`` and ``cache_write_tokens`` recorded beside it;
+* output = ``output_tokens`` (reasoning inside it: ``output_tokens_details.thinking_tokens``
+  when the API reports it);
+* streams: ``message_start`` gives the input side, each ``message_delta`` the running
+  totals (the last value of each field wins); the output count of ``message_start`` is a
+  placeholder and is never taken as the answer.
+
+``anthropic`` >= 2 emits its own OpenTelemetry span per call. One call must have one GenAI
+span, so an instrumented call runs on a copy of the client made with the SDK's own
+``open_telemetry`` option with ``traces.enabled = False`` (see docs/anthropic.md); the
+SDK's spans for every other method stay as they are.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, Callable
+
+import wrapt
+
+from .. import faults
+from ..request import Request
+from ..usage import Usage
+from .anthropic_patches import DEPENDENCIES, install, uninstall
+from .sdk import Operation, Response, async_wrapper, sdk_field, server_of, sync_wrapper
+from .stream import Accumulator
+
+__all__ = ["DEPENDENCIES", "install", "uninstall", "wrapper"]
+
+
+
+# -- reading requests and responses --------------------------------------------------------
+_get = sdk_field
+
+
+def _client(instance: Any) -> Any:
+    return getattr(instance, "_client", None)
+
+
+_PLATFORMS = {"AnthropicBedrock": "aws.bedrock", "AnthropicVertex": "gcp.vertex_ai"}
+
+
+def _provider(instance: Any) -> str:
+    client = _client(instance)
+    name = getattr(client, "_gen_ai_provider_name", None)  # anthropic >= 2
+    if isinstance(name, str) and name:
+        return name
+    cls = type(client).__name__.removeprefix("Async")
+    return _PLATFORMS.get(cls, "anthropic")
+
+
+def _server(instance: Any) -> tuple[str | None, int | None]:
+    return server_of(getattr(_client(instance), "base_url", None))
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _fields(usage: Any) -> dict[str, int]:
+    """The token fields an Anthropic usage block reports (absent or null ones left out)."""
+    out = {}
+    for name in ("input_tokens", "output_tokens", "cache_read_input_tokens",
+                 "cache_creation_input_tokens"):  # fmt: skip
+        value = _int(_get(usage, name))
+        if value is not None:
+            out[name] = value
+    thinking = _int(_get(_get(usage, "output_tokens_details"), "thinking_tokens"))
+    if thinking is not None:
+        out["thinking_tokens"] = thinking
+    return out
+
+
+def _usage(fields: dict[str, int], model: str | None, response_id: str | None) -> Usage | None:
+    """A Usage from Anthropic's fields: input reported inclusive of both cache classes."""
+    if not fields:
+        return None
+    read = fields.get("cache_read_input_tokens")
+    write = fields.get("cache_creation_input_tokens")
+    fresh = fields.get("input_tokens")
+    inp = None if fresh is None else fresh + (read or 0) + (write or 0)
+    output = fields.get("output_tokens")
+    reasoning = fields.get("thinking_tokens")
+    if reasoning is not None and (output is None or reasoning > output):
+        reasoning = None
+    return Usage(
+        input_tokens=inp, output_tokens=output,
+        cache_read_tokens=read if inp is not None else None,
+        cache_write_tokens=write if inp is not None else None,
+        reasoning_tokens=reasoning, model=model, provider="anthropic", response_id=response_id,
+    )  # fmt: skip
+
+
+def _messages_request(kwargs: dict[str, Any]) -> Request:
+    thinking = _get(kwargs, "thinking")
+    return Request(
+        "anthropic_messages", _get(kwargs, "model"), _get(kwargs, "messages") or [],
+        system=_get(kwargs, "system"), tools=_get(kwargs, "tools") or [],
+        thinking=_get(thinking, "type") == "enabled",
+    )  # fmt: skip
+
+
+def _messages_response(result: Any) -> Response:
+    model, rid = _get(result, "model"), _get(result, "id")
+    reason = _get(result, "stop_reason")
+    usage = _get(result, "usage")
+    parsed = _usage(_fields(usage), model, rid) if usage is not None else None
+    return Response(parsed, model, rid, (str(reason),) if reason else ())
+
+
+class _MessagesAccumulator(Accumulator):
+    """Raw Messages stream events: running usage, model, id, stop reason and output text."""
+
+    def __init__(self, given: dict[str, Any] | None = None, sent: dict[str, Any] | None = None) -> None:
+        super().__init__()
+        self._fields: dict[str, int] = {}
+
+    def add(self, event: Any) -> bool:
+        kind = _get(event, "type")
+        if kind == "content_block_delta":
+            delta = _get(event, "delta")
+            text = _get(delta, "text") or _get(delta, "thinking") or _get(delta, "partial_json")
+            if text and isinstance(text, str):
+                self.text.append(text)
+        elif kind == "message_start":
+            message = _get(event, "message")
+            self.model = _get(message, "model") or self.model
+            self.response_id = _get(message, "id") or self.response_id
+            fields = _fields(_get(message, "usage"))
+            # the output count here is a placeholder (final only from message_delta on)
+            fields.pop("output_tokens", None)
+            fields.pop("thinking_tokens", None)
+            self._merge(fields)
+        elif kind == "message_delta":
+            reason = _get(_get(event, "delta"), "stop_reason")
+            if reason:
+                self.finish_reasons = [str(reason)]
+            self._merge(_fields(_get(event, "usage")))
+        return True
+
+    def _merge(self, fields: dict[str, int]) -> None:
+        if not fields:
+            return
+        self._fields.update(fields)  # running totals: the last value of each field wins
+        self.usage = _usage(self._fields, self.model, self.response_id)
+
+
+_MESSAGES = Operation("chat", _provider, _server, _messages_request, _messages_response,
+                      _MessagesAccumulator)  # fmt: skip
+
+
+# -- one GenAI span per call: the SDK's own span (anthropic >= 2) routed off ---------------
+_twins: weakref.WeakKeyDictionary[Any, tuple[tuple[Any, ...], Any, dict[type, Any]]] = (
+    weakref.WeakKeyDictionary()
+)
+_twins_lock = threading.Lock()
+
+
+def _signature(client: Any) -> tuple[Any, ...]:
+    """What a copy of the client inherits and the application may assign to afterwards."""
+    return (
+        getattr(client, "api_key", None), getattr(client, "auth_token", None),
+        getattr(client, "base_url", None), getattr(client, "max_retries", None),
+        getattr(client, "timeout", None),
+    )  # fmt: skip
+
+
+def _untraced(instance: Any) -> Any:
+    """``instance`` (a messages resource) on a client whose own call spans are off.
+
+    The resource itself when the SDK has no native tracing (before 2.0) or its client has it
+    off already; else the same resource class on a copy of the client made with the SDK's
+    ``with_options(open_telemetry=...)``, tracing disabled, everything else kept. The copy
+    is cached per client and remade when the application reassigns a copied setting.
+    """
+    client = _client(instance)
+    options = getattr(client, "open_telemetry", None)
+    if not isinstance(options, dict):
+        return instance  # anthropic < 2: no span of its own
+    traces = options.get("traces") or {}
+    if not traces.get("enabled", True):
+        return instance
+    signature = _signature(client)
+    entry = _twins.get(client)
+    if entry is None or entry[0] != signature:
+        twin = client.with_options(open_telemetry={**options, "traces": {**traces, "enabled": False}})
+        entry = (signature, twin, {})
+        with _twins_lock:
+            _twins[client] = entry
+    resources = entry[2]
+    resource = resources.get(type(instance))
+    if resource is None:
+        resource = resources[type(instance)] = type(instance)(entry[1])
+    return resource
+
+
+def _target(wrapped: Callable[..., Any], instance: Any) -> Callable[..., Any]:
+    """The original method, bound to the untraced twin of ``instance`` when there is one."""
+    try:
+        resource = _untraced(instance)
+    except Exception as exc:
+        faults.report("internal", exc)
+        return wrapped
+    if resource is instance:
+        return wrapped
+    func = getattr(wrapped, "__func__", None)
+    return wrapped if func is None else func.__get__(resource, type(resource))
+
+
+def _call_wrapper(is_async: bool) -> Callable[..., Any]:
+    inner = (async_wrapper if is_async else sync_wrapper)(_MESSAGES)
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
+        return inner(_target(wrapped, instance), instance, args, kwargs)
+
+    return wrapper
+
+
+# -- messages.stream(): the manager's raw stream, observed ---------------------------------
+class _SyncManager(wrapt.ObjectProxy):  # type: ignore[misc]
+    """A ``MessageStreamManager``: leaving its ``with`` block ends the call as exited/error."""
+
+    def __init__(self, wrapped: Any, opened: list[Any]) -> None:
+        super().__init__(wrapped)
+        self._self_opened = opened
+
+    def __enter__(self) -> Any:
+        return self.__wrapped__.__enter__()
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
+        _end_opened(self._self_opened, exc)
+        return self.__wrapped__.__exit__(exc_type, exc, tb)
+
+
+class _AsyncManager(wrapt.ObjectProxy):  # type: ignore[misc]
+    """An ``AsyncMessageStreamManager``, likewise."""
+
+    def __init__(self, wrapped: Any, opened: list[Any]) -> None:
+        super().__init__(wrapped)
+        self._self_opened = opened
+
+    async def __aenter__(self) -> Any:
+        return await self.__wrapped__.__aenter__()
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
+        _end_opened(self._self_opened, exc)
+        return await self.__wrapped__.__aexit__(exc_type, exc, tb)
+
+
+def _end_opened(opened: list[Any], exc: Any) -> None:
+    """End the call of the stream a manager opened (before the SDK closes the stream)."""
+    for proxy in opened:
+        end = getattr(proxy, "_self_end", None)
+        if end is not None:
+            end("error" if exc is not None else "exited", exc)
+
+
+class _Deferred:
+    """An awaitable that starts its coroutine only when awaited (so a manager never entered
+    leaves no second "never awaited" coroutine behind)."""
+
+    __slots__ = ("_start",)
+
+    def __init__(self, start: Callable[[], Any]) -> None:
+        self._start = start
+
+    def __await__(self) -> Any:
+        return self._start().__await__()
+
+
+def _request_attribute(manager: Any) -> str | None:
+    """The name-mangled attribute holding the manager's deferred API request."""
+    for cls in type(manager).__mro__:
+        name = f"_{cls.__name__.lstrip('_')}__api_request"
+        if name in vars(manager):
+            return name
+    return None
+
+
+def _stream_wrapper(is_async: bool) -> Callable[..., Any]:
+    inner = (async_wrapper if is_async else sync_wrapper)(_MESSAGES)
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
+        manager = _target(wrapped, instance)(*args, **kwargs)
+        try:
+            attribute = _request_attribute(manager)
+            if attribute is None:
+                raise LookupError(f"{type(manager).__name__} has no deferred API request")
+            original = getattr(manager, attribute)
+            opened: list[Any] = []
+            given = {**kwargs, "stream": True}
+
+            if is_async:
+                async def deferred(*_a: Any, **_k: Any) -> Any:
+                    return await original
+
+                async def request() -> Any:
+                    proxy = await inner(deferred, instance, (), given)
+                    opened.append(proxy)
+                    return proxy
+
+                setattr(manager, attribute, _Deferred(request))
+                return _AsyncManager(manager, opened)
+
+            def sync_request() -> Any:
+                proxy = inner(lambda *_a, **_k: original(), instance, (), given)
+                opened.append(proxy)
+                return proxy
+
+            setattr(manager, attribute, sync_request)
+            return _SyncManager(manager, opened)
+        except Exception as exc:
+            faults.report("internal", exc)
+            return manager
+
+    return wrapper
+
+
+_WRAPPERS = {"call": _call_wrapper, "stream": _stream_wrapper}
+
+
+def wrapper(name: str, is_async: bool) -> Callable[..., Any]:
+    """The wrapt wrapper of one patched method (:mod:`.anthropic_patches` installs it)."""
+    return _WRAPPERS[name](is_async)

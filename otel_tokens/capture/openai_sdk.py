@@ -1,0 +1,242 @@
+"""The ``openai`` SDK (1.x, 2.x on httpx; 3.x on httpx2), Azure OpenAI clients included.
+
+Patched: ``chat.completions.create`` and ``.parse``, ``responses.create`` and ``.parse``,
+``embeddings.create``, sync and async. ``responses.stream()`` and ``chat.completions.stream()``
+go through ``create(stream=True)``, and ``with_raw_response`` through the same methods, so
+they are covered too. Usage: ``prompt_tokens`` (input, cache reads included as
+``prompt_tokens_details.cached_tokens``), ``completion_tokens`` (output, reasoning included
+as ``completion_tokens_details.reasoning_tokens``); the Responses API's ``input_tokens``,
+``output_tokens`` and their details alike.
+
+``OTEL_TOKENS_OPENAI_INCLUDE_USAGE=true`` asks streamed chat completions for usage
+(``stream_options.include_usage``) when the caller did not, and hides the extra usage-only
+chunk from the caller, so code that reads ``chunk.choices[0]`` keeps working.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..request import Request
+from ..handler import get_handler
+from ..usage import Usage
+from .openai_patches import DEPENDENCIES, install, uninstall
+from .sdk import (
+    _NOT_GIVEN, Operation, Response, async_wrapper, given, sdk_field, server_of, sync_wrapper,
+)
+from .stream import Accumulator, finish_reasons
+
+__all__ = ["DEPENDENCIES", "install", "uninstall", "wrapper"]
+
+
+# -- reading requests and responses --------------------------------------------------------
+_get = sdk_field
+
+
+def _provider(instance: Any) -> str:
+    client = getattr(instance, "_client", None)
+    return "azure.ai.openai" if type(client).__name__ in ("AzureOpenAI", "AsyncAzureOpenAI") else "openai"
+
+
+def _server(instance: Any) -> tuple[str | None, int | None]:
+    return server_of(getattr(getattr(instance, "_client", None), "base_url", None))
+
+
+def _chat_usage(usage: Any, model: str | None, response_id: str | None) -> Usage | None:
+    if usage is None:
+        return None
+    if not isinstance(usage, dict):
+        try:  # an SDK object: plain attribute reads (this runs on every call)
+            prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
+            return Usage(
+                input_tokens=usage.prompt_tokens, output_tokens=usage.completion_tokens,
+                cache_read_tokens=getattr(prompt, "cached_tokens", None),
+                cache_write_tokens=getattr(prompt, "cache_write_tokens", None),
+                reasoning_tokens=getattr(completion, "reasoning_tokens", None),
+                model=model, provider="openai", response_id=response_id,
+            )  # fmt: skip
+        except AttributeError:
+            pass  # another shape: field by field below
+    return Usage(
+        input_tokens=_get(usage, "prompt_tokens"),
+        output_tokens=_get(usage, "completion_tokens"),
+        cache_read_tokens=_get(_get(usage, "prompt_tokens_details"), "cached_tokens"),
+        cache_write_tokens=_get(_get(usage, "prompt_tokens_details"), "cache_write_tokens"),
+        reasoning_tokens=_get(_get(usage, "completion_tokens_details"), "reasoning_tokens"),
+        model=model, provider="openai", response_id=response_id,
+    )  # fmt: skip
+
+
+def _responses_usage(usage: Any, model: str | None, response_id: str | None) -> Usage | None:
+    if usage is None:
+        return None
+    return Usage(
+        input_tokens=_get(usage, "input_tokens"),
+        output_tokens=_get(usage, "output_tokens"),
+        cache_read_tokens=_get(_get(usage, "input_tokens_details"), "cached_tokens"),
+        reasoning_tokens=_get(_get(usage, "output_tokens_details"), "reasoning_tokens"),
+        model=model, provider="openai", response_id=response_id,
+    )  # fmt: skip
+
+
+def _args(kwargs: dict[str, Any], *names: str) -> list[Any]:
+    """Several call arguments at once; absent ones and SDK "not given" sentinels read as None."""
+    out = []
+    for name in names:
+        value = kwargs.get(name)
+        out.append(None if value is None or type(value).__name__ in _NOT_GIVEN else value)
+    return out
+
+
+def _chat_request(kwargs: dict[str, Any]) -> Request:
+    model, messages, tools, functions, fmt = _args(
+        kwargs, "model", "messages", "tools", "functions", "response_format"
+    )
+    tools = tools or [{"type": "function", "function": f} for f in functions or ()]
+    return Request("openai_chat", model, messages or [], tools=tools,
+                   response_format=fmt if isinstance(fmt, dict) else None)  # fmt: skip
+
+
+def _chat_response(result: Any) -> Response:
+    if not isinstance(result, dict):
+        try:  # an SDK object: plain attribute reads (this runs on every call)
+            model, rid, usage = result.model, result.id, result.usage
+            reasons = tuple(str(c.finish_reason) for c in result.choices or () if c.finish_reason)
+            return Response(_chat_usage(usage, model, rid), model, rid, reasons)
+        except AttributeError:
+            pass  # another shape: field by field below
+    model, rid = _get(result, "model"), _get(result, "id")
+    reasons = finish_reasons([_get(c, "finish_reason") for c in _get(result, "choices") or ()])
+    return Response(_chat_usage(_get(result, "usage"), model, rid), model, rid, tuple(reasons))
+
+
+class _ChatAccumulator(Accumulator):
+    def __init__(self, given: dict[str, Any], sent: dict[str, Any]) -> None:
+        super().__init__()
+        asked = _get(_get(given, "stream_options") or {}, "include_usage")
+        self.hide_usage_chunk = sent is not given and not asked
+
+    def add(self, chunk: Any) -> bool:
+        try:  # SDK chunk objects: plain attribute access, this runs for every chunk
+            choices, usage = chunk.choices, chunk.usage
+            if self.model is None:
+                self.model, self.response_id = chunk.model, chunk.id
+            for choice in choices:
+                delta = choice.delta
+                content, calls, reason = delta.content, delta.tool_calls, choice.finish_reason
+                if content:
+                    self.text.append(content)
+                if calls:
+                    self._tool_text(calls)
+                if reason:
+                    self.finish_reasons.append(str(reason))
+        except AttributeError:
+            return self._add_any(chunk)
+        if usage is not None:
+            self.usage = _chat_usage(usage, self.model, self.response_id)
+            if self.hide_usage_chunk and not choices:
+                return False  # the usage-only chunk we asked for: not the caller's
+        return True
+
+    def _tool_text(self, calls: Any) -> None:
+        for call in calls:
+            arguments = _get(_get(call, "function"), "arguments")
+            if arguments:
+                self.text.append(arguments)
+
+    def _add_any(self, chunk: Any) -> bool:
+        """Chunks of any shape (dicts, unexpected SDK versions), field by field."""
+        self.model = _get(chunk, "model") or self.model
+        self.response_id = _get(chunk, "id") or self.response_id
+        choices = _get(chunk, "choices") or ()
+        for choice in choices:
+            delta = _get(choice, "delta")
+            content = _get(delta, "content")
+            if content:
+                self.text.append(content)
+            self._tool_text(_get(delta, "tool_calls") or ())
+            reason = _get(choice, "finish_reason")
+            if reason:
+                self.finish_reasons.append(str(reason))
+        usage = _get(chunk, "usage")
+        if usage is not None:
+            self.usage = _chat_usage(usage, self.model, self.response_id)
+            if self.hide_usage_chunk and not choices:
+                return False  # the usage-only chunk we asked for: not the caller's
+        return True
+
+
+def _with_stream_usage(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Ask for usage in the stream when opted in and the caller did not."""
+    if kwargs.get("stream") is not True or not get_handler().settings.openai_include_usage:
+        return kwargs
+    options = _get(kwargs, "stream_options") or {}
+    if not isinstance(options, dict) or "include_usage" in options:
+        return kwargs
+    return {**kwargs, "stream_options": {**options, "include_usage": True}}
+
+
+def _responses_request(kwargs: dict[str, Any]) -> Request:
+    text = _get(kwargs, "text")
+    return Request("openai_responses", _get(kwargs, "model"), _get(kwargs, "input") or [],
+                   system=_get(kwargs, "instructions"), tools=_get(kwargs, "tools") or [],
+                   response_format=text if isinstance(text, dict) else None)  # fmt: skip
+
+
+def _responses_response(result: Any) -> Response:
+    model, rid = _get(result, "model"), _get(result, "id")
+    status = _get(result, "status")
+    reason = _get(_get(result, "incomplete_details"), "reason")
+    reasons = (str(reason or status),) if (reason or status) else ()
+    return Response(_responses_usage(_get(result, "usage"), model, rid), model, rid, reasons)
+
+
+class _ResponsesAccumulator(Accumulator):
+    def __init__(self, given: dict[str, Any], sent: dict[str, Any]) -> None:
+        super().__init__()
+
+    def add(self, event: Any) -> bool:
+        kind = _get(event, "type") or ""
+        if kind == "response.output_text.delta" or kind == "response.function_call_arguments.delta":
+            delta = _get(event, "delta")
+            if delta:
+                self.text.append(delta)
+        response = _get(event, "response")
+        if response is not None:
+            self.model = _get(response, "model") or self.model
+            self.response_id = _get(response, "id") or self.response_id
+            usage = _get(response, "usage")
+            if usage is not None:
+                self.usage = _responses_usage(usage, self.model, self.response_id)
+            if kind in ("response.completed", "response.incomplete", "response.failed"):
+                answer = _responses_response(response)
+                self.finish_reasons = list(answer.finish_reasons)
+        return True
+
+
+def _embeddings_request(kwargs: dict[str, Any]) -> Request:
+    inputs = _get(kwargs, "input")
+    return Request("openai_embeddings", _get(kwargs, "model"),
+                   [inputs] if isinstance(inputs, str) else inputs or [])  # fmt: skip
+
+
+def _embeddings_response(result: Any) -> Response:
+    usage = _get(result, "usage")
+    model = _get(result, "model")
+    tokens = _get(usage, "prompt_tokens") if usage is not None else None
+    return Response(Usage(input_tokens=tokens, model=model, provider="openai") if usage is not None
+                    else None, model)  # fmt: skip
+
+
+_CHAT = Operation("chat", _provider, _server, _chat_request, _chat_response, _ChatAccumulator,
+                  prepare=_with_stream_usage)  # fmt: skip
+_RESPONSES = Operation("chat", _provider, _server, _responses_request, _responses_response,
+                       _ResponsesAccumulator)  # fmt: skip
+_EMBEDDINGS = Operation("embeddings", _provider, _server, _embeddings_request, _embeddings_response)
+
+_OPERATIONS = {"chat": _CHAT, "responses": _RESPONSES, "embeddings": _EMBEDDINGS}
+
+
+def wrapper(name: str, is_async: bool) -> Any:
+    """The wrapt wrapper of one operation (:mod:`.openai_patches` installs it)."""
+    return (async_wrapper if is_async else sync_wrapper)(_OPERATIONS[name])

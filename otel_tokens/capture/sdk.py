@@ -1,0 +1,202 @@
+"""The wrapping every SDK instrumentor shares: one SDK method call -> one call record.
+
+A provider module describes each patched method with an :class:`Operation` (how to read the
+request, the response and stream items); :func:`sync_wrapper`/:func:`async_wrapper` do the
+rest, the same way for every provider: open the call with the request's facts, make its
+span current while the SDK runs, pass the result and the SDK's own exceptions through
+unchanged, end the call exactly once with the response's facts, and wrap streams in the
+shared stream proxy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple
+
+from .. import faults
+from ..account.anomalies import BudgetExceeded
+from ..call import Call
+from ..request import Request
+from ..handler import get_handler
+from ..usage import Usage
+from .stream import Accumulator, AsyncStreamProxy, StreamObserver, StreamProxy
+
+__all__ = ["Operation", "Response", "async_wrapper", "given", "sdk_field", "server_of", "sync_wrapper"]
+
+
+class Response(NamedTuple):
+    """What a finished, non-streamed response says (a named tuple: one is made per call)."""
+
+    usage: Usage | None
+    model: str | None = None
+    response_id: str | None = None
+    finish_reasons: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One patched SDK method.
+
+    ``provider(instance)`` names the provider (``gen_ai.provider.name``) and
+    ``server(instance)`` its address and port; ``request(kwargs)`` describes the request for
+    the estimator; ``response(result)`` reads a non-streamed result;
+    ``accumulator(given, sent)`` reads stream items (``given``: the caller's kwargs, ``sent``:
+    what ``prepare`` made of them); ``prepare(kwargs)`` may adjust the call (e.g. ask for
+    stream usage) and returns the kwargs to call with.
+    """
+
+    name: str  # gen_ai.operation.name
+    provider: Callable[[Any], str]
+    server: Callable[[Any], tuple[str | None, int | None]]
+    request: Callable[[dict[str, Any]], Request | None]
+    response: Callable[[Any], Response]
+    accumulator: Callable[[dict[str, Any], dict[str, Any]], Accumulator] | None = None
+    prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    is_stream: Callable[[dict[str, Any]], bool] = lambda kwargs: kwargs.get("stream") is True
+
+
+_NOT_GIVEN = ("NotGiven", "Omit")  # the "argument not given" sentinels of both SDKs
+
+
+def given(value: Any) -> Any:
+    """``value``, or None for an SDK "not given" sentinel."""
+    return None if value is not None and type(value).__name__ in _NOT_GIVEN else value
+
+
+def sdk_field(obj: Any, name: str) -> Any:
+    """A field of a dict or an SDK object; SDK "not given" sentinels read as None."""
+    return given(obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None))
+
+
+def server_of(url: Any) -> tuple[str | None, int | None]:
+    """(``server.address``, ``server.port``) of an SDK client's ``base_url`` (an httpx URL).
+
+    Cached per URL object (clients keep theirs; one set anew is a new object), so the URL's
+    parsing properties are not re-read on every call.
+    """
+    if url is None:
+        return None, None
+    hit = _servers.get(id(url))
+    if hit is not None and hit[0] is url:
+        return hit[1], hit[2]
+    scheme = url.scheme
+    port = url.port or (443 if scheme == "https" else 80 if scheme == "http" else None)
+    host = url.host or None
+    if len(_servers) >= 256:  # clients come and go: keep the cache small
+        _servers.clear()
+    _servers[id(url)] = (url, host, port)  # holding the URL keeps its id from being reused
+    return host, port
+
+
+_servers: dict[int, tuple[Any, str | None, int | None]] = {}
+
+
+def _start(op: Operation, instance: Any, kwargs: dict[str, Any], stream: bool) -> Call | None:
+    """Open the call; None when instrumentation itself failed (the SDK call goes on)."""
+    try:
+        model = kwargs.get("model")
+        address, port = op.server(instance)
+        request = None
+        try:
+            request = op.request(kwargs)
+        except Exception as exc:
+            faults.report("estimate", exc)
+        return get_handler().start(
+            operation=op.name, provider=op.provider(instance),
+            request_model=model if isinstance(model, str) else None,
+            stream=stream, server_address=address, server_port=port,
+            request=request,
+        )  # fmt: skip
+    except BudgetExceeded:
+        raise  # the user opted in to being stopped
+    except Exception as exc:
+        faults.report("internal", exc)
+        return None
+
+
+def _prepared(op: Operation, kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(kwargs to call the SDK with, kwargs as the caller gave them)."""
+    if op.prepare is None:
+        return kwargs, kwargs
+    try:
+        return op.prepare(kwargs), kwargs
+    except Exception as exc:
+        faults.report("internal", exc)
+        return kwargs, kwargs
+
+
+def _finish(
+    op: Operation, call: Call, given: dict[str, Any], sent: dict[str, Any], result: Any,
+    is_async: bool,
+) -> Any:
+    """End a non-streamed call, or hand a stream to the proxy; returns what the caller gets."""
+    try:
+        if call.stream and op.accumulator is not None and _is_stream(result, is_async):
+            observer = StreamObserver(call, op.accumulator(given, sent))
+            return (AsyncStreamProxy if is_async else StreamProxy)(result, observer)
+        answer = op.response(_parsed(result))
+        call.stop(answer.usage, response_model=answer.model, response_id=answer.response_id,
+                  finish_reasons=answer.finish_reasons or None)  # fmt: skip
+    except Exception as exc:
+        invalid = isinstance(exc, ValueError)  # the backend's usage is not token counts
+        faults.report("usage_invalid" if invalid else "internal", exc)
+        if not call.ended:
+            call.stop(Usage() if invalid else None)  # unusable usage: unknown, not missing
+    return result
+
+
+def _is_stream(result: Any, is_async: bool) -> bool:
+    return hasattr(result, "__anext__" if is_async else "__next__")
+
+
+def _parsed(result: Any) -> Any:
+    """The parsed body of a ``with_raw_response`` result (the SDK caches it for the caller).
+
+    Raw responses keep ``http_response`` in their instance dict; looking there first spares
+    every parsed result (a pydantic model) a failing attribute look-up.
+    """
+    fields = getattr(result, "__dict__", None)
+    if fields is not None and "http_response" in fields and callable(getattr(result, "parse", None)):
+        return result.parse()
+    return result
+
+
+def sync_wrapper(op: Operation) -> Callable[..., Any]:
+    """A wrapt wrapper for a synchronous SDK method."""
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
+        call = _start(op, instance, kwargs, op.is_stream(kwargs))
+        if call is None:
+            return wrapped(*args, **kwargs)
+        send, given = _prepared(op, kwargs) if op.prepare is not None else (kwargs, kwargs)
+        try:
+            with call.activate():
+                result = wrapped(*args, **send)
+        except BaseException as exc:
+            call.fail(exc)
+            raise
+        return _finish(op, call, given, send, result, False)
+
+    return wrapper
+
+
+def async_wrapper(op: Operation) -> Callable[..., Any]:
+    """A wrapt wrapper for an asynchronous SDK method."""
+
+    def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
+        async def run() -> Any:
+            call = _start(op, instance, kwargs, op.is_stream(kwargs))
+            if call is None:
+                return await wrapped(*args, **kwargs)
+            send, given = _prepared(op, kwargs)
+            try:
+                with call.activate():
+                    result = await wrapped(*args, **send)
+            except BaseException as exc:
+                call.fail(exc)
+                raise
+            return _finish(op, call, given, send, result, True)
+
+        return run()
+
+    return wrapper

@@ -1,0 +1,224 @@
+"""One stream proxy for every streaming backend: the caller cannot tell it from the original.
+
+A ``wrapt.ObjectProxy`` around a provider's stream (iteration, context manager, ``close()``,
+attributes such as ``response`` all pass through). Each item is shown to a provider-specific
+:class:`Accumulator`, which keeps the running usage and text. Every ending ends the call
+exactly once and clears the agent's estimate:
+
+* ``exhausted``: the stream ran out;
+* ``closed`` / ``exited``: closed, or its ``with`` block left, before the end;
+* ``error``: an exception mid-stream (the call fails, usage that arrived is kept);
+* ``abandoned``: dropped without being drained, found when it is garbage collected.
+
+A stream that ends without reported output hands the text seen to the call record, whose
+account step estimates the output from it (marked ``otel_tokens.usage.source = estimated``).
+How it ended is the span attribute ``otel_tokens.stream.end``.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from typing import Any, AsyncIterator, Iterator, Sequence
+
+import wrapt
+
+from .. import faults
+from ..call import Call
+from ..usage import Usage
+
+__all__ = ["Accumulator", "AsyncStreamProxy", "StreamObserver", "StreamProxy"]
+
+STREAM_END = "otel_tokens.stream.end"
+
+
+class Accumulator:
+    """What a provider reads from stream items; subclasses fill the fields in ``add``."""
+
+    def __init__(self) -> None:
+        self.usage: Usage | None = None  # the latest running/final usage reported
+        self.model: str | None = None
+        self.response_id: str | None = None
+        self.finish_reasons: list[str] = []
+        self.text: list[str] = []  # output text seen (for an output estimate)
+
+    def add(self, item: Any) -> bool:
+        """Read one item; return False to hide it from the caller (an injected usage chunk)."""
+        return True
+
+    def final_text(self) -> str:
+        return "".join(self.text)
+
+
+class StreamObserver:
+    """The capture side of one stream, shared by the sync and async proxies."""
+
+    __slots__ = ("call", "acc", "_lock", "_ended", "__weakref__")
+
+    def __init__(self, call: Call, acc: Accumulator) -> None:
+        self.call = call
+        self.acc = acc
+        self._lock = threading.Lock()
+        self._ended = False
+
+    def item(self, item: Any) -> bool:
+        """One item: first-chunk time, accumulation; never raises into the caller."""
+        try:
+            acc = self.acc
+            if self.call.first_chunk_at is None:
+                self.call.first_chunk()
+            before = acc.usage
+            show = acc.add(item)
+            usage = acc.usage
+            if usage is not before and usage is not None:
+                self.call.stream_usage(usage)
+            return show
+        except Exception as exc:
+            faults.report("parse", exc)
+            return True
+
+    def end(self, how: str, error: BaseException | None = None) -> None:
+        """End the call once, whichever ending comes first."""
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+        try:
+            acc = self.acc
+            usage = acc.usage
+            # no reported output: the text seen, for the account step to estimate it from
+            text = acc.final_text() if usage is None or usage.output_tokens is None else None
+            attributes = {STREAM_END: how}
+            if error is not None:
+                self.call.fail(error, usage, response_model=acc.model, response_id=acc.response_id,
+                               attributes=attributes, output_text=text)  # fmt: skip
+            else:
+                self.call.stop(usage, response_model=acc.model, response_id=acc.response_id,
+                               finish_reasons=acc.finish_reasons or None, attributes=attributes,
+                               output_text=text)  # fmt: skip
+        except Exception as exc:
+            faults.report("internal", exc)
+            if not self.call.ended:  # the call still ends, once, whatever went wrong above
+                if error is not None:
+                    self.call.fail(error)
+                else:
+                    self.call.stop(None)
+
+
+class _ProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
+    def __init__(self, wrapped: Any, observer: StreamObserver) -> None:
+        super().__init__(wrapped)
+        self._self_observer = observer
+        # a stream dropped without being drained still ends its call, once collected
+        self._self_finalizer = weakref.finalize(self, observer.end, "abandoned")
+
+    def _self_end(self, how: str, error: BaseException | None = None) -> None:
+        self._self_finalizer.detach()
+        self._self_observer.end(how, error)
+
+
+class StreamProxy(_ProxyBase):
+    """A synchronous stream (``openai.Stream``, ``anthropic.Stream``)."""
+
+    def __iter__(self) -> Iterator[Any]:
+        # like the SDKs' own ``__iter__``, a generator over the stream (a ``for`` loop then
+        # resumes a generator per item instead of calling a Python ``__next__`` from C)
+        return self._self_iterate()
+
+    def _self_iterate(self) -> Iterator[Any]:
+        item = self._self_observer.item
+        try:
+            for value in self.__wrapped__.__iter__():
+                if item(value):
+                    yield value
+        except GeneratorExit:  # the caller stopped this loop (break): not an ending
+            raise
+        except BaseException as exc:
+            self._self_end("error", exc)
+            raise
+        self._self_end("exhausted")
+
+    def __next__(self) -> Any:
+        wrapped, observer = self.__wrapped__, self._self_observer
+        while True:
+            try:
+                value = wrapped.__next__()
+            except StopIteration:
+                self._self_end("exhausted")
+                raise
+            except BaseException as exc:
+                self._self_end("error", exc)
+                raise
+            if observer.item(value):
+                return value
+
+    def __enter__(self) -> StreamProxy:
+        self.__wrapped__.__enter__()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
+        try:
+            return self.__wrapped__.__exit__(exc_type, exc, tb)
+        finally:
+            self._self_end("error" if exc is not None else "exited", exc)
+
+    def close(self) -> None:
+        try:
+            self.__wrapped__.close()
+        finally:
+            self._self_end("closed")
+
+
+class AsyncStreamProxy(_ProxyBase):
+    """An asynchronous stream (``openai.AsyncStream``, ``anthropic.AsyncStream``)."""
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        # an asynchronous generator, like the SDKs' own ``__aiter__`` (no coroutine per item)
+        return self._self_aiterate()
+
+    async def _self_aiterate(self) -> AsyncIterator[Any]:
+        item = self._self_observer.item
+        try:
+            async for value in self.__wrapped__.__aiter__():
+                if item(value):
+                    yield value
+        except GeneratorExit:  # the caller stopped this loop (break): not an ending
+            raise
+        except BaseException as exc:
+            self._self_end("error", exc)
+            raise
+        self._self_end("exhausted")
+
+    async def __anext__(self) -> Any:
+        while True:
+            try:
+                value = await self.__wrapped__.__anext__()
+            except StopAsyncIteration:
+                self._self_end("exhausted")
+                raise
+            except BaseException as exc:
+                self._self_end("error", exc)
+                raise
+            if self._self_observer.item(value):
+                return value
+
+    async def __aenter__(self) -> AsyncStreamProxy:
+        await self.__wrapped__.__aenter__()
+        return self
+
+    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
+        try:
+            return await self.__wrapped__.__aexit__(exc_type, exc, tb)
+        finally:
+            self._self_end("error" if exc is not None else "exited", exc)
+
+    async def close(self) -> None:
+        try:
+            await self.__wrapped__.close()
+        finally:
+            self._self_end("closed")
+
+
+def finish_reasons(values: Sequence[Any]) -> list[str]:
+    """Non-empty finish reasons as strings."""
+    return [str(v) for v in values if v]

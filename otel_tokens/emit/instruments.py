@@ -1,0 +1,239 @@
+"""Metric instruments, histogram buckets, views and attribute names of the telemetry contract.
+
+Names come from the OpenTelemetry semantic-conventions package where it has them; the rest
+(``otel_tokens.*`` and ``gen_ai.usage.cache_write.input_tokens``, which the package does not
+carry yet) are defined here, once. ``docs/telemetry-contract.md`` is the public contract.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable
+
+from opentelemetry.metrics import Histogram, Meter, ObservableGauge, Observation
+from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _gen_ai
+from opentelemetry.semconv.attributes import error_attributes as _error
+from opentelemetry.semconv.attributes import server_attributes as _server
+
+_log = logging.getLogger(__name__)
+
+# -- attribute names ------------------------------------------------------------------------
+OPERATION = _gen_ai.GEN_AI_OPERATION_NAME
+PROVIDER = _gen_ai.GEN_AI_PROVIDER_NAME
+REQUEST_MODEL = _gen_ai.GEN_AI_REQUEST_MODEL
+REQUEST_STREAM = _gen_ai.GEN_AI_REQUEST_STREAM
+RESPONSE_MODEL = _gen_ai.GEN_AI_RESPONSE_MODEL
+RESPONSE_ID = _gen_ai.GEN_AI_RESPONSE_ID
+FINISH_REASONS = _gen_ai.GEN_AI_RESPONSE_FINISH_REASONS
+TIME_TO_FIRST_CHUNK = _gen_ai.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK
+CONVERSATION_ID = _gen_ai.GEN_AI_CONVERSATION_ID
+AGENT_NAME = _gen_ai.GEN_AI_AGENT_NAME
+TOKEN_TYPE = _gen_ai.GEN_AI_TOKEN_TYPE
+USAGE_INPUT = _gen_ai.GEN_AI_USAGE_INPUT_TOKENS
+USAGE_OUTPUT = _gen_ai.GEN_AI_USAGE_OUTPUT_TOKENS
+USAGE_CACHE_READ = _gen_ai.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS
+USAGE_CACHE_WRITE = "gen_ai.usage.cache_write.input_tokens"  # newer than the package's name
+USAGE_REASONING = _gen_ai.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS
+SERVER_ADDRESS = _server.SERVER_ADDRESS
+SERVER_PORT = _server.SERVER_PORT
+ERROR_TYPE = _error.ERROR_TYPE
+
+ESTIMATE_INPUT = "otel_tokens.estimate.input_tokens"
+ESTIMATE_SOURCE = "otel_tokens.estimate.source"
+ESTIMATE_ERROR = "otel_tokens.estimate.error"
+ESTIMATE_CALIBRATION = "otel_tokens.estimate.calibration"  # actual/estimate ratio applied
+USAGE_SOURCE = "otel_tokens.usage.source"
+COST_USD = "otel_tokens.cost.usd"
+COST_SOURCE = "otel_tokens.cost.source"
+PREMIUM_REQUESTS = "otel_tokens.premium_requests"
+STATE_TURN_COUNT = "otel_tokens.state.turn_count"
+STATE_TOTAL_OUTPUT = "otel_tokens.state.total_output_tokens"
+STATE_MAX_OBSERVED_INPUT = "otel_tokens.state.max_observed_input_tokens"
+STATE_CONTEXT_UTILIZATION = "otel_tokens.state.context_utilization"
+ANOMALY_EVENT = "otel_tokens.anomaly"
+ANOMALY_KIND = "otel_tokens.anomaly.kind"
+ANOMALY_OBSERVED = "otel_tokens.anomaly.observed"
+ANOMALY_THRESHOLD = "otel_tokens.anomaly.threshold"
+ERROR_KIND = "otel_tokens.error.kind"
+
+#: Usage field -> (span attribute, ``gen_ai.token.type`` value on ``otel_tokens.tokens``).
+TOKEN_ATTRIBUTES: tuple[tuple[str, str, str], ...] = (
+    ("input_tokens", USAGE_INPUT, "input"),
+    ("output_tokens", USAGE_OUTPUT, "output"),
+    ("cache_read_tokens", USAGE_CACHE_READ, "cache_read"),
+    ("cache_write_tokens", USAGE_CACHE_WRITE, "cache_write"),
+    ("reasoning_tokens", USAGE_REASONING, "reasoning"),
+)
+
+# -- metric names and buckets ---------------------------------------------------------------
+TOKEN_USAGE = "gen_ai.client.token.usage"
+OPERATION_DURATION = "gen_ai.client.operation.duration"
+OPERATION_TTFC = "gen_ai.client.operation.time_to_first_chunk"
+TOKENS = "otel_tokens.tokens"
+COST = "otel_tokens.cost"
+PREMIUM = "otel_tokens.premium_requests"
+ESTIMATE_ERROR_METRIC = "otel_tokens.estimate.error"
+CONTEXT_UTILIZATION = "otel_tokens.context.utilization"
+ANOMALIES = "otel_tokens.anomalies"
+UNPRICED = "otel_tokens.unpriced_requests"
+INSTRUMENTATION_ERRORS = "otel_tokens.instrumentation.errors"
+
+TOKEN_BUCKETS: tuple[float, ...] = tuple(float(4**i) for i in range(14))  # 1 .. 67108864
+DURATION_BUCKETS: tuple[float, ...] = tuple(0.01 * 2**i for i in range(14))  # 0.01 .. 81.92
+ESTIMATE_ERROR_BUCKETS: tuple[float, ...] = (
+    -1, -0.5, -0.25, -0.1, -0.05, -0.02, 0, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2,
+)  # fmt: skip
+
+HISTOGRAM_BUCKETS: dict[str, tuple[float, ...]] = {
+    TOKEN_USAGE: TOKEN_BUCKETS,
+    OPERATION_DURATION: DURATION_BUCKETS,
+    OPERATION_TTFC: DURATION_BUCKETS,
+    ESTIMATE_ERROR_METRIC: ESTIMATE_ERROR_BUCKETS,
+}
+
+
+SCOPE = "otel_tokens"  #: the meter (instrumentation scope) of every instrument here
+
+
+def views() -> list[Any]:
+    """SDK Views giving the contract's histograms their buckets (used by ``configure()``).
+
+    They match otel_tokens' own meter only: another GenAI instrumentation's instruments of
+    the same names keep their own aggregation (no conflicting metric identities)."""
+    from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+
+    return [
+        View(
+            instrument_name=name,
+            meter_name=SCOPE,
+            aggregation=ExplicitBucketHistogramAggregation(boundaries=list(buckets)),
+        )
+        for name, buckets in HISTOGRAM_BUCKETS.items()
+    ]
+
+
+AttributeKey = tuple  # ((name, value), ...): a hashable attribute set
+
+
+class CounterSums:
+    """Running sums behind one counter of the contract, per attribute set.
+
+    Counters are asynchronous instruments over these sums: a call adds to a dict entry
+    (well under a microsecond) and the SDK turns the sums into points once per collection,
+    instead of validating and hashing attributes on every call (~8 us per measurement).
+    Exported names, units, attributes and values are those of a synchronous counter.
+    """
+
+    __slots__ = ("_values", "_lock")
+
+    def __init__(self) -> None:
+        self._values: dict[AttributeKey, float] = {}
+        self._lock = threading.Lock()
+
+    def add(self, amount: float, key: AttributeKey) -> None:
+        """Add ``amount`` (>= 0) to the sum of attribute set ``key``."""
+        with self._lock:
+            self._values[key] = self._values.get(key, 0) + amount
+
+    def add_many(self, amounts: Iterable[tuple[AttributeKey, float]]) -> None:
+        """Add several ``(key, amount)`` pairs under one lock (a call's token types)."""
+        with self._lock:
+            values = self._values
+            for key, amount in amounts:
+                values[key] = values.get(key, 0) + amount
+
+    def observe(self, options: Any = None) -> list[Observation]:
+        """The SDK callback: one cumulative point per attribute set."""
+        with self._lock:
+            items = list(self._values.items())
+        return [Observation(value, dict(key)) for key, value in items]
+
+
+@dataclass(frozen=True, slots=True)
+class Instruments:
+    """Every metric instrument of the contract, created once per meter."""
+
+    token_usage: Histogram
+    duration: Histogram
+    time_to_first_chunk: Histogram
+    estimate_error: Histogram
+    context_utilization: ObservableGauge
+    tokens: CounterSums
+    cost: CounterSums
+    premium_requests: CounterSums
+    anomalies: CounterSums
+    unpriced: CounterSums
+    errors: CounterSums
+
+    @classmethod
+    def create(
+        cls, meter: Meter, utilization: Callable[[Any], Iterable[Observation]]
+    ) -> Instruments:
+        """Create the instruments; bucket advice applies even under a provider we did not set."""
+
+        def histogram(name: str, unit: str, description: str) -> Histogram:
+            return meter.create_histogram(
+                name, unit=unit, description=description,
+                explicit_bucket_boundaries_advisory=list(HISTOGRAM_BUCKETS[name]),
+            )  # fmt: skip
+
+        def counter(name: str, unit: str, description: str) -> CounterSums:
+            sums = CounterSums()
+            meter.create_observable_counter(
+                name, callbacks=[sums.observe], unit=unit, description=description
+            )
+            return sums
+
+        return cls(
+            token_usage=histogram(TOKEN_USAGE, "{token}", "Input and output tokens per call."),
+            duration=histogram(OPERATION_DURATION, "s", "Duration of a GenAI client operation."),
+            time_to_first_chunk=histogram(
+                OPERATION_TTFC, "s", "Time from request to the first chunk of a streamed response."
+            ),
+            estimate_error=histogram(
+                ESTIMATE_ERROR_METRIC, "1", "(estimate - actual) / actual of input tokens."
+            ),
+            context_utilization=meter.create_observable_gauge(
+                CONTEXT_UTILIZATION, callbacks=[utilization], unit="1",
+                description="Share of the context window in use, per agent (the displayed value).",
+            ),  # fmt: skip
+            tokens=counter(TOKENS, "{token}", "Tokens by type (input, output, cache read, "
+                           "cache write, reasoning) and usage source."),  # fmt: skip
+            cost=counter(COST, "USD", "Cost of calls in USD."),
+            premium_requests=counter(PREMIUM, "{request}", "Premium requests (e.g. GitHub Copilot)."),
+            anomalies=counter(ANOMALIES, "{event}", "Budget and spike anomalies detected."),
+            unpriced=counter(UNPRICED, "{request}", "Calls whose model has no known price."),
+            errors=counter(INSTRUMENTATION_ERRORS, "{error}",
+                           "Faults inside otel_tokens (caught; the host call was unaffected)."),  # fmt: skip
+        )
+
+
+def record_signed(histogram: Histogram, value: float, attributes: dict[str, Any]) -> None:
+    """Record a possibly negative value (the estimate-error ratio) on a histogram.
+
+    The contract's ``otel_tokens.estimate.error`` buckets start at -1, but the Python SDK drops
+    negative histogram values (the API leaves such checks to SDKs). A negative value is
+    therefore handed to the SDK histogram's measurement consumer, the step that follows that
+    check; under any other SDK it is recorded normally.
+    """
+    if value >= 0:
+        histogram.record(value, attributes)
+        return
+    consumer = getattr(histogram, "_measurement_consumer", None)
+    if consumer is None:
+        histogram.record(value, attributes)
+        return
+    from time import time_ns
+
+    from opentelemetry.context import get_current
+    from opentelemetry.sdk.metrics._internal.measurement import Measurement
+
+    if getattr(histogram, "_is_enabled", lambda: True)():
+        consumer.consume_measurement(
+            Measurement(
+                value=value, time_unix_nano=time_ns(), instrument=histogram,
+                context=get_current(), attributes=attributes,
+            )  # fmt: skip
+        )

@@ -1,0 +1,337 @@
+"""The recorder: the one owner of the span and every instrument of the telemetry contract.
+
+:meth:`Recorder.start` opens a call's span from the record's request facts;
+:meth:`Recorder.stop` sets the span's attributes, anomaly events and status from the account
+step's :class:`~otel_tokens.account.outcome.Outcome`, records every metric point and ends
+the span. It computes nothing: what to record is the outcome's. Metric attribute values that
+come from outside are bounded by the cardinality guard; spans keep the real values. Nothing
+here raises into the host: each step's fault goes to the fault sink.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Iterator
+
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, trace
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from .. import faults
+from ..account.agents import agents
+from ..version import __version__
+from . import instruments as names
+from .cardinality import CardinalityGuard
+from .instruments import SCOPE, Instruments, record_signed
+
+if TYPE_CHECKING:
+    from ..account.anomalies import Anomaly
+    from ..account.outcome import Line, Outcome
+    from ..call import Call
+
+__all__ = ["Recorder"]
+
+_SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
+_ATTRIBUTE_SETS_MAX = 4096  # distinct metric attribute sets kept; past this the cache starts over
+
+
+class _Emission:
+    """What the recorder keeps of one call between start and stop."""
+
+    __slots__ = ("span", "labels")
+
+    def __init__(self, span: Any, labels: dict[str, Any]) -> None:
+        self.span = span
+        self.labels = labels  # the common metric attributes (real values, bounded when recorded)
+
+
+class Recorder:
+    """Tracer, instruments and metric attribute sets of otel_tokens' own scope."""
+
+    def __init__(self, tracer_provider: Any = None, meter_provider: Any = None, *,
+                 max_attribute_values: int = 200) -> None:  # fmt: skip
+        self.tracer = trace.get_tracer(SCOPE, __version__, tracer_provider, _SCHEMA_URL)
+        meter = metrics.get_meter(SCOPE, __version__, meter_provider, _SCHEMA_URL)
+        self.instruments = Instruments.create(meter, self._observe_utilization)
+        self.cardinality = CardinalityGuard(
+            max_attribute_values,
+            lambda key: faults.report("cardinality", detail=f"{key}: too many values"),
+        )  # fmt: skip
+        self._attribute_sets: dict[tuple[Any, ...], _AttributeSet] = {}
+        faults.sink().bind(self.instruments.errors)
+
+    # -- the start ------------------------------------------------------------------------------
+    def start(self, call: Call) -> None:
+        """Open the call's span (started, not yet current); its ids go on the record."""
+        agent = call.agent
+        labels: dict[str, Any] = {
+            names.OPERATION: call.operation,
+            names.PROVIDER: call.provider,
+            names.AGENT_NAME: agent.name if agent is not None else "default",
+        }
+        if call.request_model:
+            labels[names.REQUEST_MODEL] = call.request_model
+        if call.server_address:
+            labels[names.SERVER_ADDRESS] = call.server_address
+        emission = call.emission = _Emission(None, labels)
+        try:
+            attrs = dict(labels)  # spans keep the real values
+            attrs[names.REQUEST_STREAM] = bool(call.stream)
+            if call.server_port:
+                attrs[names.SERVER_PORT] = call.server_port
+            if call.conversation_id:
+                attrs[names.CONVERSATION_ID] = call.conversation_id
+            estimate = call.estimate
+            if estimate is not None:
+                attrs[names.ESTIMATE_INPUT] = estimate.input_tokens
+                attrs[names.ESTIMATE_SOURCE] = estimate.source
+                calibration = call.request_estimate and call.request_estimate.calibration
+                if calibration is not None:
+                    attrs[names.ESTIMATE_CALIBRATION] = calibration
+            if call.attributes:
+                attrs.update(call.attributes)
+            model = call.request_model
+            name = call.span_name or (f"{call.operation} {model}" if model else call.operation)
+            span = emission.span = self.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attrs)
+            ids = span.get_span_context()
+            if ids.is_valid:
+                call.trace_id, call.span_id = ids.trace_id, ids.span_id
+        except Exception as exc:
+            faults.report("span", exc)
+
+    def activate(self, call: Call) -> _Active:
+        """Make the call's span current while the backend runs (HTTP client spans nest under it)."""
+        return _Active(call.emission)
+
+    @staticmethod
+    def span_of(call: Call) -> Any:
+        emission = call.emission
+        span = emission.span if emission is not None else None
+        return span if span is not None else trace.INVALID_SPAN
+
+    # -- the end --------------------------------------------------------------------------------
+    def stop(self, call: Call, outcome: Outcome | None) -> None:
+        """Span attributes, events and status, every metric point, then the span's end."""
+        emission = call.emission
+        span = emission.span if emission is not None else None
+        try:
+            if outcome is not None and emission is not None:
+                main = self._attribute_set(emission.labels, outcome.response_model)
+                if span is not None:
+                    self._span(span, outcome)
+                for anomaly in outcome.anomalies:
+                    self.anomaly(span, anomaly, main.key)
+                self._metrics(emission.labels, main, outcome)
+        except Exception as exc:
+            faults.report("internal", exc)
+        finally:
+            if span is not None:
+                try:
+                    span.end()
+                except Exception as exc:
+                    faults.report("span", exc)
+
+    def _span(self, span: Any, outcome: Outcome) -> None:
+        try:
+            if not span.is_recording():
+                return
+            values: dict[str, Any] = {}
+            usage = outcome.usage
+            for field, span_attr, _token_type in names.TOKEN_ATTRIBUTES:
+                value = getattr(usage, field)
+                if value is not None:  # a class the backend did not report is absent, never 0
+                    values[span_attr] = value
+            if values or usage.premium_requests is not None or usage.cost_usd is not None:
+                values[names.USAGE_SOURCE] = usage.source  # no figure, no source
+            optional = (
+                (names.RESPONSE_MODEL, outcome.response_model),
+                (names.RESPONSE_ID, outcome.response_id),
+                (names.FINISH_REASONS, outcome.finish_reasons),
+                (names.COST_USD, outcome.price.cost_usd),
+                (names.COST_SOURCE, outcome.price.source),
+                (names.PREMIUM_REQUESTS, usage.premium_requests),
+                (names.ESTIMATE_ERROR, outcome.estimate_error),
+                (names.TIME_TO_FIRST_CHUNK, outcome.time_to_first_chunk),
+            )
+            for key, value in optional:
+                if value is not None and value != ():
+                    values[key] = value
+            state = outcome.state
+            if state is not None:
+                values[names.STATE_TURN_COUNT] = state.turn_count
+                values[names.STATE_TOTAL_OUTPUT] = state.total_output_tokens
+                if state.max_observed_input_tokens is not None:
+                    values[names.STATE_MAX_OBSERVED_INPUT] = state.max_observed_input_tokens
+                if state.context_utilization is not None:
+                    values[names.STATE_CONTEXT_UTILIZATION] = state.context_utilization
+            if outcome.attributes:
+                values.update(outcome.attributes)
+            if outcome.failed:
+                values[names.ERROR_TYPE] = outcome.error_type
+                span.set_status(Status(StatusCode.ERROR, outcome.error_message))
+            span.set_attributes(values)
+        except Exception as exc:
+            faults.report("span", exc)
+
+    def _metrics(self, labels: dict[str, Any], main: _AttributeSet, outcome: Outcome) -> None:
+        inst = self.instruments
+        try:
+            attrs = main.attrs
+            if outcome.failed:
+                attrs = {**attrs, names.ERROR_TYPE: outcome.error_type}
+            inst.duration.record(outcome.duration, attrs)
+            if outcome.time_to_first_chunk is not None and outcome.stream:
+                inst.time_to_first_chunk.record(outcome.time_to_first_chunk, attrs)
+            counted: list[tuple[tuple[tuple[str, Any], ...], float]] = []
+            for line in outcome.lines:
+                self._line(labels, main, outcome, line, counted)
+            inst.tokens.add_many(counted)
+            estimate = outcome.estimate
+            if outcome.estimate_error is not None and estimate is not None:
+                record_signed(inst.estimate_error, outcome.estimate_error,
+                              main.estimate(estimate.source))  # fmt: skip
+        except Exception as exc:
+            faults.report("metrics", exc)
+
+    def _line(self, labels: dict[str, Any], main: _AttributeSet, outcome: Outcome, line: Line,
+              counted: list[tuple[tuple[tuple[str, Any], ...], float]]) -> None:  # fmt: skip
+        inst = self.instruments
+        points = main if line.model == outcome.response_model else self._attribute_set(labels, line.model)
+        usage = line.usage
+        if usage is not None:
+            source = usage.source
+            for field, _span_attr, token_type in names.TOKEN_ATTRIBUTES:
+                value = getattr(usage, field)
+                if value is None:
+                    continue
+                if token_type == "input" or token_type == "output":
+                    inst.token_usage.record(value, points.by_type[token_type])
+                counted.append((points.token_key(token_type, source), value))
+        if line.cost_usd is not None:
+            inst.cost.add(line.cost_usd, points.cost_key(line.cost_source or "computed"))
+        elif line.unpriced:
+            inst.unpriced.add(1, points.key)
+        if line.premium_requests is not None:
+            inst.premium_requests.add(line.premium_requests, points.key)
+
+    # -- anomalies ----------------------------------------------------------------------------
+    def anomaly(self, span: Any, anomaly: Anomaly, key: tuple[tuple[str, Any], ...]) -> None:
+        """An anomaly: a span event (when there is a span) and a count."""
+        try:
+            if span is not None:
+                span.add_event(names.ANOMALY_EVENT, {
+                    names.ANOMALY_KIND: anomaly.kind,
+                    names.ANOMALY_OBSERVED: anomaly.observed,
+                    names.ANOMALY_THRESHOLD: anomaly.threshold,
+                })  # fmt: skip
+            self.instruments.anomalies.add(1, (*key, (names.ANOMALY_KIND, anomaly.kind)))
+        except Exception as exc:
+            faults.report("metrics", exc)
+
+    def refused(self, agent: str, anomaly: Anomaly) -> None:
+        """A call refused before it started (an enforced budget): counted, no span."""
+        attrs = self.cardinality.attributes({names.AGENT_NAME: agent})
+        self.anomaly(None, anomaly, tuple(attrs.items()))
+
+    # -- attribute sets -------------------------------------------------------------------------
+    def _attribute_set(self, labels: dict[str, Any], response_model: str | None) -> _AttributeSet:
+        """The bounded metric attribute set of a call's labels and response model.
+
+        Cached only when the cardinality guard passed every value as is: its decisions for
+        admitted values never change, while a value it turns into ``_OTHER`` must be counted
+        again on every call.
+        """
+        cache_key = (*labels.items(), response_model)
+        found = self._attribute_sets.get(cache_key)
+        if found is not None:
+            return found
+        full = {**labels, names.RESPONSE_MODEL: response_model} if response_model else labels
+        bounded = self.cardinality.attributes(full)
+        found = _AttributeSet(bounded)
+        if bounded is full:
+            if len(self._attribute_sets) >= _ATTRIBUTE_SETS_MAX:
+                self._attribute_sets.clear()
+            self._attribute_sets[cache_key] = found
+        return found
+
+    def _observe_utilization(self, options: Any) -> Iterator[metrics.Observation]:
+        """``otel_tokens.context.utilization``: each agent's displayed share of its context."""
+        try:
+            points = []
+            for entry in agents():
+                ratio = entry.state.display().ratio
+                if ratio is not None:
+                    agent = self.cardinality.value(names.AGENT_NAME, entry.name)
+                    points.append(metrics.Observation(ratio, {names.AGENT_NAME: agent}))
+            return iter(points)
+        except Exception as exc:
+            faults.report("metrics", exc)
+            return iter(())
+
+
+class _AttributeSet:
+    """One bounded metric attribute set and the derived sets its instruments record with.
+
+    A call's metric points all share its common attributes; these objects are built once per
+    distinct set (see :meth:`Recorder._attribute_set`) and reused, so a call does not rebuild,
+    re-guard and re-hash the same dictionaries and tuples for every point.
+    """
+
+    __slots__ = ("attrs", "key", "by_type", "counter_keys", "cost_keys", "estimate_attrs")
+
+    def __init__(self, attrs: dict[str, Any]) -> None:
+        self.attrs = attrs = dict(attrs)  # its own: the caller's dict may be a call's
+        self.key: tuple[tuple[str, Any], ...] = tuple(attrs.items())
+        #: token histogram attributes, by token type
+        self.by_type = {kind: {**attrs, names.TOKEN_TYPE: kind} for kind in ("input", "output")}
+        self.counter_keys: dict[tuple[str, str], tuple[tuple[str, Any], ...]] = {}
+        self.cost_keys: dict[str, tuple[tuple[str, Any], ...]] = {}
+        self.estimate_attrs: dict[str, dict[str, Any]] = {}
+
+    def token_key(self, token_type: str, source: str) -> tuple[tuple[str, Any], ...]:
+        """``otel_tokens.tokens`` attribute key for one token type and usage source."""
+        key = self.counter_keys.get((token_type, source))
+        if key is None:
+            key = self.counter_keys[(token_type, source)] = (
+                *self.key, (names.TOKEN_TYPE, token_type), (names.USAGE_SOURCE, source)
+            )
+        return key
+
+    def cost_key(self, source: str) -> tuple[tuple[str, Any], ...]:
+        """``otel_tokens.cost`` attribute key for one cost source."""
+        key = self.cost_keys.get(source)
+        if key is None:
+            key = self.cost_keys[source] = (*self.key, (names.COST_SOURCE, source))
+        return key
+
+    def estimate(self, source: str) -> dict[str, Any]:
+        """``otel_tokens.estimate.error`` attributes for one estimate source."""
+        attrs = self.estimate_attrs.get(source)
+        if attrs is None:
+            attrs = self.estimate_attrs[source] = {**self.attrs, names.ESTIMATE_SOURCE: source}
+        return attrs
+
+
+class _Active:
+    """Context manager attaching a call's span as the current span (a class: this runs on
+    every call, and a generator-based one costs several times more)."""
+
+    __slots__ = ("_emission", "_token")
+
+    def __init__(self, emission: _Emission | None) -> None:
+        self._emission = emission
+        self._token: Any = None
+
+    def __enter__(self) -> None:
+        span = self._emission.span if self._emission is not None else None
+        if span is not None:
+            try:
+                self._token = otel_context.attach(trace.set_span_in_context(span))
+            except Exception as exc:
+                faults.report("span", exc)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._token is not None:
+            try:
+                otel_context.detach(self._token)
+            except Exception as exc:
+                faults.report("span", exc)

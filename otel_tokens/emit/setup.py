@@ -1,0 +1,243 @@
+"""SDK set-up: ``configure()`` builds the tracer and meter providers and their exporters.
+
+``configure()`` leaves alone any tracer or meter provider the application already set.
+Otherwise it builds them with a resource (``service.name``, and a random
+``service.instance.id`` so parallel processes never collide), the contract's histogram
+buckets as Views (otel_tokens' own meter only), and exporters chosen by the settings
+(:mod:`otel_tokens.settings`, from the standard variables):
+
+* an OTLP endpoint (``OTEL_EXPORTER_OTLP_ENDPOINT`` or the per-signal ones) set: OTLP, over
+  ``OTEL_EXPORTER_OTLP_PROTOCOL`` (``grpc`` or ``http/protobuf``; when unset, ``grpc`` for
+  port 4317 and ``http/protobuf`` otherwise);
+* otherwise the embedded default: a Prometheus ``/metrics`` endpoint on 127.0.0.1:9464
+  (``OTEL_TOKENS_PROMETHEUS_PORT``/``OTEL_TOKENS_PROMETHEUS_HOST``; port 0 picks a free one);
+* ``OTEL_TRACES_EXPORTER``/``OTEL_METRICS_EXPORTER`` (``otlp``, ``prometheus``, ``console``,
+  ``none``) override the choice.
+
+A second ``configure()`` returns the first one's set-up; arguments that differ from it cannot
+take effect (the providers exist) and are refused with a warning.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import sys
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+from .. import faults
+from .. import settings as _settings
+
+__all__ = ["Setup", "configure"]
+
+_log = logging.getLogger("otel_tokens")
+_lock = threading.Lock()
+_setup: Setup | None = None
+_arguments: dict[str, Any] = {}  # what the first configure() was given
+_RESOURCE_LABELS = frozenset({"service.name", "service.instance.id"})
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What ``configure()`` did: the providers in use and where telemetry goes."""
+
+    tracer_provider: Any
+    meter_provider: Any
+    traces: str
+    metrics: str
+    prometheus_url: str | None = None
+    own_providers: bool = True
+    _closers: list[Any] = field(default_factory=list, repr=False)
+
+    def shutdown(self) -> None:
+        """Flush and stop what configure() started (providers it built, the /metrics server)."""
+        for close in self._closers:
+            try:
+                close()
+            except Exception:
+                _log.debug("otel_tokens: shutdown step failed", exc_info=True)
+
+
+def _is_proxy(provider: Any) -> bool:
+    return type(provider).__name__ in (
+        "ProxyTracerProvider", "_ProxyMeterProvider", "NoOpTracerProvider", "NoOpMeterProvider",
+    )  # fmt: skip
+
+
+def _protocol(configured: str | None, endpoint: str) -> str:
+    if configured:
+        return configured
+    try:
+        port = urlparse(endpoint if "://" in endpoint else f"//{endpoint}").port
+    except ValueError:
+        port = None
+    return "grpc" if port == 4317 else "http/protobuf"
+
+
+def _otlp_exporter(signal: str, endpoint: str, protocol: str | None) -> Any:
+    protocol = _protocol(protocol, endpoint)
+    kind = "trace_exporter" if signal == "TRACES" else "metric_exporter"
+    cls = "OTLPSpanExporter" if signal == "TRACES" else "OTLPMetricExporter"
+    module = "grpc" if protocol == "grpc" else "http"
+    mod = importlib.import_module(f"opentelemetry.exporter.otlp.proto.{module}.{kind}")
+    return getattr(mod, cls)(), f"otlp {protocol} {endpoint}"
+
+
+def _resource(settings: _settings.Settings) -> Any:
+    from opentelemetry.sdk.resources import Resource
+
+    attributes: dict[str, Any] = {}
+    given = settings.resource_attributes or ""
+    if settings.service_name:
+        attributes["service.name"] = settings.service_name
+    elif "service.name=" not in given:
+        script = os.path.splitext(os.path.basename(sys.argv[0] or ""))[0]
+        attributes["service.name"] = script or "python-agent"
+    if "service.instance.id=" not in given:
+        attributes["service.instance.id"] = str(uuid.uuid4())
+    return Resource.create(attributes)
+
+
+def configure(
+    service_name: str | None = None,
+    *,
+    prometheus_port: int | None = None,
+    prometheus_host: str | None = None,
+) -> Setup:
+    """Set up OpenTelemetry for otel_tokens once per process (later calls return the same).
+
+    Never raises for a setting: a bad one is one line and keeps its default; a busy
+    Prometheus port is logged and counted. A later call with other arguments is refused with
+    a warning (the providers are built)."""
+    global _setup
+    arguments = {"service_name": service_name, "prometheus_port": prometheus_port,
+                 "prometheus_host": prometheus_host}  # fmt: skip
+    with _lock:
+        if _setup is not None:
+            _refuse_changes(arguments)
+            return _setup
+        _arguments.update(arguments)
+        settings = _settings.with_arguments(_settings.current(), **arguments)
+        _setup = _build(settings)
+        _log.info("otel_tokens: traces -> %s; metrics -> %s", _setup.traces, _setup.metrics)
+        return _setup
+
+
+def _refuse_changes(arguments: dict[str, Any]) -> None:
+    changed = {k: v for k, v in arguments.items() if v is not None and v != _arguments.get(k)}
+    if changed:
+        given = ", ".join(f"{k}={v!r}" for k, v in changed.items())
+        _log.warning("otel_tokens: configure(%s) ignored: configure() already set up the "
+                     "providers (call Setup.shutdown() and configure in a new process to change "
+                     "them)", given)  # fmt: skip
+        faults.report("config", detail=f"configure({given}) ignored", log=False)
+
+
+def _build(settings: _settings.Settings) -> Setup:
+    from opentelemetry import metrics, trace
+
+    closers: list[Any] = []
+    tracer_provider = trace.get_tracer_provider()
+    meter_provider = metrics.get_meter_provider()
+    own = _is_proxy(tracer_provider) or _is_proxy(meter_provider)
+    traces_to = metrics_to = "the application's provider"
+    prometheus_url = None
+    resource = _resource(settings) if own else None
+    if _is_proxy(tracer_provider):
+        tracer_provider, traces_to = _build_tracer_provider(settings, resource, closers)
+        trace.set_tracer_provider(tracer_provider)
+    if _is_proxy(meter_provider):
+        meter_provider, metrics_to, prometheus_url = _build_meter_provider(settings, resource,
+                                                                           closers)  # fmt: skip
+        metrics.set_meter_provider(meter_provider)
+    return Setup(tracer_provider, meter_provider, traces_to, metrics_to, prometheus_url, own,
+                 closers)  # fmt: skip
+
+
+def _build_tracer_provider(settings: _settings.Settings, resource: Any,
+                           closers: list[Any]) -> tuple[Any, str]:  # fmt: skip
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from .exporters import GuardedSpanExporter
+
+    provider = TracerProvider(resource=resource)
+    closers.append(provider.shutdown)
+    endpoint = settings.traces_endpoint
+    choice = settings.traces_exporter or ("otlp" if endpoint else "none")
+    if choice == "none":
+        return provider, "nowhere (set OTEL_EXPORTER_OTLP_ENDPOINT to export spans)"
+    if choice == "otlp":
+        exporter, where = _otlp_exporter("TRACES", endpoint or "http://localhost:4318",
+                                         settings.traces_protocol)  # fmt: skip
+    else:
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+        exporter, where = ConsoleSpanExporter(), "console"
+    provider.add_span_processor(BatchSpanProcessor(GuardedSpanExporter(exporter)))
+    return provider, where
+
+
+def _build_meter_provider(settings: _settings.Settings, resource: Any,
+                          closers: list[Any]) -> tuple[Any, str, str | None]:  # fmt: skip
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+
+    from .exporters import GuardedMetricExporter
+    from .instruments import views
+
+    endpoint = settings.metrics_endpoint
+    choice = settings.metrics_exporter or ("otlp" if endpoint else "prometheus")
+    readers: list[Any] = []
+    url = None
+    if choice == "otlp":
+        exporter, where = _otlp_exporter("METRICS", endpoint or "http://localhost:4318",
+                                         settings.metrics_protocol)  # fmt: skip
+        readers.append(PeriodicExportingMetricReader(GuardedMetricExporter(exporter)))
+    elif choice == "console":
+        from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
+
+        readers.append(PeriodicExportingMetricReader(GuardedMetricExporter(ConsoleMetricExporter())))
+        where = "console"
+    elif choice == "prometheus":
+        reader, where, url = _prometheus(settings, closers)
+        if reader is not None:
+            readers.append(reader)
+    else:
+        where = "nowhere"
+    provider = MeterProvider(metric_readers=readers, resource=resource, views=views())
+    closers.insert(0, provider.shutdown)
+    return provider, where, url
+
+
+def _prometheus(settings: _settings.Settings, closers: list[Any]) -> tuple[Any, str, str | None]:
+    port, host = settings.prometheus_port, settings.prometheus_host
+    try:
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+        from prometheus_client import start_http_server
+    except ImportError:
+        _log.warning(
+            "otel_tokens: no metrics exporter: install otel-tokens[prometheus] for the embedded "
+            "/metrics endpoint, or set OTEL_EXPORTER_OTLP_ENDPOINT"
+        )
+        return None, "nowhere (opentelemetry-exporter-prometheus is not installed)", None
+    try:  # service.name/service.instance.id as labels, as the collector's exporter adds them
+        reader = PrometheusMetricReader(resource_attribute_filter=_RESOURCE_LABELS.__contains__)
+    except TypeError:  # exporter releases before the option existed
+        reader = PrometheusMetricReader()
+    try:
+        started = start_http_server(port, addr=host)
+    except OSError as exc:
+        faults.report("exporter", exc, f"cannot serve /metrics on {host}:{port}")
+        return reader, f"nowhere (port {host}:{port} unavailable: {exc.strerror})", None
+    if isinstance(started, tuple):  # prometheus_client >= 0.16 returns (server, thread)
+        server = started[0]
+        port = server.server_port
+        closers.append(server.shutdown)
+    url = f"http://{host}:{port}/metrics"
+    return reader, f"prometheus {url}", url

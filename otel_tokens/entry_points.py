@@ -1,0 +1,81 @@
+"""``BaseInstrumentor`` classes for ``opentelemetry-instrument`` (the entry points).
+
+Each turns one backend of :data:`otel_tokens.capture.BACKENDS` on and off through the one
+registry (:mod:`otel_tokens.registry`), the same as ``otel_tokens.instrument()``: whether it is
+instrumented is the registry's answer, not a flag of its own, so mixing the two APIs in any
+order leaves each backend patched once or not at all. Explicit ``tracer_provider``/
+``meter_provider`` are honoured, the global ones used otherwise; when none is set (no distro
+configured the SDK), ``configure()`` sets it up from the standard variables.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Collection
+
+from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
+
+from . import registry
+
+__all__ = [
+    "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AnthropicInstrumentor", "OpenAIInstrumentor",
+]  # fmt: skip
+
+
+class _Delegating(BaseInstrumentor):  # type: ignore[misc]
+    """Turns one registered backend on and off through the registry."""
+
+    name = ""
+
+    @property  # type: ignore[override]
+    def _is_instrumented_by_opentelemetry(self) -> bool:
+        return registry.is_active(self.name)
+
+    @_is_instrumented_by_opentelemetry.setter
+    def _is_instrumented_by_opentelemetry(self, value: bool) -> None:
+        pass  # the registry knows; BaseInstrumentor's own flag would drift from it
+
+    def instrumentation_dependencies(self) -> Collection[str]:
+        return registry.dependencies_of(self.name)
+
+    def instrument(self, **kwargs: Any) -> Any:
+        if kwargs.get("skip_dep_check") and not (
+            kwargs.get("tracer_provider") or kwargs.get("meter_provider")
+        ):
+            # Loaded by opentelemetry-instrument (it passes skip_dep_check, which
+            # BaseInstrumentor.instrument removes). Without an OpenTelemetry distro nothing has
+            # set up the SDK: do it, as otel-tokens run would. A distro's providers are set
+            # before instrumentors load and are left alone.
+            from .emit.setup import configure
+
+            configure()
+        return super().instrument(**kwargs)
+
+    def _instrument(self, **kwargs: Any) -> None:
+        registry.enable(self.name, **kwargs)
+
+    def _uninstrument(self, **kwargs: Any) -> None:
+        registry.disable(self.name)
+
+
+class AgentCliInstrumentor(_Delegating):
+    """Agent CLIs (Copilot, Claude Code, Codex, Gemini) run through subprocess or asyncio."""
+
+    name = "agent_cli"
+
+
+class AgentBackendsInstrumentor(_Delegating):
+    """The backends named in ``OTEL_TOKENS_BACKENDS``."""
+
+    name = "agent_backends"
+
+
+class AnthropicInstrumentor(_Delegating):
+    """The ``anthropic`` SDK: ``messages.create``/``parse``/``stream``, beta included."""
+
+    name = "anthropic"
+
+
+class OpenAIInstrumentor(_Delegating):
+    """The ``openai`` SDK: chat completions, Responses, embeddings (sync, async, streams)."""
+
+    name = "openai"

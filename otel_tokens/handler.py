@@ -1,0 +1,230 @@
+"""The one call path: capture -> account -> emit.
+
+An instrumentor opens a call with :meth:`Handler.start` (or ``otel_tokens.start_call``),
+gets a :class:`~otel_tokens.call.Call` record, fills in what the backend answered and ends it
+once with ``call.stop()`` or ``call.fail()``. The handler then hands the record to the
+account step (:class:`~otel_tokens.account.settle.Accountant`), which decides the outcome,
+and the outcome to the recorder (:class:`~otel_tokens.emit.recorder.Recorder`), which emits
+it; anomaly callbacks run last. Each step is guarded: a fault is counted, never raised into
+the host, except :class:`BudgetExceeded` from ``start`` when the user opted in to it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Callable
+
+from . import faults
+from .account.anomalies import AnomalyGuard, BudgetExceeded
+from .account.estimate import Estimator
+from .account.pricing import Pricer
+from .account.settle import Accountant
+from .call import Call
+from .emit.recorder import Recorder
+from .settings import current
+
+if TYPE_CHECKING:
+    from .account.agents import AgentEntry
+    from .account.anomalies import Anomaly
+    from .account.state import Estimate
+    from .request import Request
+    from .settings import Settings
+    from .usage import Usage
+
+__all__ = ["Handler", "get_guard", "get_handler", "on_anomaly", "set_budget", "set_handler",
+           "start_call"]  # fmt: skip
+
+_END_LOCK = threading.Lock()  # makes ending a call a single check-and-set
+
+
+class Handler:
+    """Opens calls, and at each call's end runs the account step, then the recorder."""
+
+    def __init__(self, tracer_provider: Any = None, meter_provider: Any = None, *,
+                 pricer: Pricer | None = None, guard: AnomalyGuard | None = None,
+                 settings: Settings | None = None) -> None:  # fmt: skip
+        self._settings = settings  # None: the process's settings, as they are now
+        settings = settings if settings is not None else current()
+        self.recorder = Recorder(tracer_provider, meter_provider,
+                                 max_attribute_values=settings.max_attribute_values)  # fmt: skip
+        self.accountant = Accountant(
+            pricer if pricer is not None else Pricer.from_settings(settings),
+            guard if guard is not None else get_guard(),
+            Estimator(),
+        )  # fmt: skip
+        # what a Call delegates straight to the recorder (no frame of the handler's own)
+        self.activate = self.recorder.activate
+        self.span_of = self.recorder.span_of
+
+    @property
+    def settings(self) -> Settings:
+        """The settings calls read (those given at construction, else the process's)."""
+        return self._settings if self._settings is not None else current()
+
+    @property
+    def faults(self) -> faults.Faults:
+        """The fault sink (process-wide; its counts are this handler's recorder's)."""
+        return faults.sink()
+
+    @property
+    def pricer(self) -> Pricer:
+        return self.accountant.pricer
+
+    @property
+    def guard(self) -> AnomalyGuard:
+        return self.accountant.guard
+
+    @property
+    def estimator(self) -> Estimator:
+        return self.accountant.estimator
+
+    def start(
+        self,
+        *,
+        operation: str,
+        provider: str,
+        request_model: str | None,
+        stream: bool = False,
+        server_address: str | None = None,
+        server_port: int | None = None,
+        request: Request | None = None,
+        estimate: Estimate | None = None,
+        conversation_id: str | None = None,
+        span_name: str | None = None,
+        attributes: dict[str, Any] | None = None,
+        agent: AgentEntry | None = None,
+    ) -> Call:
+        """Open a call: the agent's estimate and budget, then its span (not yet current).
+
+        ``request`` (what the request contains) is estimated here, before the call, unless an
+        ``estimate`` is given. Raises only :class:`BudgetExceeded`, and only when budget
+        enforcement is on."""
+        call = Call(self, operation, provider, request_model, stream, time.perf_counter())
+        call.server_address, call.server_port = server_address, server_port
+        call.request, call.estimate, call.agent = request, estimate, agent
+        call.conversation_id, call.span_name, call.attributes = conversation_id, span_name, attributes
+        try:
+            self.accountant.open(call)
+        except BudgetExceeded as exc:
+            name = call.agent.name if call.agent is not None else "default"
+            self.recorder.refused(name, exc.anomaly)
+            self._callbacks((exc.anomaly,))
+            raise
+        self.recorder.start(call)
+        return call
+
+    # -- what a Call delegates ------------------------------------------------------------------
+    @staticmethod
+    def first_chunk(call: Call) -> None:
+        call.first_chunk_at = time.perf_counter()
+
+    def in_flight(self, call: Call, usage: Usage) -> None:
+        if not call._ended:
+            self.accountant.in_flight(call, usage)
+
+    def update_estimate(self, call: Call, estimate: Estimate) -> None:
+        if not call._ended:
+            self.accountant.update_estimate(call, estimate)
+
+    def finish(self, call: Call) -> None:
+        """The call's one end: account, then emit, then the anomaly callbacks."""
+        with _END_LOCK:  # one lock for all calls: held for a flag flip, never contended long
+            if call._ended:
+                return
+            call._ended = True
+        call.ended_at = time.perf_counter()
+        outcome = None
+        try:
+            outcome = self.accountant.settle(call)
+        except Exception as exc:
+            faults.report("internal", exc)
+        self.recorder.stop(call, outcome)
+        if outcome is not None and outcome.anomalies:
+            self._callbacks(outcome.anomalies)
+
+    def _callbacks(self, anomalies: tuple[Anomaly, ...]) -> None:
+        for anomaly in anomalies:
+            for callback in self.guard.callbacks:
+                try:
+                    callback(anomaly)
+                except Exception as exc:
+                    faults.report("callback", exc)
+
+
+# -- the process-wide handler -------------------------------------------------------------------
+_handler: Handler | None = None
+_handler_lock = threading.Lock()
+
+
+def get_handler() -> Handler:
+    """The process-wide handler, built on the global providers at first use."""
+    global _handler
+    handler = _handler
+    if handler is None:
+        with _handler_lock:
+            if _handler is None:
+                _handler = Handler()
+            handler = _handler
+    return handler
+
+
+def handler_is_unset() -> bool:
+    """True until the process-wide handler has been built or set."""
+    return _handler is None
+
+
+def set_handler(handler: Handler | None) -> Handler | None:
+    """Replace the process-wide handler (``instrument(tracer_provider=...)``, tests); returns
+    the previous one."""
+    global _handler
+    with _handler_lock:
+        previous, _handler = _handler, handler
+    return previous
+
+
+def start_call(**request: Any) -> Call:
+    """Open a call on the process-wide handler (see :meth:`Handler.start`): a backend of
+    your own reports through the same path as every instrumentor."""
+    return get_handler().start(**request)
+
+
+# -- budgets and anomaly callbacks (process-wide) ------------------------------------------------
+_guard: AnomalyGuard | None = None
+_guard_lock = threading.Lock()  # not _handler_lock: building a handler takes the guard
+
+
+def get_guard() -> AnomalyGuard:
+    """The process-wide anomaly guard (budgets, spike rule, callbacks), from the settings."""
+    global _guard
+    if _guard is None:
+        with _guard_lock:
+            if _guard is None:
+                _guard = AnomalyGuard.from_settings(current())
+    return _guard
+
+
+def on_anomaly(callback: Callable[[Anomaly], None]) -> Callable[[Anomaly], None]:
+    """Call ``callback(anomaly)`` on every anomaly (usable as a decorator); its exceptions are
+    caught and counted."""
+    get_guard().add_callback(callback)
+    return callback
+
+
+def set_budget(
+    agent: str,
+    *,
+    tokens: int | None = None,
+    usd: float | None = None,
+    window_seconds: float = 3600.0,
+    enforce: bool = False,
+) -> None:
+    """Give ``agent`` a rolling-window budget; with ``enforce=True`` its next call raises
+    :class:`BudgetExceeded` once the budget is spent (or would be, by the call's estimate).
+    With neither ``tokens`` nor ``usd`` the agent's budget is removed."""
+    from .account.anomalies import Budget
+
+    budget = None
+    if tokens is not None or usd is not None:
+        budget = Budget(tokens=tokens, usd=usd, window_seconds=window_seconds, enforce=enforce)
+    get_guard().set_budget(agent, budget)

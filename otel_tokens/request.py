@@ -1,0 +1,35 @@
+"""``Request``: what a call's request contains that costs input tokens (a capture fact).
+
+Instrumentors describe a request with one, in the API's own shapes; the pre-call estimate
+reads it. Kept in its own module: both capture and the account step use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["Api", "Request"]
+
+Api = Literal["openai_chat", "openai_responses", "anthropic_messages", "openai_embeddings"]
+
+
+@dataclass(frozen=True)
+class Request:
+    """The parts of a request that cost input tokens, in the API's own shapes (what the
+    pre-call estimate reads).
+
+    ``messages``: chat messages (OpenAI chat), input items or a string (Responses), or
+    messages (Anthropic); ``system``: Anthropic's ``system`` or Responses' ``instructions``;
+    ``tools``: tool/function definitions sent with the request; ``response_format``: a
+    structured-output schema (it is shown to the model, so it costs input tokens);
+    ``thinking``: Anthropic extended thinking enabled.
+    """
+
+    api: Api
+    model: str | None = None
+    messages: Any = ()
+    system: Any = None
+    tools: Any = ()
+    response_format: Any = None
+    thinking: bool = False

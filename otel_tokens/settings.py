@@ -1,0 +1,362 @@
+"""Every setting otel_tokens reads, in one place: read once, validated, never fatal.
+
+The ``OTEL_TOKENS_*`` variables, the standard OpenTelemetry variables otel_tokens acts on, and
+the arguments of ``configure()`` become one frozen :class:`Settings`. A value that cannot be
+used is one line on the ``otel_tokens`` logger (stderr when the application set up no
+logging) naming the variable, the value and what is accepted; that setting keeps its
+default and everything else runs (the one-line set-up, ``otel-tokens run`` and
+``opentelemetry-instrument`` alike). ``otel-tokens check`` lists every such problem and exits 1.
+
+Booleans accept ``true/false``, ``1/0``, ``yes/no``, ``on/off`` in any case; an empty value is
+the same as unset. :func:`current` reads the environment the first time it is called;
+:func:`reload` reads it again (tests, or a host that changed its environment on purpose).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from . import faults
+
+if TYPE_CHECKING:
+    from .account.anomalies import Budget, SpikeRule
+    from .account.pricing import OverridePrice
+
+__all__ = ["Problem", "Settings", "current", "reload", "with_arguments"]
+
+_log = logging.getLogger("otel_tokens")
+
+TRUE = ("1", "true", "yes", "on")
+FALSE = ("0", "false", "no", "off")
+BOOLEAN = "true/false, 1/0, yes/no or on/off"
+PARSER_NAMES = ("copilot", "claude", "codex", "gemini")
+#: set by ``otel-tokens run`` for the program it starts (read by the bootstrap, not here)
+RUN_MARKER = "OTEL_TOKENS_RUN"
+_TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A setting that could not be used: its name, the value given and what is accepted."""
+
+    name: str
+    value: str
+    accepted: str
+    fallback: str
+
+    def line(self) -> str:
+        """The one line printed for it."""
+        return (f"otel_tokens: {self.name}={self.value!r} is not valid (accepted: "
+                f"{self.accepted}); using {self.fallback}")  # fmt: skip
+
+
+def _default_spike() -> SpikeRule:
+    from .account.anomalies import SpikeRule
+
+    return SpikeRule()
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What otel_tokens is set to do; built by :func:`current` (defaults as declared)."""
+
+    # ledger (one SQLite file shared by every agent; unset: in memory)
+    ledger_path: str | None = None
+    ledger_max_history: int = 10_000
+    # pricing
+    prices_file: str | None = None
+    price_overrides: Mapping[str, OverridePrice] = field(default_factory=dict)
+    # metrics
+    max_attribute_values: int = 200
+    prometheus_port: int = 9464
+    prometheus_host: str = "127.0.0.1"
+    service_name: str | None = None
+    resource_attributes: str | None = None  # OTEL_RESOURCE_ATTRIBUTES as given
+    traces_exporter: str | None = None  # otlp | console | none (None: decided by the endpoint)
+    metrics_exporter: str | None = None  # otlp | prometheus | console | none
+    traces_endpoint: str | None = None
+    metrics_endpoint: str | None = None
+    traces_protocol: str | None = None  # grpc | http/protobuf (None: by the port)
+    metrics_protocol: str | None = None
+    # budgets and spikes
+    default_budget: Budget | None = None
+    agent_budgets: Mapping[str, Budget] = field(default_factory=dict)
+    spike: SpikeRule = field(default_factory=_default_spike)
+    # capture
+    capture_content: bool = False
+    openai_include_usage: bool = False
+    copilot_json: bool = False
+    copilot_usage_file: bool = False
+    cli_names: Mapping[str, str] = field(default_factory=dict)
+    backends: tuple[tuple[str, str], ...] = ()
+    debug: bool = False
+    #: the settings that could not be used, in the order read
+    problems: tuple[Problem, ...] = ()
+
+
+# -- reading ----------------------------------------------------------------------------------
+class _Reader:
+    """Reads variables from ``env``, collecting a :class:`Problem` for each unusable one."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self.env = env
+        self.problems: list[Problem] = []
+
+    def raw(self, *names: str) -> tuple[str, str]:
+        """(the first set variable of ``names``, its stripped value), or (names[0], "")."""
+        for name in names:
+            value = self.env.get(name, "").strip()
+            if value:
+                return name, value
+        return names[0], ""
+
+    def bad(self, name: str, value: str, accepted: str, fallback: Any) -> Any:
+        shown = "the default" if fallback is None else f"the default ({fallback})"
+        self.problems.append(Problem(name, value, accepted, shown))
+        return fallback
+
+    def text(self, *names: str) -> str | None:
+        return self.raw(*names)[1] or None
+
+    def boolean(self, name: str, default: bool = False) -> bool:
+        _, value = self.raw(name)
+        if not value:
+            return default
+        lowered = value.lower()
+        if lowered in TRUE:
+            return True
+        if lowered in FALSE:
+            return False
+        return bool(self.bad(name, value, BOOLEAN, default))
+
+    def number(self, *names: str, kind: type = int, default: Any, low: float | None = None,
+               high: float | None = None, above: float | None = None,
+               accepted: str = "") -> Any:  # fmt: skip
+        name, value = self.raw(*names)
+        if not value:
+            return default
+        try:
+            number = kind(value)
+            if (low is not None and number < low) or (high is not None and number > high) or (
+                above is not None and number <= above
+            ) or (kind is float and number != number):  # NaN  # fmt: skip
+                raise ValueError
+        except ValueError:
+            return self.bad(name, value, accepted or f"a {kind.__name__}", default)
+        return number
+
+    def choice(self, names: tuple[str, ...], options: tuple[str, ...]) -> str | None:
+        name, value = self.raw(*names)
+        if not value:
+            return None
+        if value.lower() not in options:
+            return self.bad(name, value, " | ".join(options), None)
+        return value.lower()
+
+
+def _price_overrides(reader: _Reader) -> tuple[str | None, Mapping[str, OverridePrice]]:
+    path = reader.text("OTEL_TOKENS_PRICES_FILE")
+    if path is None:
+        return None, {}
+    from .account.pricing import PriceFileError, load_price_file
+
+    try:
+        return path, load_price_file(path)
+    except PriceFileError as exc:
+        reader.bad("OTEL_TOKENS_PRICES_FILE", path,
+                   f"a readable TOML or JSON price file ({exc})", "genai-prices alone")  # fmt: skip
+        return path, {}
+
+
+def _budgets(reader: _Reader) -> tuple[Budget | None, dict[str, Budget], SpikeRule]:
+    from .account.anomalies import Budget, SpikeRule
+
+    window = reader.number("OTEL_TOKENS_BUDGET_WINDOW", kind=float, default=3600.0, above=0,
+                           accepted="seconds, a number above 0")  # fmt: skip
+    enforce = reader.boolean("OTEL_TOKENS_BUDGET_ENFORCE")
+    tokens = reader.number("OTEL_TOKENS_BUDGET_TOKENS", default=None, low=1,
+                           accepted="a positive integer")  # fmt: skip
+    usd = reader.number("OTEL_TOKENS_BUDGET_USD", kind=float, default=None, above=0,
+                        accepted="a number above 0")  # fmt: skip
+    default = None
+    if tokens is not None or usd is not None:
+        default = Budget(tokens=tokens, usd=usd, window_seconds=window, enforce=enforce)
+    factor = reader.number("OTEL_TOKENS_SPIKE_FACTOR", kind=float, default=3.0, above=1,
+                           accepted="a number above 1")  # fmt: skip
+    warmup = reader.number("OTEL_TOKENS_SPIKE_WARMUP", default=20, low=1,
+                           accepted="a positive integer")  # fmt: skip
+    size = reader.number("OTEL_TOKENS_SPIKE_WINDOW", default=max(200, warmup), low=warmup,
+                         accepted=f"an integer >= the warm-up ({warmup})")  # fmt: skip
+    spike = SpikeRule(factor=factor, warmup=warmup, window=size)
+    agents: dict[str, Budget] = {}
+    name, raw = reader.raw("OTEL_TOKENS_AGENT_BUDGETS")
+    for part in filter(None, (p.strip() for p in raw.split(";"))):
+        try:
+            agent, budget = _agent_budget(part, window, enforce)
+        except ValueError as exc:
+            reader.bad(name, part, f"agent:usd=5,tokens=1000,window=3600 ({exc})",
+                       "no budget for that entry")  # fmt: skip
+            continue
+        agents[agent] = budget
+    return default, agents, spike
+
+
+def _agent_budget(part: str, window: float, enforce: bool) -> tuple[str, Budget]:
+    from .account.anomalies import Budget
+
+    agent, sep, spec = part.partition(":")
+    if not sep or not agent.strip():
+        raise ValueError("no agent name before ':'")
+    values: dict[str, Any] = {}
+    for item in filter(None, (i.strip() for i in spec.split(","))):
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or key not in ("usd", "tokens", "window"):
+            raise ValueError(f"unknown item {item!r}")
+        values[key] = int(value) if key == "tokens" else float(value)
+    budget = Budget(tokens=values.get("tokens"), usd=values.get("usd"),
+                    window_seconds=values.get("window", window), enforce=enforce)  # fmt: skip
+    return agent.strip(), budget
+
+
+def _cli_names(reader: _Reader) -> dict[str, str]:
+    names: dict[str, str] = {}
+    name, raw = reader.raw("OTEL_TOKENS_CLI_NAMES")
+    for entry in filter(None, (e.strip() for e in raw.split(","))):
+        exe, _, parser = entry.partition("=")
+        exe, parser = exe.strip(), (parser.strip() or exe.strip())
+        if not exe or parser not in PARSER_NAMES:
+            reader.bad(name, entry, f"name=parser entries, parser one of {', '.join(PARSER_NAMES)}",
+                       "no extra name for that entry")  # fmt: skip
+            continue
+        names[exe] = parser
+    return names
+
+
+def _backends(reader: _Reader) -> tuple[tuple[str, str], ...]:
+    pairs = []
+    name, raw = reader.raw("OTEL_TOKENS_BACKENDS")
+    for entry in filter(None, (e.strip() for e in raw.replace("\n", ";").split(";"))):
+        target, _, parser = entry.partition("=")
+        target, parser = target.strip(), (parser.strip() or "copilot")
+        if not _TARGET.match(target) or parser not in PARSER_NAMES:
+            reader.bad(name, entry, "pkg.module:Class.method=parser entries separated by ';', "
+                       f"parser one of {', '.join(PARSER_NAMES)}", "that backend not wrapped")  # fmt: skip
+            continue
+        pairs.append((target, parser))
+    return tuple(pairs)
+
+
+def read(env: Mapping[str, str] | None = None) -> Settings:
+    """Settings from ``env`` (default: ``os.environ``); never raises for a bad value."""
+    r = _Reader(os.environ if env is None else env)
+    prices_file, overrides = _price_overrides(r)
+    default_budget, agent_budgets, spike = _budgets(r)
+    exporters = ("otlp", "console", "none")
+    protocols = ("grpc", "http/protobuf")
+    return Settings(
+        ledger_path=r.text("OTEL_TOKENS_LEDGER_PATH"),
+        ledger_max_history=r.number("OTEL_TOKENS_LEDGER_MAX_HISTORY", default=10_000, low=1,
+                                    accepted="a positive integer"),
+        prices_file=prices_file,
+        price_overrides=overrides,
+        max_attribute_values=r.number("OTEL_TOKENS_MAX_ATTRIBUTE_VALUES", default=200, low=1,
+                                      accepted="a positive integer"),
+        prometheus_port=r.number("OTEL_TOKENS_PROMETHEUS_PORT", "OTEL_EXPORTER_PROMETHEUS_PORT",
+                                 default=9464, low=0, high=65535,
+                                 accepted="a port number 0-65535 (0: any free port)"),
+        prometheus_host=r.text("OTEL_TOKENS_PROMETHEUS_HOST", "OTEL_EXPORTER_PROMETHEUS_HOST")
+        or "127.0.0.1",
+        service_name=r.text("OTEL_SERVICE_NAME"),
+        resource_attributes=r.text("OTEL_RESOURCE_ATTRIBUTES"),
+        traces_exporter=r.choice(("OTEL_TRACES_EXPORTER",), exporters),
+        metrics_exporter=r.choice(("OTEL_METRICS_EXPORTER",), ("otlp", "prometheus", "console", "none")),
+        traces_endpoint=r.text("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"),
+        metrics_endpoint=r.text("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"),
+        traces_protocol=r.choice(("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"),
+                                 protocols),
+        metrics_protocol=r.choice(("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"),
+                                  protocols),
+        default_budget=default_budget,
+        agent_budgets=agent_budgets,
+        spike=spike,
+        capture_content=r.boolean("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"),
+        openai_include_usage=r.boolean("OTEL_TOKENS_OPENAI_INCLUDE_USAGE"),
+        copilot_json=r.boolean("OTEL_TOKENS_COPILOT_JSON"),
+        copilot_usage_file=r.boolean("OTEL_TOKENS_COPILOT_USAGE_FILE"),
+        cli_names=_cli_names(r),
+        backends=_backends(r),
+        debug=r.boolean("OTEL_TOKENS_DEBUG"),
+        problems=tuple(r.problems),
+    )  # fmt: skip
+
+
+# -- configure() arguments -------------------------------------------------------------------
+#: argument -> (check, what is accepted)
+_ARGUMENTS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "service_name": (lambda v: isinstance(v, str) and bool(v.strip()), "a non-empty string"),
+    "prometheus_port": (lambda v: type(v) is int and 0 <= v <= 65535, "a port number 0-65535"),
+    "prometheus_host": (lambda v: isinstance(v, str) and bool(v.strip()), "a host name or address"),
+}
+
+
+def with_arguments(base: Settings, **arguments: Any) -> Settings:
+    """``base`` with ``configure()``'s arguments applied (None: not given). A bad argument is
+    one line, like a bad variable, and keeps the value ``base`` has."""
+    changes: dict[str, Any] = {}
+    problems: list[Problem] = []
+    for name, value in arguments.items():
+        if value is None:
+            continue
+        check, accepted = _ARGUMENTS[name]
+        if check(value):
+            changes[name] = value
+        else:
+            problem = Problem(f"configure({name}=...)", repr(value), accepted,
+                              f"{getattr(base, name)!r}")  # fmt: skip
+            problems.append(problem)
+            _announce((problem,))
+    if problems:
+        changes["problems"] = base.problems + tuple(problems)
+    return replace(base, **changes) if changes else base
+
+
+# -- the process's settings ------------------------------------------------------------------
+_current: Settings | None = None
+_lock = threading.Lock()
+
+
+def _announce(problems: tuple[Problem, ...]) -> None:
+    for problem in problems:
+        _log.warning("%s", problem.line())
+        faults.report("config", detail=problem.line(), log=False)
+
+
+def current() -> Settings:
+    """The process's settings, read from the environment the first time (problems printed
+    then, one line each, and counted as ``config`` faults)."""
+    settings = _current
+    if settings is None:
+        with _lock:
+            if _current is None:
+                _set(read())
+            settings = _current
+    return settings  # type: ignore[return-value]
+
+
+def _set(settings: Settings) -> None:
+    global _current
+    _current = settings
+    _announce(settings.problems)
+
+
+def reload() -> Settings:
+    """Read the environment again (for a host, or a test, that changed it on purpose)."""
+    with _lock:
+        _set(read())
+        return _current  # type: ignore[return-value]

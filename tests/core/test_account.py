@@ -1,0 +1,150 @@
+"""The account step alone: a finished call record in, an outcome out; no provider, no
+OpenTelemetry (the records are built by hand, the way an instrumentor fills them)."""
+
+from __future__ import annotations
+
+import pytest
+
+import otel_tokens
+from otel_tokens import AnomalyGuard, Budget, BudgetExceeded, Estimate, Pricer, Request, Usage
+from otel_tokens.account.estimate import Estimator
+from otel_tokens.account.settle import Accountant
+from otel_tokens.call import Call
+from otel_tokens.faults import sink
+
+
+def accountant(guard: AnomalyGuard | None = None) -> Accountant:
+    return Accountant(Pricer(), guard or AnomalyGuard(), Estimator())
+
+
+def record(model: str | None = "gpt-4o", *, stream: bool = False, provider: str = "openai",
+           **facts) -> Call:  # fmt: skip
+    """A call record as capture leaves it (no handler: the test plays the handler)."""
+    call = Call(None, "chat", provider, model, stream, started=10.0)
+    for key, value in facts.items():
+        setattr(call, key, value)
+    return call
+
+
+def settled(acc: Accountant, call: Call, ended: float = 10.5):
+    acc.open(call)
+    call.ended_at = ended
+    return acc.settle(call)
+
+
+def test_a_reported_call_becomes_tokens_cost_state_and_one_ledger_row():
+    acc = accountant()
+    usage = Usage(input_tokens=1000, output_tokens=200, cache_read_tokens=400, reasoning_tokens=50)
+    with otel_tokens.agent("planner", max_input_tokens=10_000) as entry:
+        call = record(estimate=Estimate(1100, "full"), usage=usage, response_model="gpt-4o-2024-08-06",
+                      response_id="chatcmpl-1", finish_reasons=["stop"], trace_id=7, span_id=9)
+        outcome = settled(acc, call)
+    expected_cost = Pricer().price(usage, "openai", "gpt-4o-2024-08-06").cost_usd
+    assert outcome.failed is False and outcome.error_type is None
+    assert outcome.usage is usage
+    assert outcome.price.cost_usd == pytest.approx(expected_cost) and outcome.price.source == "computed"
+    (line,) = outcome.lines
+    assert (line.model, line.usage, line.cost_usd, line.unpriced) == ("gpt-4o-2024-08-06", usage,
+                                                                       outcome.price.cost_usd, False)
+    assert outcome.response_model == "gpt-4o-2024-08-06" and outcome.response_id == "chatcmpl-1"
+    assert outcome.finish_reasons == ("stop",)
+    assert outcome.estimate_error == pytest.approx(0.1)
+    assert outcome.duration == pytest.approx(0.5) and outcome.time_to_first_chunk is None
+    assert outcome.state.turn_count == 1 and outcome.state.context_utilization == pytest.approx(0.1)
+    (row,) = entry.ledger.history()
+    assert (row.input_tokens, row.output_tokens, row.request_id) == (1000, 200, "chatcmpl-1")
+    assert row.cost_usd == pytest.approx(expected_cost)
+    assert (row.trace_id, row.span_id) == (f"{7:032x}", f"{9:016x}")
+
+
+def test_a_failed_call_counts_no_turn_and_writes_no_row():
+    acc = accountant()
+    with otel_tokens.agent("a") as entry:
+        outcome = settled(acc, record(error=TimeoutError("slow")))
+    assert outcome.failed and outcome.error_type == "TimeoutError"
+    assert outcome.error_message == "slow"
+    assert outcome.usage.is_empty and outcome.lines[0].cost_usd is None
+    assert entry.state.turn_count == 0 and len(entry.ledger) == 0
+
+
+def test_no_usage_is_unknown_and_counted_never_zero():
+    acc = accountant()
+    before = sink().counts.get("usage_missing", 0)
+    with otel_tokens.agent("a"):
+        outcome = settled(acc, record())
+    assert outcome.usage.input_tokens is None and outcome.usage.output_tokens is None
+    assert outcome.price.cost_usd is None and not outcome.lines[0].unpriced
+    assert sink().counts["usage_missing"] == before + 1
+
+
+def test_a_stream_without_reported_output_is_estimated_from_its_text_and_marked():
+    acc = accountant()
+    with otel_tokens.agent("a") as entry:
+        call = record(stream=True, usage=Usage(input_tokens=12), output_text="one two three four",
+                      first_chunk_at=10.2)  # fmt: skip
+        acc.open(call)
+        assert entry.state.status == "streaming"
+        call.ended_at = 11.0
+        outcome = acc.settle(call)
+    assert outcome.usage.source == "estimated" and outcome.usage.input_tokens == 12
+    assert 3 <= outcome.usage.output_tokens <= 6
+    assert outcome.time_to_first_chunk == pytest.approx(0.2) and outcome.stream
+    assert entry.state.status == "idle"
+
+
+def test_a_run_on_several_models_prices_each_and_carries_the_backends_total_once():
+    acc = accountant()
+    opus = Usage(input_tokens=1000, output_tokens=100, model="claude-opus-4-1")
+    haiku = Usage(input_tokens=500, output_tokens=50, model="claude-3-5-haiku-latest")
+    with otel_tokens.agent("cli") as entry:
+        outcome = settled(acc, record(None, provider="anthropic", parts=[opus, haiku],
+                                      usage=(opus + haiku).replace(cost_usd=0.25),
+                                      response_id="run-1"))  # fmt: skip
+    assert outcome.price.cost_usd == 0.25 and outcome.price.source == "provider"
+    assert [(line.model, line.usage, line.cost_usd) for line in outcome.lines] == [
+        ("claude-opus-4-1", opus, None), ("claude-3-5-haiku-latest", haiku, None), (None, None, 0.25)]
+    rows = entry.ledger.history()
+    assert [r.model for r in rows] == ["claude-opus-4-1", "claude-3-5-haiku-latest"]
+    assert sum(r.cost_usd for r in rows) == pytest.approx(0.25)  # the total, shared out
+    assert [r.request_id for r in rows] == ["run-1/claude-opus-4-1", "run-1/claude-3-5-haiku-latest"]
+    assert entry.state.turn_count == 1
+
+
+def test_open_estimates_the_request_and_an_enforced_budget_refuses_the_call():
+    guard = AnomalyGuard(budgets={"capped": Budget(tokens=50, enforce=True)})
+    acc = accountant(guard)
+    request = Request("openai_chat", "gpt-4o", [{"role": "user", "content": "word " * 200}])
+    with otel_tokens.agent("capped"):
+        with pytest.raises(BudgetExceeded) as info:
+            acc.open(record(request=request))
+    assert info.value.anomaly.kind == "budget_exceeded" and info.value.anomaly.observed > 50
+    with otel_tokens.agent("free"):
+        call = record(request=request)
+        acc.open(call)
+    assert call.estimate is not None and call.estimate.input_tokens > 150
+    assert call.request_estimate is not None
+
+
+def test_anomalies_come_out_in_the_outcome():
+    guard = AnomalyGuard(budgets={"a": Budget(tokens=100)})
+    acc = accountant(guard)
+    with otel_tokens.agent("a"):
+        first = settled(acc, record(usage=Usage(input_tokens=60, output_tokens=1)))
+        second = settled(acc, record(usage=Usage(input_tokens=60, output_tokens=1)))
+    assert first.anomalies == ()
+    (anomaly,) = second.anomalies
+    assert (anomaly.agent, anomaly.kind, anomaly.observed, anomaly.threshold) == ("a", "budget_exceeded",
+                                                                                 122.0, 100.0)
+
+
+def test_running_usage_is_in_flight_until_the_end():
+    acc = accountant()
+    with otel_tokens.agent("a") as entry:
+        call = record(stream=True)
+        acc.open(call)
+        acc.in_flight(call, Usage(input_tokens=40, output_tokens=3))
+        assert entry.ledger.cumulative.input_tokens == 40 and len(entry.ledger) == 0
+        call.usage, call.ended_at = Usage(input_tokens=40, output_tokens=9), 11.0
+        acc.settle(call)
+    assert entry.ledger.in_flight == {} and entry.ledger.cumulative.output_tokens == 9
+    assert len(entry.ledger) == 1
