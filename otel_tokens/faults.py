@@ -25,7 +25,7 @@ class Faults:
     def __init__(self) -> None:
         self._counter: Any = None
         self._pending: list[str] = []  # reported while no counter was bound
-        self._logged: set[str] = set()
+        self._logged: set[Any] = set()  # kinds (or (kind, detail)) already logged
         self._lock = threading.Lock()
         #: faults per kind since the current counter was bound (what it has counted)
         self.counts: dict[str, int] = {}
@@ -45,15 +45,18 @@ class Faults:
             counter.add(1, (("otel_tokens.error.kind", kind),))
 
     def report(self, kind: str, exc: BaseException | None = None, detail: str = "", *,
-               log: bool = True) -> None:  # fmt: skip
+               log: bool = True, each: bool = False) -> None:  # fmt: skip
         """Record one fault of ``kind``; safe to call from anywhere, never raises.
 
-        ``log=False``: counted only (the caller has already printed its own line)."""
+        ``log=False``: counted only (the caller has already printed its own line);
+        ``each=True``: logged once per distinct ``detail`` rather than once per kind (a wrong
+        argument at each of several call sites deserves its own line)."""
         try:
             with self._lock:
                 self.counts[kind] = self.counts.get(kind, 0) + 1
-                first = kind not in self._logged
-                self._logged.add(kind)
+                key = (kind, detail) if each and len(self._logged) < 1000 else kind
+                first = key not in self._logged
+                self._logged.add(key)
                 counter = self._counter
                 if counter is None and len(self._pending) < 10_000:
                     self._pending.append(kind)
@@ -79,6 +82,6 @@ def sink() -> Faults:
 
 
 def report(kind: str, exc: BaseException | None = None, detail: str = "", *,
-           log: bool = True) -> None:  # fmt: skip
+           log: bool = True, each: bool = False) -> None:  # fmt: skip
     """Report one fault to the process-wide sink (see :meth:`Faults.report`)."""
-    _SINK.report(kind, exc, detail, log=log)
+    _SINK.report(kind, exc, detail, log=log, each=each)

@@ -52,6 +52,7 @@ class Handler:
             pricer if pricer is not None else Pricer.from_settings(settings),
             guard if guard is not None else get_guard(),
             Estimator(),
+            settings.max_tokens_per_request,
         )  # fmt: skip
         # what a Call delegates straight to the recorder (no frame of the handler's own)
         self.activate = self.recorder.activate
@@ -183,10 +184,37 @@ def set_handler(handler: Handler | None) -> Handler | None:
     return previous
 
 
+_START_ARGUMENTS = frozenset((
+    "operation", "provider", "request_model", "stream", "server_address", "server_port",
+    "request", "estimate", "conversation_id", "span_name", "attributes", "agent",
+))  # fmt: skip
+
+
 def start_call(**request: Any) -> Call:
     """Open a call on the process-wide handler (see :meth:`Handler.start`): a backend of
-    your own reports through the same path as every instrumentor."""
+    your own reports through the same path as every instrumentor.
+
+    Wrong arguments never raise: an unknown one is ignored, an ``operation`` or ``provider``
+    that is not a non-empty string becomes ``unknown``, a ``request_model`` that is not a
+    string None; each with one warning and an ``argument`` fault."""
+    for name in [n for n in request if n not in _START_ARGUMENTS]:
+        _wrong(f"start_call({name}=...) is not an argument; ignored")
+        del request[name]
+    for name in ("operation", "provider"):
+        value = request.get(name)
+        if not isinstance(value, str) or not value.strip():
+            _wrong(f"start_call({name}={value!r}): a non-empty string is needed; using 'unknown'")
+            request[name] = "unknown"
+    model = request.get("request_model")
+    if model is not None and not isinstance(model, str):
+        _wrong(f"start_call(request_model={model!r}): a string or None is needed; using None")
+        model = None
+    request["request_model"] = model
     return get_handler().start(**request)
+
+
+def _wrong(detail: str) -> None:
+    faults.report("argument", detail=detail, each=True)
 
 
 # -- budgets and anomaly callbacks (process-wide) ------------------------------------------------
@@ -206,7 +234,10 @@ def get_guard() -> AnomalyGuard:
 
 def on_anomaly(callback: Callable[[Anomaly], None]) -> Callable[[Anomaly], None]:
     """Call ``callback(anomaly)`` on every anomaly (usable as a decorator); its exceptions are
-    caught and counted."""
+    caught and counted. Something not callable is one warning (an ``argument`` fault), ignored."""
+    if not callable(callback):
+        _wrong(f"on_anomaly({callback!r}): a callable is needed; ignored")
+        return callback
     get_guard().add_callback(callback)
     return callback
 
@@ -221,10 +252,20 @@ def set_budget(
 ) -> None:
     """Give ``agent`` a rolling-window budget; with ``enforce=True`` its next call raises
     :class:`BudgetExceeded` once the budget is spent (or would be, by the call's estimate).
-    With neither ``tokens`` nor ``usd`` the agent's budget is removed."""
+    With neither ``tokens`` nor ``usd`` the agent's budget is removed. Wrong arguments (an
+    agent name that is not a non-empty string, a non-positive amount) are one warning and an
+    ``argument`` fault, and leave the budgets as they were."""
     from .account.anomalies import Budget
 
+    if not isinstance(agent, str) or not agent.strip():
+        _wrong(f"set_budget({agent!r}): the agent name must be a non-empty string; ignored")
+        return
     budget = None
-    if tokens is not None or usd is not None:
-        budget = Budget(tokens=tokens, usd=usd, window_seconds=window_seconds, enforce=enforce)
+    try:
+        if tokens is not None or usd is not None:
+            budget = Budget(tokens=tokens, usd=usd, window_seconds=window_seconds,
+                            enforce=bool(enforce))  # fmt: skip
+    except (ValueError, TypeError) as exc:
+        _wrong(f"set_budget({agent!r}): {exc}; the budget is unchanged")
+        return
     get_guard().set_budget(agent, budget)

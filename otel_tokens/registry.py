@@ -106,7 +106,11 @@ def _use_providers(tracer_provider: Any, meter_provider: Any) -> None:
     if tracer_provider is not None or meter_provider is not None:
         from .handler import Handler, set_handler
 
-        set_handler(Handler(tracer_provider, meter_provider))
+        try:
+            set_handler(Handler(tracer_provider, meter_provider))
+        except Exception as exc:  # not providers: the global ones serve instead
+            faults.report("argument", exc, f"instrument(tracer_provider=..., meter_provider=...): "
+                          f"unusable ({exc!r}); the global providers are used", each=True)  # fmt: skip
     if not _warmed:
         _warmed = True
         threading.Thread(target=_warm_up, name="otel_tokens-warm-up", daemon=True).start()

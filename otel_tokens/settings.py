@@ -68,6 +68,8 @@ class Settings:
     # ledger (one SQLite file shared by every agent; unset: in memory)
     ledger_path: str | None = None
     ledger_max_history: int = 10_000
+    # accounting: a request above this many tokens of one class is not real usage (rejected)
+    max_tokens_per_request: int = 100_000_000
     # pricing
     prices_file: str | None = None
     price_overrides: Mapping[str, OverridePrice] = field(default_factory=dict)
@@ -263,6 +265,8 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
         ledger_path=r.text("OTEL_TOKENS_LEDGER_PATH"),
         ledger_max_history=r.number("OTEL_TOKENS_LEDGER_MAX_HISTORY", default=10_000, low=1,
                                     accepted="a positive integer"),
+        max_tokens_per_request=r.number("OTEL_TOKENS_MAX_TOKENS_PER_REQUEST", default=100_000_000,
+                                        low=1, high=2**53, accepted="a positive integer <= 2**53"),
         prices_file=prices_file,
         price_overrides=overrides,
         max_attribute_values=r.number("OTEL_TOKENS_MAX_ATTRIBUTE_VALUES", default=200, low=1,

@@ -73,7 +73,7 @@ def valid_name(name: Any, where: str = "agent()") -> str:
     if isinstance(name, str) and name.strip():
         return name
     faults.report("argument", detail=f"{where}: the agent name must be a non-empty string, got "
-                  f"{name!r}; using {DEFAULT_AGENT!r}")  # fmt: skip
+                  f"{name!r}; using {DEFAULT_AGENT!r}", each=True)  # fmt: skip
     return DEFAULT_AGENT
 
 
@@ -93,7 +93,8 @@ def get_agent(name: str, max_input_tokens: int | None = None) -> AgentEntry:
         try:
             entry.state.max_input_tokens = max_input_tokens
         except (ValueError, TypeError) as exc:
-            faults.report("argument", exc, f"agent({name!r}): max_input_tokens ignored: {exc}")
+            faults.report("argument", exc, f"agent({name!r}): max_input_tokens ignored: {exc}",
+                          each=True)
     return entry
 
 

@@ -33,14 +33,21 @@ _NO_PRICE = PriceResult(None, None)
 
 
 class Accountant:
-    """Turns call records into outcomes, keeping each agent's state, ledger and budget."""
+    """Turns call records into outcomes, keeping each agent's state, ledger and budget.
 
-    __slots__ = ("pricer", "guard", "estimator")
+    ``max_tokens``: the plausibility bound; a call reporting more tokens of one class is not
+    real usage (a broken or hostile backend): its usage is rejected like a negative count,
+    counted as ``usage_invalid`` and never billed, so that no counter, TokenState or ledger
+    total is poisoned for the life of the process."""
 
-    def __init__(self, pricer: Pricer, guard: AnomalyGuard, estimator: Estimator) -> None:
+    __slots__ = ("pricer", "guard", "estimator", "max_tokens")
+
+    def __init__(self, pricer: Pricer, guard: AnomalyGuard, estimator: Estimator,
+                 max_tokens: int = 100_000_000) -> None:  # fmt: skip
         self.pricer = pricer
         self.guard = guard
         self.estimator = estimator
+        self.max_tokens = max_tokens
 
     # -- before and during the call -------------------------------------------------------------
     def open(self, call: Call) -> None:
@@ -79,6 +86,9 @@ class Accountant:
 
     def in_flight(self, call: Call, usage: Usage) -> None:
         """A running usage total seen mid-stream: the ledger's in-flight value for the call."""
+        bound = self.max_tokens
+        if (usage.input_tokens or 0) > bound or (usage.output_tokens or 0) > bound:
+            return  # not real usage: the end rejects it (and counts it) once
         try:
             if call.agent is not None:
                 if call.stream_key is None:
@@ -147,7 +157,24 @@ class Accountant:
             if not failed:
                 faults.report("usage_missing", detail=f"{call.provider} returned no usage")
             usage = Usage()
+        elif not self._plausible(call, usage, valid):
+            usage, valid = Usage(), ()
         return usage, valid or (usage,)
+
+    def _plausible(self, call: Call, usage: Usage, parts: tuple[Usage, ...]) -> bool:
+        """False (and counted) when a token class is beyond any real request. Input includes
+        the cache classes and output the reasoning, so two checks per record suffice."""
+        bound = self.max_tokens
+        if (usage.input_tokens or 0) <= bound and (usage.output_tokens or 0) <= bound and not parts:
+            return True
+        for record in (usage, *parts):
+            for value in (record.input_tokens, record.output_tokens):
+                if value is not None and value > bound:
+                    faults.report("usage_invalid", detail=f"{call.provider} reported {value} tokens "
+                                  f"in one request, above the bound {bound} "
+                                  "(OTEL_TOKENS_MAX_TOKENS_PER_REQUEST): rejected")  # fmt: skip
+                    return False
+        return True
 
     def _estimated_output(self, call: Call, usage: Usage | None) -> Usage | None:
         """Output estimated from the streamed text of a response that reported none."""

@@ -155,12 +155,26 @@ def instrument_backend(
     *,
     enrich_result: bool = False,
     name: str | None = None,
-) -> None:
+) -> bool:
     """Wrap ``target`` (``"pkg.module:Class.method"``) so each call reports an agent run.
 
-    ``name`` labels the span (``invoke_agent {name}``; default: the parser's name). Raises
-    ``ValueError``/``ImportError`` at once for a target or parser that does not exist.
+    ``name`` labels the span (``invoke_agent {name}``; default: the parser's name). A target or
+    parser that does not exist is one warning (and an ``argument`` fault), never an exception:
+    returns False and wraps nothing; True once the target is wrapped.
     """
+    try:
+        _wrap(target, parser, enrich_result, name)
+    except (ImportError, AttributeError, ValueError, TypeError) as exc:
+        faults.report("argument", exc, f"instrument_backend({target!r}): not wrapped: {exc}",
+                      each=True)
+        return False
+    return True
+
+
+def _wrap(target: str, parser: ParserArg, enrich_result: bool, name: str | None) -> None:
+    """Wrap ``target`` once; raises for a target or parser that does not exist."""
+    if not isinstance(target, str):
+        raise ValueError(f"backend target must be a string, got {type(target).__name__}")
     if isinstance(parser, str):
         get_parser(parser)  # unknown names fail here, not on the first call
     elif not callable(parser):
@@ -197,8 +211,8 @@ def install(**_: Any) -> None:
 
     for target, parser in current().backends:
         try:
-            instrument_backend(target, parser)
-        except (ImportError, AttributeError, ValueError) as exc:
+            _wrap(target, parser, False, None)
+        except (ImportError, AttributeError, ValueError, TypeError) as exc:
             faults.report("config", exc, f"{BACKENDS_ENV}: cannot wrap {target!r}: {exc}")
             continue
         _env_targets.append(target)

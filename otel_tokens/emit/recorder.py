@@ -177,7 +177,8 @@ class Recorder:
         try:
             attrs = main.attrs
             if outcome.failed:
-                attrs = {**attrs, names.ERROR_TYPE: outcome.error_type}
+                attrs = {**attrs, names.ERROR_TYPE: self.cardinality.value(names.ERROR_TYPE,
+                                                                            outcome.error_type)}
             inst.duration.record(outcome.duration, attrs)
             if outcome.time_to_first_chunk is not None and outcome.stream:
                 inst.time_to_first_chunk.record(outcome.time_to_first_chunk, attrs)

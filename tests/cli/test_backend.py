@@ -130,13 +130,18 @@ def test_uninstrument_restores_the_original(telemetry, backend):
     assert telemetry.finished() == []
 
 
-def test_bad_targets_fail_at_once():
-    with pytest.raises(ValueError, match="pkg.module:Class.method"):
-        instrument_backend("no_colon")
-    with pytest.raises(ImportError):
-        instrument_backend("no_such_module_xyz:Thing.invoke")
-    with pytest.raises(ValueError, match="unknown agent-CLI parser"):
-        instrument_backend(TARGET, parser="cursor")
+def test_bad_targets_are_one_warning_each_and_wrap_nothing(telemetry, caplog):
+    """Wrong arguments never raise into the host (the OpenTelemetry API's rule)."""
+    original = CopilotBackend.__dict__["invoke"]
+    cases = [("no_colon", "copilot", "pkg.module:Class.method"),
+             ("no_such_module_xyz:Thing.invoke", "copilot", "no_such_module_xyz"),
+             (TARGET, "cursor", "unknown agent-CLI parser"), (42, "copilot", "must be a string"),
+             (TARGET, 3.5, "parser must be")]  # fmt: skip
+    for target, parser, words in cases:
+        assert instrument_backend(target, parser=parser) is False  # type: ignore[arg-type]
+        assert any(words in r.getMessage() for r in caplog.records), words
+    assert CopilotBackend.__dict__["invoke"] is original
+    assert telemetry.errors() == {"argument": len(cases)}
 
 
 def test_env_variable(telemetry, backend, monkeypatch):
