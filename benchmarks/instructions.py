@@ -1,0 +1,286 @@
+"""Instructions each instrumentation adds per call, counted by callgrind (noise-free).
+
+One ``openai`` chat call through the real client against a mock transport, with the same
+OpenTelemetry SDK set-up for every variant: global tracer and meter providers, a batch span
+processor (exporting nowhere) and a periodic metric reader. Per call = (I(n2) - I(n1)) /
+(n2 - n1) for each variant, minus the same for the bare client; start-up and warm-up cancel
+out. Variants:
+
+* ``bare``: the client, no instrumentation;
+* ``otel_tokens``: ``otel_tokens.instrument()`` (spans, metrics, cost, TokenState, ledger,
+  pre-call estimate, anomaly checks);
+* ``floor``: a bare wrapper making the SDK do only what our telemetry contract asks of it per
+  call (our span with our attributes, made current around the call, and our histogram
+  points), nothing of otel_tokens: ``otel_tokens - floor`` is otel_tokens' own Python;
+* ``official``: ``opentelemetry-instrumentation-openai-v2`` (with ``opentelemetry-util-genai``),
+  when importable by ``--official-python`` (default: this interpreter). It needs a venv of its
+  own next to otel_tokens: ``pip install -e . opentelemetry-instrumentation-openai-v2
+  'opentelemetry-util-genai==1.1b0' httpx`` (2.4b0 imports with util-genai <= 1.1b0).
+
+Each figure is the mean over ``--seeds`` hash seeds (``PYTHONHASHSEED``: dict and set layouts
+move a few thousand instructions). Streams: a 1-chunk and a 201-chunk stream give the cost per
+stream and per chunk. Run by hand (needs valgrind; ~15 min):
+    python benchmarks/instructions.py [--official-python /path/to/venv/bin/python]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+KINDS = {"call": "non-streamed call", "stream1": "1-chunk stream", "stream201": "201-chunk stream"}
+
+COMPLETION = {
+    "id": "chatcmpl-bench", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini-2024-07-18",
+    "choices": [{"index": 0, "message": {"role": "assistant", "content": "This is a test."},
+                 "finish_reason": "stop"}],
+    "usage": {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17,
+              "prompt_tokens_details": {"cached_tokens": 0},
+              "completion_tokens_details": {"reasoning_tokens": 0}},
+}  # fmt: skip
+
+
+def _sse(chunks: int) -> bytes:
+    lines = []
+    for i in range(chunks):
+        chunk = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1,
+                 "model": "gpt-4o-mini", "choices": [{"index": 0, "delta": {"content": f"w{i} "},
+                                                      "finish_reason": None}]}  # fmt: skip
+        lines.append(f"data: {json.dumps(chunk)}\n\n")
+    usage = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1,
+             "model": "gpt-4o-mini", "choices": [],
+             "usage": {"prompt_tokens": 12, "completion_tokens": chunks, "total_tokens": 12 + chunks}}  # fmt: skip
+    lines.append(f"data: {json.dumps(usage)}\n\ndata: [DONE]\n\n")
+    return "".join(lines).encode()
+
+
+# -- the worker: runs under callgrind ----------------------------------------------------------
+def _sdk() -> tuple:
+    from opentelemetry import metrics, trace
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class Null(SpanExporter):
+        last = None
+
+        def export(self, spans):  # type: ignore[no-untyped-def]
+            Null.last = spans[-1] if spans else Null.last
+            return SpanExportResult.SUCCESS
+
+    tp = TracerProvider()
+    tp.add_span_processor(BatchSpanProcessor(Null(), schedule_delay_millis=3_600_000))
+    reader = PeriodicExportingMetricReader(ConsoleMetricExporter(out=open(os.devnull, "w")),
+                                           export_interval_millis=3_600_000)  # fmt: skip
+    views = []
+    try:
+        from otel_tokens.emit.instruments import views as our_views
+
+        views = our_views()
+    except ImportError:
+        pass
+    mp = MeterProvider(metric_readers=[reader], views=views)
+    trace.set_tracer_provider(tp)
+    metrics.set_meter_provider(mp)
+    return tp, mp, Null
+
+
+def _client():  # type: ignore[no-untyped-def]
+    import importlib
+
+    import openai
+
+    base = importlib.import_module("openai._base_client")
+    http = importlib.import_module("httpx2" if hasattr(base, "httpx2") else "httpx")
+    bodies = {1: _sse(1), 201: _sse(201)}
+    completion = json.dumps(COMPLETION).encode()
+
+    def answer(request):  # type: ignore[no-untyped-def]
+        payload = json.loads(request.content)
+        if payload.get("stream"):
+            n = 201 if payload["messages"][0]["content"] == "long" else 1
+            return http.Response(200, headers={"content-type": "text/event-stream"}, content=bodies[n])
+        return http.Response(200, headers={"content-type": "application/json"}, content=completion)
+
+    return openai.OpenAI(api_key="bench", max_retries=0,
+                         http_client=http.Client(transport=http.MockTransport(answer)))  # fmt: skip
+
+
+def _run(client, kind: str, n: int) -> None:  # type: ignore[no-untyped-def]
+    for _ in range(n):
+        if kind == "call":
+            client.chat.completions.create(model="gpt-4o-mini",
+                                           messages=[{"role": "user", "content": "Say this is a test"}])
+        else:
+            for _chunk in client.chat.completions.create(
+                model="gpt-4o-mini", stream=True, stream_options={"include_usage": True},
+                messages=[{"role": "user", "content": "long" if kind == "stream201" else "short"}],
+            ):  # fmt: skip
+                pass
+
+
+def _floor(tp, mp, null, client):  # type: ignore[no-untyped-def]
+    """Install the SDK-floor wrapper: our span and histogram points, nothing of ours."""
+    import openai
+    import wrapt
+    from opentelemetry import context, trace
+
+    import otel_tokens
+    from otel_tokens.emit import instruments as names
+
+    otel_tokens.instrument()
+    _run(client, "call", 1)
+    otel_tokens.uninstrument()
+    tp.force_flush()
+    span = null.last
+    attributes = dict(span.attributes)
+    start = {k: attributes.pop(k) for k in list(attributes)[:9]}  # given at start, the rest at end
+    common = {k: v for k, v in {**start, **attributes}.items() if k in (
+        names.OPERATION, names.PROVIDER, names.AGENT_NAME, names.REQUEST_MODEL,
+        names.RESPONSE_MODEL, names.SERVER_ADDRESS)}  # fmt: skip
+    meter = mp.get_meter("floor")
+    duration = meter.create_histogram(names.OPERATION_DURATION)
+    tokens = meter.create_histogram(names.TOKEN_USAGE)
+    error = meter.create_histogram(names.ESTIMATE_ERROR_METRIC)
+    tracer = tp.get_tracer("floor")
+    by_type = {kind: {**common, names.TOKEN_TYPE: kind} for kind in ("input", "output")}
+    error_attrs = {**common, names.ESTIMATE_SOURCE: "exact"}
+
+    def wrapper(wrapped, instance, args, kwargs):  # type: ignore[no-untyped-def]
+        began = time.perf_counter()
+        s = tracer.start_span(span.name, kind=trace.SpanKind.CLIENT, attributes=start)
+        token = context.attach(trace.set_span_in_context(s))
+        try:
+            result = wrapped(*args, **kwargs)
+        finally:
+            context.detach(token)
+        s.set_attributes(attributes)
+        duration.record(time.perf_counter() - began, common)
+        tokens.record(result.usage.prompt_tokens, by_type["input"])
+        tokens.record(result.usage.completion_tokens, by_type["output"])
+        error.record(0.1, error_attrs)
+        s.end()
+        return result
+
+    wrapt.wrap_function_wrapper(openai.resources.chat.completions.Completions, "create", wrapper)
+
+
+def worker(variant: str, kind: str, n: int) -> None:
+    """``n`` calls of ``kind`` after a warm-up, in this process (run under callgrind)."""
+    sys.path.insert(0, ROOT)
+    os.environ.setdefault("OTEL_TOKENS_PROMETHEUS_PORT", "0")
+    tp, mp, null = _sdk()
+    client = _client()
+    if variant == "otel_tokens":
+        import otel_tokens
+
+        otel_tokens.instrument()
+    elif variant == "official":
+        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+
+        OpenAIInstrumentor().instrument()
+    elif variant == "floor":
+        _floor(tp, mp, null, client)
+    _run(client, kind, 30)
+    time.sleep(1.0)  # the background warm-up (price data, tokenizer) is over before counting
+    _run(client, kind, n)
+
+
+# -- the driver --------------------------------------------------------------------------------
+def instructions(python: str, variant: str, kind: str, n: int, seed: int) -> int:
+    env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+    for name in list(env):
+        if name.startswith("OTEL_"):
+            del env[name]
+    out = subprocess.run(
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", python, __file__,
+         "--worker", variant, kind, str(n)],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    found = re.search(r"Collected : (\d+)", out.stderr)
+    if out.returncode != 0 or found is None:
+        raise RuntimeError(f"{variant} {kind} {n}: {out.stderr[-2000:]}")
+    return int(found.group(1))
+
+
+def per_call(python: str, variant: str, kind: str, calls: tuple[int, int], seeds: list[int]) -> float:
+    n1, n2 = calls
+    values = [(instructions(python, variant, kind, n2, s) - instructions(python, variant, kind, n1, s))
+              / (n2 - n1) for s in seeds]  # fmt: skip
+    return statistics.mean(values)
+
+
+def _official_available(python: str) -> bool:
+    probe = subprocess.run([python, "-c", "import opentelemetry.instrumentation.openai_v2"],
+                           capture_output=True, check=False)  # fmt: skip
+    return probe.returncode == 0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--worker", nargs=3, metavar=("VARIANT", "KIND", "N"), help=argparse.SUPPRESS)
+    parser.add_argument("--official-python", default=sys.executable)
+    parser.add_argument("--seeds", default="1,2")
+    parser.add_argument("--calls", default="20,120", help="n1,n2 non-streamed calls (streams: the same)")
+    parser.add_argument("--no-streams", action="store_true")
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.worker[0], args.worker[1], int(args.worker[2]))
+        return
+    if shutil.which("valgrind") is None:
+        sys.exit("valgrind is not installed (apt-get install valgrind)")
+    seeds = [int(s) for s in args.seeds.split(",")]
+    calls = tuple(int(c) for c in args.calls.split(","))
+    pythons = {"bare": sys.executable, "otel_tokens": sys.executable, "floor": sys.executable}
+    if _official_available(args.official_python):
+        pythons["official"] = args.official_python
+    kinds = ["call"] if args.no_streams else list(KINDS)
+    started = time.monotonic()
+    table: dict[tuple[str, str], float] = {}
+    for kind in kinds:
+        for variant, python in pythons.items():
+            if variant == "floor" and kind != "call":
+                continue
+            table[(variant, kind)] = per_call(python, variant, kind, calls, seeds)  # type: ignore[arg-type]
+    report(table, pythons, kinds, seeds, calls, time.monotonic() - started)  # type: ignore[arg-type]
+
+
+def report(table: dict[tuple[str, str], float], pythons: dict[str, str], kinds: list[str],
+           seeds: list[int], calls: tuple[int, int], seconds: float) -> None:  # fmt: skip
+    def added(variant: str, kind: str) -> float:
+        return table[(variant, kind)] - table[("bare", kind)]
+
+    print(f"instructions added (callgrind; per call = (I({calls[1]}) - I({calls[0]})) / "
+          f"{calls[1] - calls[0]}, mean of seeds {seeds}; bare call {table[('bare', 'call')]:,.0f})")
+    for kind in kinds:
+        ours = added("otel_tokens", kind)
+        line = f"  {KINDS[kind]:<18} otel_tokens {ours:>10,.0f}"
+        if "official" in pythons:
+            theirs = added("official", kind)
+            line += f"   official {theirs:>10,.0f}   ratio {ours / theirs:5.2f}"
+        print(line)
+    if "stream201" in kinds:
+        chunk = {v: (added(v, "stream201") - added(v, "stream1")) / 200
+                 for v in pythons if (v, "stream201") in table}  # fmt: skip
+        line = f"  {'per chunk':<18} otel_tokens {chunk['otel_tokens']:>10,.0f}"
+        if "official" in chunk:
+            line += f"   official {chunk['official']:>10,.0f}   ratio {chunk['otel_tokens'] / chunk['official']:5.2f}"
+        print(line)
+    floor = added("floor", "call")
+    print(f"  of otel_tokens' non-streamed call: the SDK floor {floor:,.0f}, "
+          f"otel_tokens' own Python {added('otel_tokens', 'call') - floor:,.0f}")
+    print(f"  ({seconds:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
