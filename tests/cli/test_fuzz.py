@@ -148,9 +148,7 @@ def test_fuzz_claude(rng: random.Random, noise: bytes) -> None:
 @_FUZZ
 @given(*_INPUT)
 def test_fuzz_codex(rng: random.Random, noise: bytes) -> None:
-    previous = Usage(input_tokens=100, output_tokens=10, reasoning_tokens=5) if rng.random() < 0.5 else None
-    _check(codex.parse(_lines(rng, "codex", noise), exit_code=rng.choice([None, 0, 1]),
-                       previous=previous))  # fmt: skip
+    _check(codex.parse(_lines(rng, "codex", noise), exit_code=rng.choice([None, 0, 1])))
 
 
 @_FUZZ

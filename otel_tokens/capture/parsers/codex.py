@@ -1,23 +1,29 @@
-"""OpenAI Codex CLI ``exec --json`` output (JSONL).
+"""OpenAI Codex CLI ``exec --json`` output (JSONL). Verified against codex-cli 0.169.0.
 
-Usage comes from ``turn.completed`` events; it is cumulative over the thread, so the last
-one is the run's figure, and a run that resumes a thread reports only its own delta when
-the previous totals are given (``previous``). Cached tokens are inside input, reasoning
-inside output. ``{"type":"error"}`` lines (reconnect notices) are kept as notices, not
-failures; ``turn.failed`` is a failure whatever the exit code. The stream names no model
-and no cost.
+Usage comes from ``turn.completed``, whose figures are the **thread's** running totals: a run
+that resumes a thread (``codex exec ... resume <thread>``, possibly in another process) prints
+the whole thread's tokens. The parser reports them as they are, marked ``cumulative`` with the
+thread id (``thread.started``) as the session; the account step keeps each thread's last totals
+and records only the increase. Cached tokens are inside input, reasoning inside output. Codex
+prints ``cache_write_input_tokens: 0`` when the API sent no such figure: a 0 there is unknown,
+not a reported 0. The stream names no model (the ``-m`` flag does, read by the instrumentor)
+and no cost. ``{"type":"error"}`` lines without a ``turn.failed`` are notices (reconnects); a
+``turn.failed`` is a failed run with no tokens, its HTTP status as ``error_type`` when the
+message gives one.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from ...usage import TOKEN_CLASSES, Usage
-from .run import AgentRun, Reader, dict_of
+from ...usage import Usage
+from .run import AgentRun, Reader, dict_of, exit_failure, http_status, plain_run
 
-__all__ = ["parse", "delta"]
+__all__ = ["parse"]
 
 _TOOL_ITEMS = ("command_execution", "file_change", "mcp_tool_call", "web_search", "tool_call")
+_STATUS = re.compile(r"\bstatus(?: code)?:? (\d{3})\b", re.IGNORECASE)
 
 
 def parse(
@@ -25,100 +31,90 @@ def parse(
     *,
     stderr: str | bytes | None = None,
     exit_code: int | None = None,
-    previous: Usage | None = None,
 ) -> AgentRun:
-    """Read one ``codex exec --json`` run; ``previous``: the thread's totals before it."""
+    """Read one ``codex exec --json`` run."""
     reader = Reader()
     raw = reader.text(stdout)
-    other: list[str] = []
-    events = 0
-    last_usage: dict[str, Any] | None = None
-    turns = 0
-    thread_id = None
-    error: str | None = None
-    notices: list[str] = []
-    tool_ids: set[str] = set()
-    anonymous_tools = 0
-    text = ""
+    seen = _Events(reader)
+    other = []
     for event, line in reader.lines(raw):
         if event is None:
             other.append(line)
-            continue
-        events += 1
-        kind = event.get("type")
-        if kind == "thread.started":
-            thread_id = reader.string(event.get("thread_id")) or thread_id
-        elif kind == "turn.completed":
-            turns += 1
-            last_usage = dict_of(event.get("usage"))
-        elif kind == "turn.failed":
-            turns += 1
-            message = dict_of(event.get("error")).get("message")
-            error = message if isinstance(message, str) and message else "turn failed"
-        elif kind == "error":
-            message = event.get("message")
-            notices.append(message if isinstance(message, str) else "error")
-        elif kind in ("item.started", "item.updated", "item.completed"):
-            item = dict_of(event.get("item"))
-            item_type = item.get("type") or item.get("item_type")
-            if item_type in _TOOL_ITEMS:
-                item_id = item.get("id")
-                if isinstance(item_id, str):
-                    tool_ids.add(item_id)
-                elif kind == "item.completed":
-                    anonymous_tools += 1
-            elif item_type in ("agent_message", "assistant_message") and kind == "item.completed":
-                said = item.get("text")
-                if isinstance(said, str) and said.strip():
-                    text = said
-    if not events:
-        return AgentRun(cli="codex", text=raw.strip("\n"), exit_code=exit_code,
-                        error=f"exit code {exit_code}" if exit_code not in (None, 0) else None,
-                        raw=raw)  # fmt: skip
+        else:
+            seen.add(event)
+    if not seen.count:
+        return plain_run("codex", raw, exit_code)
     usage: tuple[Usage, ...] = ()
-    if last_usage is not None:
-        total = reader.usage(
-            input_tokens=reader.count(last_usage.get("input_tokens")),
-            output_tokens=reader.count(last_usage.get("output_tokens")),
-            cache_read_tokens=reader.count(last_usage.get("cached_input_tokens")),
-            cache_write_tokens=reader.count(last_usage.get("cache_write_input_tokens")),
-            reasoning_tokens=reader.count(last_usage.get("reasoning_output_tokens")),
-        )  # fmt: skip
-        if total is not None and previous is not None:
-            own = delta(total, previous)
-            if own is None:
-                reader.errors += 1  # totals went down: not the same thread after all
-            else:
-                total = own
-        if total is not None:
-            usage = (total,)
+    if seen.usage is not None and seen.error is None:
+        total = _usage(reader, seen.usage)
+        usage = (total,) if total is not None else ()
+    error, error_type = seen.error, seen.error_type
     if error is None:
-        if exit_code not in (None, 0):
-            error = f"exit code {exit_code}"
-        elif last_usage is None:
-            error = "no turn.completed event (output truncated)"
-    if other and not text:
-        text = "\n".join(other)
+        error, error_type = exit_failure(exit_code)
+    if error is None and seen.usage is None:
+        error, error_type = "no turn.completed event (output cut)", "truncated_output"
     return AgentRun(
-        cli="codex", text=text, usage=usage, exit_code=exit_code, error=error,
-        session_id=thread_id, tool_calls=len(tool_ids) + anonymous_tools, turns=turns,
-        output_format="jsonl", notices=tuple(notices), parse_errors=reader.errors, raw=raw,
+        cli="codex", text=seen.text or "\n".join(other), usage=usage, exit_code=exit_code,
+        error=error, error_type=error_type, session_id=seen.thread_id,
+        cumulative=bool(usage) and seen.thread_id is not None,
+        tool_calls=len(seen.tool_ids) + seen.anonymous_tools, turns=seen.turns,
+        output_format="jsonl", notices=tuple(seen.notices), parse_errors=reader.errors, raw=raw,
     )  # fmt: skip
 
 
-def delta(total: Usage, previous: Usage) -> Usage | None:
-    """``total - previous`` per token class (a resumed thread's own usage), or None when a
-    class went down (the totals are not of the same thread)."""
-    values: dict[str, int | None] = {}
-    for name in TOKEN_CLASSES:
-        now, before = getattr(total, name), getattr(previous, name)
-        if now is None or before is None:
-            values[name] = now
-            continue
-        if now < before:
-            return None
-        values[name] = now - before
-    try:
-        return total.replace(**values)
-    except ValueError:
-        return None
+class _Events:
+    """What the events of one run say."""
+
+    def __init__(self, reader: Reader) -> None:
+        self.reader = reader
+        self.count = self.turns = self.anonymous_tools = 0
+        self.thread_id: str | None = None
+        self.usage: dict[str, Any] | None = None  # the last turn.completed's
+        self.error: str | None = None
+        self.error_type: str | None = None
+        self.notices: list[str] = []
+        self.tool_ids: set[str] = set()
+        self.text = ""
+
+    def add(self, event: dict[str, Any]) -> None:
+        self.count += 1
+        kind = event.get("type")
+        if kind == "thread.started":
+            self.thread_id = self.reader.string(event.get("thread_id")) or self.thread_id
+        elif kind == "turn.completed":
+            self.turns += 1
+            self.usage = dict_of(event.get("usage"))
+        elif kind == "turn.failed":
+            self.turns += 1
+            message = dict_of(event.get("error")).get("message")
+            self.error = message if isinstance(message, str) and message else "turn failed"
+            found = _STATUS.search(self.error)
+            self.error_type = (http_status(found.group(1)) if found else None) or "agent_error"
+        elif kind == "error":
+            message = event.get("message")
+            self.notices.append(message if isinstance(message, str) else "error")
+        elif kind in ("item.started", "item.updated", "item.completed"):
+            self._item(kind, dict_of(event.get("item")))
+
+    def _item(self, kind: str, item: dict[str, Any]) -> None:
+        item_type = item.get("type") or item.get("item_type")
+        if item_type in _TOOL_ITEMS:
+            if isinstance(item.get("id"), str):
+                self.tool_ids.add(item["id"])
+            elif kind == "item.completed":
+                self.anonymous_tools += 1
+        elif item_type in ("agent_message", "assistant_message") and kind == "item.completed":
+            said = item.get("text")
+            if isinstance(said, str) and said.strip():
+                self.text = said
+
+
+def _usage(reader: Reader, figures: dict[str, Any]) -> Usage | None:
+    write = reader.count(figures.get("cache_write_input_tokens"))
+    return reader.usage(
+        input_tokens=reader.count(figures.get("input_tokens")),
+        output_tokens=reader.count(figures.get("output_tokens")),
+        cache_read_tokens=reader.count(figures.get("cached_input_tokens")),
+        cache_write_tokens=write or None,  # Codex prints 0 when the API sent no such figure
+        reasoning_tokens=reader.count(figures.get("reasoning_output_tokens")),
+    )  # fmt: skip

@@ -1,12 +1,16 @@
 """GitHub Copilot CLI output: ``--output-format json`` JSONL, the text-mode usage summary and
-the ``--usage-output-file`` JSON (seed 002).
+the ``--usage-output-file`` JSON (seed 002). Verified against Copilot CLI 1.0.102.
 
-JSONL: output tokens are the sum of ``assistant.message`` ``outputTokens`` (deltas repeat
-the same text and are never counted or used when the message itself arrived); premium
-requests and durations come from the final ``result`` line; input and cache tokens never
-reach stdout, so they stay unknown unless the usage file is read. Lines that are not JSON
-are kept as text. When the output holds no JSON event at all, the text-mode summary
-(stderr, or the end of stdout) is parsed instead and marked ``parsed_text``.
+JSONL: in 1.0.102 stdout carries **no usage at all** (``assistant.message`` has no
+``outputTokens``, no usage event reaches stdout): exact usage comes from the usage file, which
+the instrumentor asks for by default. Older releases put ``outputTokens`` on each
+``assistant.message`` (summed per model; deltas repeat the same text and are never counted).
+Premium requests and durations come from the final ``result`` line; ``session.error`` (with
+its HTTP ``statusCode``) is a failed run. Lines that are not JSON are kept as text. When the
+output holds no JSON event at all, the text-mode summary (stderr, or the end of stdout) is
+read instead: ``Tokens ↑ 12.0k (6.0k cached) • ↓ 1.5k (633 reasoning)``; figures the display
+rounded to k/m are marked ``estimated`` (exact ones, such as the reasoning, stay exact in
+value). :func:`silent_output` rebuilds what ``-s`` prints from the JSON output.
 """
 
 from __future__ import annotations
@@ -15,9 +19,9 @@ import re
 from typing import Any
 
 from ...usage import Usage
-from .run import AgentRun, Reader, dict_of
+from .run import AgentRun, Reader, dict_of, exit_failure, http_status
 
-__all__ = ["parse", "parse_summary", "parse_usage_file", "merge_usage_file"]
+__all__ = ["merge_usage_file", "parse", "parse_summary", "parse_usage_file", "silent_output"]
 
 _TOOL_EVENTS = ("tool.execution_start", "assistant.tool_call")
 
@@ -42,111 +46,147 @@ def parse(
 
 
 def _parse_jsonl(raw: str, reader: Reader, exit_code: int | None) -> AgentRun | None:
-    pieces: list[str | None] = []  # text lines, and None where a message's text goes
-    messages: list[tuple[str, str | None, int | None]] = []  # (content, model, tokens)
-    message_slot: list[int] = []  # index in pieces of each message
-    seen_ids: dict[str, int] = {}  # messageId -> index in messages
-    deltas: dict[str, list[str]] = {}  # messageId -> delta texts without a message yet
-    delta_slot: dict[str, int] = {}
-    events = 0
-    tools = tool_requests = 0
-    model: str | None = None
-    result: dict[str, Any] | None = None
-    error: str | None = None
+    seen = _Events(reader)
     for event, line in reader.lines(raw):
-        if event is None:
-            pieces.append(line)
-            continue
-        events += 1
-        kind = event.get("type")
-        data = dict_of(event.get("data"))
-        seen_model = data.get("model")
-        if kind == "assistant.message":
-            content = data.get("content")
-            content = content if isinstance(content, str) else ""
-            tokens = reader.count(data.get("outputTokens"))
-            msg_model = seen_model if isinstance(seen_model, str) and seen_model else None
-            requests = data.get("toolRequests")
-            if isinstance(requests, list):
-                tool_requests += len(requests)
-            msg_id = data.get("messageId")
-            if isinstance(msg_id, str):
-                deltas.pop(msg_id, None)
-                slot = delta_slot.pop(msg_id, None)
-                if msg_id in seen_ids:  # the same message again: keep the last copy
-                    messages[seen_ids[msg_id]] = (content, msg_model, tokens)
-                    continue
-                seen_ids[msg_id] = len(messages)
-            else:
-                slot = None
-            if slot is None:
-                slot = len(pieces)
-                pieces.append(None)
-            messages.append((content, msg_model, tokens))
-            message_slot.append(slot)
-        elif kind == "assistant.message_delta":
-            msg_id = data.get("messageId")
-            text = data.get("deltaContent")
-            if isinstance(msg_id, str) and isinstance(text, str) and msg_id not in seen_ids:
-                if msg_id not in deltas:
-                    deltas[msg_id] = []
-                    delta_slot[msg_id] = len(pieces)
-                    pieces.append(None)
-                deltas[msg_id].append(text)
-        elif kind in _TOOL_EVENTS:
-            tools += 1
-        elif kind == "result":
-            result = event
-        elif kind in ("session.error", "error"):
-            error = reader.string(data.get("message") or event.get("message")) or str(kind)
-        if isinstance(seen_model, str) and seen_model:
-            model = seen_model
-    if not events:
+        seen.add(event, line)
+    if not seen.count:
         return None
-    # a message whose deltas arrived but whose final event did not (truncated stream)
-    for msg_id, parts in deltas.items():
-        messages.append(("".join(parts), None, None))
-        message_slot.append(delta_slot[msg_id])
-    last = max((i for i, m in enumerate(messages) if m[0].strip()), default=None)
-    out = [p for p in pieces if p is not None]
-    if last is not None:
-        keep = message_slot[last]
-        out = [messages[last][0] if i == keep else p for i, p in enumerate(pieces)
-               if p is not None or i == keep]  # fmt: skip
-    per_model: dict[str | None, int] = {}
-    counted = False
-    for _content, msg_model, tokens in messages:
-        if tokens is None:
-            continue
-        counted = True
-        key = msg_model or model
-        per_model[key] = per_model.get(key, 0) + tokens
-    usage = tuple(
-        u for u in (reader.usage(output_tokens=n, model=m) for m, n in per_model.items()) if u
-    ) if counted else ()  # fmt: skip
-
-    premium = api_ms = session_ms = session_id = None
-    result_code = None
-    if result is not None:
-        stats = dict_of(result.get("usage"))
+    seen.close_deltas()
+    premium = api_ms = session_ms = session_id = result_code = None
+    if seen.result is not None:
+        stats = dict_of(seen.result.get("usage"))
         premium = reader.amount(stats.get("premiumRequests"))
         api_ms = reader.amount(stats.get("totalApiDurationMs"))
         session_ms = reader.amount(stats.get("sessionDurationMs"))
-        session_id = reader.string(result.get("sessionId"))
-        code = result.get("exitCode")
+        session_id = reader.string(seen.result.get("sessionId"))
+        code = seen.result.get("exitCode")
         result_code = code if type(code) is int else None
     code = exit_code if exit_code is not None else result_code
+    error, error_type = seen.error, seen.error_type
     if error is None:
-        if code not in (None, 0):
-            error = f"exit code {code}"
-        elif result is None:
-            error = "no result event (output truncated)"
+        error, error_type = exit_failure(code)
+    if error is None and seen.result is None:
+        error, error_type = "no result event (output cut)", "truncated_output"
     return AgentRun(
-        cli="copilot", text="\n".join(out), usage=usage, premium_requests=premium,
-        exit_code=code, error=error, session_id=session_id, tool_calls=tools or tool_requests,
-        model_calls=len(messages) - len(deltas), duration_ms=session_ms, api_duration_ms=api_ms,
-        output_format="jsonl", parse_errors=reader.errors, raw=raw,
+        cli="copilot", text=seen.text(), usage=seen.usage(), premium_requests=premium,
+        exit_code=code, error=error, error_type=error_type, session_id=session_id,
+        tool_calls=seen.tools or seen.tool_requests, model_calls=seen.model_calls(),
+        duration_ms=session_ms, api_duration_ms=api_ms, output_format="jsonl",
+        model=seen.model, parse_errors=reader.errors, raw=raw,
     )  # fmt: skip
+
+
+class _Events:
+    """What the JSONL events of one run say: messages (final copies win over deltas), tools,
+    the result line, a session error."""
+
+    def __init__(self, reader: Reader) -> None:
+        self.reader = reader
+        self.count = self.tools = self.tool_requests = 0
+        self.pieces: list[str | None] = []  # text lines, and None where a message's text goes
+        self.messages: list[tuple[str, str | None, int | None]] = []  # (content, model, tokens)
+        self.slots: list[int] = []  # index in pieces of each message
+        self.ids: dict[str, int] = {}  # messageId -> index in messages
+        self.deltas: dict[str, list[str]] = {}  # messageId -> delta texts, no message yet
+        self.delta_slots: dict[str, int] = {}
+        self.model: str | None = None
+        self.result: dict[str, Any] | None = None
+        self.error: str | None = None
+        self.error_type: str | None = None
+        self.open_deltas = 0
+
+    def add(self, event: dict[str, Any] | None, line: str) -> None:
+        if event is None:
+            self.pieces.append(line)
+            return
+        self.count += 1
+        kind = event.get("type")
+        data = dict_of(event.get("data"))
+        if kind == "assistant.message":
+            self._message(data)
+        elif kind == "assistant.message_delta":
+            self._delta(data)
+        elif kind in _TOOL_EVENTS:
+            self.tools += 1
+        elif kind == "result":
+            self.result = event
+        elif kind in ("session.error", "error"):
+            message = self.reader.string(data.get("message") or event.get("message"))
+            self.error = message or str(kind)
+            self.error_type = http_status(data.get("statusCode")) or "agent_error"
+        model = data.get("model")
+        if isinstance(model, str) and model:
+            self.model = model
+
+    def _message(self, data: dict[str, Any]) -> None:
+        content = data.get("content") if isinstance(data.get("content"), str) else ""
+        model = data.get("model") if isinstance(data.get("model"), str) and data.get("model") else None
+        entry = (content, model, self.reader.count(data.get("outputTokens")))
+        if isinstance(data.get("toolRequests"), list):
+            self.tool_requests += len(data["toolRequests"])
+        msg_id = data.get("messageId")
+        slot = None
+        if isinstance(msg_id, str):
+            self.deltas.pop(msg_id, None)
+            slot = self.delta_slots.pop(msg_id, None)
+            if msg_id in self.ids:  # the same message again: keep the last copy
+                self.messages[self.ids[msg_id]] = entry
+                return
+            self.ids[msg_id] = len(self.messages)
+        if slot is None:
+            slot = len(self.pieces)
+            self.pieces.append(None)
+        self.messages.append(entry)
+        self.slots.append(slot)
+
+    def _delta(self, data: dict[str, Any]) -> None:
+        msg_id, text = data.get("messageId"), data.get("deltaContent")
+        if isinstance(msg_id, str) and isinstance(text, str) and msg_id not in self.ids:
+            if msg_id not in self.deltas:
+                self.deltas[msg_id] = []
+                self.delta_slots[msg_id] = len(self.pieces)
+                self.pieces.append(None)
+            self.deltas[msg_id].append(text)
+
+    def close_deltas(self) -> None:
+        """A message whose deltas arrived but whose final event did not (cut output)."""
+        for msg_id, parts in self.deltas.items():
+            self.messages.append(("".join(parts), None, None))
+            self.slots.append(self.delta_slots[msg_id])
+        self.open_deltas = len(self.deltas)
+
+    def model_calls(self) -> int:
+        return len(self.messages) - self.open_deltas
+
+    def text(self) -> str:
+        """The text lines, with the last message that said something in its place."""
+        last = max((i for i, m in enumerate(self.messages) if m[0].strip()), default=None)
+        if last is None:
+            return "\n".join(p for p in self.pieces if p is not None)
+        keep = self.slots[last]
+        return "\n".join(self.messages[last][0] if i == keep else p
+                         for i, p in enumerate(self.pieces) if p is not None or i == keep)  # fmt: skip
+
+    def usage(self) -> tuple[Usage, ...]:
+        """Output tokens per model, from messages that carry them (older releases only)."""
+        per_model: dict[str | None, int] = {}
+        for _content, model, tokens in self.messages:
+            if tokens is not None:
+                key = model or self.model
+                per_model[key] = per_model.get(key, 0) + tokens
+        made = (self.reader.usage(output_tokens=n, model=m) for m, n in per_model.items())
+        return tuple(u for u in made if u is not None)
+
+
+def silent_output(jsonl: str | bytes | None) -> str:
+    """What ``copilot -p ... -s`` prints for the run whose JSON output this is: every assistant
+    message's content, each followed by a blank line (Copilot CLI 1.0.102)."""
+    reader = Reader()
+    seen = _Events(reader)
+    for event, line in reader.lines(reader.text(jsonl)):
+        seen.add(event, line)
+    seen.close_deltas()
+    return "".join(content + "\n\n" for content, _model, _tokens in seen.messages if content)
 
 
 # -- the text-mode usage summary ------------------------------------------------------------
@@ -178,94 +218,117 @@ def _number(text: str) -> int:
     return int(round(float(text) * scale))
 
 
-def _items(text: str) -> dict[str, int]:
-    found: dict[str, int] = {}
+def _figure(text: str) -> tuple[int, bool]:
+    """(the number, whether the display rounded it to k/m)."""
+    return _number(text), text.strip()[-1:].lower() in _SCALE
+
+
+def _items(text: str) -> dict[str, tuple[int, bool]]:
+    found: dict[str, tuple[int, bool]] = {}
     for number, label in _ITEM.findall(text):
         label = label.lower()
         key = {"in": "input", "out": "output", "cached": "cache read",
                "cache written": "cache write", "written": "cache write"}.get(label, label)  # fmt: skip
-        found[key] = _number(number)
+        found[key] = _figure(number)
     return found
 
 
-def _usage_of(reader: Reader, items: dict[str, int], model: str | None,
+def _usage_of(reader: Reader, items: dict[str, tuple[int, bool]], model: str | None,
               premium: float | None = None) -> Usage | None:  # fmt: skip
+    """A record of summary figures; ``estimated`` when any was rounded (``12.0k``), else
+    ``parsed_text``."""
+    rounded = any(approx for _value, approx in items.values())
+    value = {key: number for key, (number, _approx) in items.items()}
     return reader.usage(
-        input_tokens=items.get("input"), output_tokens=items.get("output"),
-        cache_read_tokens=items.get("cache read"), cache_write_tokens=items.get("cache write"),
-        reasoning_tokens=items.get("reasoning"), premium_requests=premium, model=model,
-        source="parsed_text",
+        input_tokens=value.get("input"), output_tokens=value.get("output"),
+        cache_read_tokens=value.get("cache read"), cache_write_tokens=value.get("cache write"),
+        reasoning_tokens=value.get("reasoning"), premium_requests=premium, model=model,
+        source="estimated" if rounded else "parsed_text",
     )  # fmt: skip
 
 
 def parse_summary(text: str | bytes | None) -> AgentRun:
-    """The text-mode usage summary alone (all three layouts), figures marked ``parsed_text``."""
+    """The text-mode usage summary alone (every layout); rounded figures marked estimated."""
     reader = Reader()
     return _parse_text("", reader.text(text), reader, None)
 
 
+class _Summary:
+    """The figures of a text-mode usage summary, line by line."""
+
+    def __init__(self, reader: Reader) -> None:
+        self.reader = reader
+        self.usage: list[Usage] = []
+        self.premium: float | None = None
+        self.api_ms: float | None = None
+        self.session_ms: float | None = None
+        self.in_models = False
+
+    def line(self, line: str) -> bool:
+        """Read one line; True when it belonged to the summary."""
+        if m := _CURRENT_REQUESTS.match(line) or _TOTAL_PREMIUM.match(line):
+            self.premium = float(m.group(1))
+        elif m := _CURRENT_TOKENS.match(line):
+            self._tokens(m)
+        elif m := _API_TIME.match(line):
+            self.api_ms = float(m.group(1)) * _UNIT_MS[m.group(2)]
+        elif m := _SESSION_TIME.match(line):
+            self.session_ms = float(m.group(1)) * _UNIT_MS[m.group(2)]
+        elif re.match(r"^\s*(Breakdown by AI model|Usage by model):", line):
+            self.in_models = True
+        elif self.in_models and (m := _MODEL_LINE.match(line)):
+            items = _items(m.group(2))
+            if not items:
+                self.in_models = False
+                return True
+            p = _PREMIUM.search(m.group(2))
+            self._add(_usage_of(self.reader, items, m.group(1), float(p.group(1)) if p else None))
+        else:
+            self.in_models = self.in_models and line.strip() != ""
+            return False
+        return True
+
+    def _tokens(self, m: re.Match[str]) -> None:
+        items = {"input": _figure(m.group(1))}
+        items.update({k: v for k, v in _items(m.group(2) or "").items() if k != "input"})
+        if m.group(3):
+            items["output"] = _figure(m.group(3))
+            items.update({k: v for k, v in _items(m.group(4) or "").items()
+                          if k not in ("input", "output")})  # fmt: skip
+        self._add(_usage_of(self.reader, items, None))
+
+    def _add(self, usage: Usage | None) -> None:
+        if usage is not None:
+            self.usage.append(usage)
+
+
+def _read_summary(summary: _Summary, block: str) -> int | None:
+    """Feed a block's lines; the index of its first summary line, or None."""
+    first = None
+    for index, line in enumerate(block.splitlines()):
+        try:
+            if summary.line(line) and first is None:
+                first = index
+        except (ValueError, OverflowError, IndexError):
+            summary.reader.errors += 1
+    return first
+
+
 def _parse_text(out: str, err: str, reader: Reader, exit_code: int | None) -> AgentRun:
-    usage: list[Usage] = []
-    premium = api_ms = session_ms = None
-    found = False
+    summary = _Summary(reader)
     text_lines = out.splitlines()
-    summary_at = None
-    for source_name, block in (("err", err), ("out", out)):
-        lines = block.splitlines()
-        in_models = False
-        for index, line in enumerate(lines):
-            try:
-                if m := _CURRENT_REQUESTS.match(line):
-                    premium = float(m.group(1))
-                elif m := _TOTAL_PREMIUM.match(line):
-                    premium = float(m.group(1))
-                elif m := _CURRENT_TOKENS.match(line):
-                    items = {"input": _number(m.group(1))}
-                    items.update({k: v for k, v in _items(m.group(2) or "").items()
-                                  if k != "input"})  # fmt: skip
-                    if m.group(3):
-                        items["output"] = _number(m.group(3))
-                        items.update({k: v for k, v in _items(m.group(4) or "").items()
-                                      if k not in ("input", "output")})  # fmt: skip
-                    if (u := _usage_of(reader, items, None)) is not None:
-                        usage.append(u)
-                elif m := _API_TIME.match(line):
-                    api_ms = float(m.group(1)) * _UNIT_MS[m.group(2)]
-                elif m := _SESSION_TIME.match(line):
-                    session_ms = float(m.group(1)) * _UNIT_MS[m.group(2)]
-                elif re.match(r"^\s*(Breakdown by AI model|Usage by model):", line):
-                    in_models = True
-                elif in_models and (m := _MODEL_LINE.match(line)):
-                    items = _items(m.group(2))
-                    if items:
-                        p = _PREMIUM.search(m.group(2))
-                        part = _usage_of(reader, items, m.group(1),
-                                         float(p.group(1)) if p else None)  # fmt: skip
-                        if part is not None:
-                            usage.append(part)
-                    else:
-                        in_models = False
-                else:
-                    in_models = in_models and not line.strip() == ""
-                    continue
-            except (ValueError, OverflowError, IndexError):
-                reader.errors += 1
-                continue
-            found = True
-            if source_name == "out" and summary_at is None:
-                summary_at = index
-        if found and source_name == "err":
-            break
-    if summary_at is not None:  # the summary printed into stdout is not the agent's text
-        start = summary_at
-        while start > 0 and _SUMMARY_START.match(text_lines[start - 1]):
-            start -= 1
-        text_lines = text_lines[:start]
-    error = f"exit code {exit_code}" if exit_code not in (None, 0) else None
+    if _read_summary(summary, err) is None:
+        summary_at = _read_summary(summary, out)
+        if summary_at is not None:  # the summary printed into stdout is not the agent's text
+            while summary_at > 0 and _SUMMARY_START.match(text_lines[summary_at - 1]):
+                summary_at -= 1
+            text_lines = text_lines[:summary_at]
+    error, error_type = exit_failure(exit_code)
     return AgentRun(
-        cli="copilot", text="\n".join(text_lines).strip("\n"), usage=tuple(usage),
-        premium_requests=premium, exit_code=exit_code, error=error, duration_ms=session_ms,
-        api_duration_ms=api_ms, output_format="text", parse_errors=reader.errors, raw=out,
+        cli="copilot", text="\n".join(text_lines).strip("\n"), usage=tuple(summary.usage),
+        premium_requests=summary.premium, exit_code=exit_code, error=error,
+        error_type=error_type, duration_ms=summary.session_ms, api_duration_ms=summary.api_ms,
+        output_format="text", parse_errors=reader.errors, raw=out,
     )  # fmt: skip
 
 
@@ -292,7 +355,8 @@ def parse_usage_file(data: str | bytes | None) -> AgentRun:
             input_tokens=reader.count(u.get("inputTokens")),
             output_tokens=reader.count(u.get("outputTokens")),
             cache_read_tokens=reader.count(u.get("cacheReadTokens")),
-            cache_write_tokens=reader.count(u.get("cacheWriteTokens")),
+            # the file says 0 when the API sent no cache-write figure: unknown, not 0
+            cache_write_tokens=reader.count(u.get("cacheWriteTokens")) or None,
             reasoning_tokens=reader.count(u.get("reasoningTokens")),
             premium_requests=reader.amount(req.get("cost")), model=str(model),
         )  # fmt: skip

@@ -24,6 +24,11 @@ class AgentRun:
     ``usage`` holds one :class:`Usage` per model (possibly none); ``cost_usd`` and
     ``premium_requests`` are the run's own totals when the CLI reported them. Durations are
     in milliseconds. ``raw`` is the output the record was read from, kept aside.
+
+    ``error_type`` is the low-cardinality kind of a failure (``error.type``): the HTTP status
+    of an API error (``"400"``), ``truncated_output`` (no final result), ``exit_code``,
+    ``untrusted_workspace`` or ``agent_error``; ``error`` is the message. ``cumulative``: the
+    usage is the conversation's running total (a resumed Codex thread), not this run's own.
     """
 
     cli: str
@@ -42,6 +47,9 @@ class AgentRun:
     output_format: str = "text"
     notices: tuple[str, ...] = ()
     parse_errors: int = 0
+    error_type: str | None = None
+    cumulative: bool = False
+    model: str | None = None  # the model the output names (when no usage record carries it)
     raw: str = field(default="", repr=False)
 
     @property
@@ -199,3 +207,26 @@ def add(a: Any, b: Any) -> Any:
     if b is None:
         return a
     return a + b
+
+
+def http_status(value: Any) -> str | None:
+    """An HTTP error status (400-599) as ``error.type`` text, or None."""
+    if type(value) is int and 400 <= value <= 599:
+        return str(value)
+    if isinstance(value, str) and value.isdigit():
+        return http_status(int(value))
+    return None
+
+
+def exit_failure(exit_code: int | None) -> tuple[str | None, str | None]:
+    """(message, error type) of a non-zero exit code alone."""
+    if exit_code in (None, 0):
+        return None, None
+    return f"exit code {exit_code}", "exit_code"
+
+
+def plain_run(cli: str, raw: str, exit_code: int | None) -> AgentRun:
+    """A run whose output held no event of the CLI's format: its text, its exit status."""
+    error, kind = exit_failure(exit_code)
+    return AgentRun(cli=cli, text=raw.strip("\n"), exit_code=exit_code, error=error,
+                    error_type=kind, raw=raw)  # fmt: skip
