@@ -31,15 +31,17 @@ class Call:
     estimate), ``agent``. Response side (given to :meth:`stop`/:meth:`fail`): ``usage``
     (None: the backend reported none), ``parts`` (per-model usages of a call that used
     several models), ``response_model``, ``response_id``, ``finish_reasons``, ``error``,
-    ``output_text`` (streamed text of a response without reported output, to estimate it)
-    and ``end_attributes``. The handler fills ``estimate``, the timings and the span ids.
+    ``output_text`` (streamed text of a response without reported output, to estimate it),
+    ``cumulative_key`` (the usage is this conversation's running total, e.g. a Codex thread's:
+    only its increase is this call's) and ``end_attributes``. The handler fills ``estimate``,
+    the timings and the span ids.
     """
 
     __slots__ = (
         "operation", "provider", "request_model", "stream", "server_address", "server_port",
         "conversation_id", "span_name", "attributes", "request", "agent",
         "usage", "parts", "response_model", "response_id", "finish_reasons", "error",
-        "output_text", "end_attributes",
+        "output_text", "cumulative_key", "end_attributes",
         "estimate", "request_estimate", "started", "first_chunk_at", "ended_at", "trace_id",
         "span_id", "stream_handle", "stream_key", "emission", "_handler", "_ended",
     )  # fmt: skip
@@ -66,6 +68,7 @@ class Call:
         self.finish_reasons: Sequence[str] | None = None
         self.error: BaseException | str | None = None
         self.output_text: str | None = None
+        self.cumulative_key: str | None = None
         self.end_attributes: dict[str, Any] | None = None
         self.estimate: Estimate | None = None
         self.request_estimate: RequestEstimate | None = None

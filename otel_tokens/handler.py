@@ -20,6 +20,7 @@ from .account.anomalies import AnomalyGuard, BudgetExceeded
 from .account.estimate import Estimator
 from .account.pricing import Pricer
 from .account.settle import Accountant
+from .account.threads import ThreadTotals
 from .call import Call
 from .emit.recorder import Recorder
 from .settings import current
@@ -53,6 +54,7 @@ class Handler:
             guard if guard is not None else get_guard(),
             Estimator(),
             settings.max_tokens_per_request,
+            ThreadTotals(settings.ledger_path),
         )  # fmt: skip
         # what a Call delegates straight to the recorder (no frame of the handler's own)
         self.activate = self.recorder.activate

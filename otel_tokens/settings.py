@@ -93,7 +93,7 @@ class Settings:
     capture_content: bool = False
     openai_include_usage: bool = False
     copilot_json: bool = False
-    copilot_usage_file: bool = False
+    copilot_usage_file: bool = True  # exact Copilot usage through --usage-output-file
     cli_names: Mapping[str, str] = field(default_factory=dict)
     backends: tuple[tuple[str, str], ...] = ()
     debug: bool = False
@@ -292,7 +292,7 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
         capture_content=r.boolean("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"),
         openai_include_usage=r.boolean("OTEL_TOKENS_OPENAI_INCLUDE_USAGE"),
         copilot_json=r.boolean("OTEL_TOKENS_COPILOT_JSON"),
-        copilot_usage_file=r.boolean("OTEL_TOKENS_COPILOT_USAGE_FILE"),
+        copilot_usage_file=r.boolean("OTEL_TOKENS_COPILOT_USAGE_FILE", default=True),
         cli_names=_cli_names(r),
         backends=_backends(r),
         debug=r.boolean("OTEL_TOKENS_DEBUG"),

@@ -20,6 +20,7 @@ from .agents import current_agent
 from .anomalies import AnomalyGuard, BudgetExceeded
 from .outcome import Line, Outcome, error_type
 from .pricing import PriceResult, Pricer
+from .threads import ThreadTotals
 
 if TYPE_CHECKING:
     from ..call import Call
@@ -40,14 +41,15 @@ class Accountant:
     counted as ``usage_invalid`` and never billed, so that no counter, TokenState or ledger
     total is poisoned for the life of the process."""
 
-    __slots__ = ("pricer", "guard", "estimator", "max_tokens")
+    __slots__ = ("pricer", "guard", "estimator", "max_tokens", "threads")
 
     def __init__(self, pricer: Pricer, guard: AnomalyGuard, estimator: Estimator,
-                 max_tokens: int = 100_000_000) -> None:  # fmt: skip
+                 max_tokens: int = 100_000_000, threads: ThreadTotals | None = None) -> None:  # fmt: skip
         self.pricer = pricer
         self.guard = guard
         self.estimator = estimator
         self.max_tokens = max_tokens
+        self.threads = threads if threads is not None else ThreadTotals()
 
     # -- before and during the call -------------------------------------------------------------
     def open(self, call: Call) -> None:
@@ -153,12 +155,19 @@ class Accountant:
             usage = Usage()
         if call.output_text is not None and (usage is None or usage.output_tokens is None):
             usage = self._estimated_output(call, usage)
-        if usage is None:
-            if not failed:
-                faults.report("usage_missing", detail=f"{call.provider} returned no usage")
-            usage = Usage()
+        if usage is None or (usage.input_tokens is None and usage.output_tokens is None):
+            # no token figure (a premium-request count alone is not usage); an empty record is
+            # the capture's "unusable", already counted as usage_invalid
+            if not failed and (usage is None or not usage.is_empty):
+                faults.report("usage_missing", detail=f"{call.provider} returned no token usage")
+            usage = usage if usage is not None else Usage()
         elif not self._plausible(call, usage, valid):
             usage, valid = Usage(), ()
+        elif call.cumulative_key is not None and not valid:
+            try:  # a conversation's running total: this call's own share
+                usage = self.threads.own(call.cumulative_key, usage)
+            except Exception as exc:
+                faults.report("ledger", exc)
         return usage, valid or (usage,)
 
     def _plausible(self, call: Call, usage: Usage, parts: tuple[Usage, ...]) -> bool:
@@ -206,7 +215,7 @@ class Accountant:
                 prices.append(_NO_PRICE)
         if len(parts) == 1:
             return prices, prices[0]
-        if usage.cost_usd is not None:
+        if usage.cost_usd is not None and not _own_costs(parts):
             return _share(usage.cost_usd, parts, prices), PriceResult(usage.cost_usd, "provider")
         known = [x for x in prices if x.cost_usd is not None]
         if not known:
@@ -287,7 +296,8 @@ def _lines(usage: Usage, parts: tuple[Usage, ...], prices: list[PriceResult],
     if len(parts) == 1:
         return (Line(response_model, usage, price.cost_usd, price.source,
                      price.unpriced and _has_tokens(usage), usage.premium_requests),)  # fmt: skip
-    total_cost = usage.cost_usd is not None  # the backend's total: on the call's own line
+    # the backend's total goes on the call's own line only when the parts have no cost of their own
+    total_cost = usage.cost_usd is not None and not _own_costs(parts)
     part_premium = any(part.premium_requests is not None for part in parts)
     lines = []
     for part, part_price in zip(parts, prices):
@@ -303,6 +313,11 @@ def _lines(usage: Usage, parts: tuple[Usage, ...], prices: list[PriceResult],
         lines.append(Line(response_model, None, usage.cost_usd,
                           "provider" if total_cost else None, False, premium))  # fmt: skip
     return tuple(lines)
+
+
+def _own_costs(parts: tuple[Usage, ...]) -> bool:
+    """True when every part carries the backend's own cost (Claude Code's per-model costUSD)."""
+    return all(part.cost_usd is not None for part in parts)
 
 
 def _has_tokens(usage: Usage) -> bool:

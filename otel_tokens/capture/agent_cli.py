@@ -6,14 +6,15 @@ asyncio's subprocess protocol. A child whose executable is a known CLI gets one
 ``invoke_agent {cli}`` span; its output is parsed when the process ends (``communicate``,
 ``wait``/``poll`` once the pipes are drained, or garbage collection as a last resort).
 
-What the caller reads is never changed, with one opt-in exception: with
-``OTEL_TOKENS_COPILOT_JSON=true`` a Copilot call made with ``-s`` through ``subprocess.run``
-(or ``check_output``) runs with ``--output-format json`` instead and the caller receives the
-reconstructed text as stdout (seed 002, Option A); the raw JSONL stays on the run record
-(:func:`agent_run`, :func:`~otel_tokens.instrumentors.agent_runs.last_agent_run`). A caller
-that reads the pipes itself gets its bytes unchanged: they are copied as they pass.
-``OTEL_TOKENS_COPILOT_USAGE_FILE=true`` adds ``--usage-output-file`` (a temporary file, read
-after exit and removed) for input and cache tokens.
+What the caller reads is never changed. A caller that reads the pipes itself gets its bytes
+unchanged: they are copied as they pass. Copilot CLI (1.0.102) prints no usage on stdout, so
+by default (``OTEL_TOKENS_COPILOT_USAGE_FILE``, on unless set false) a Copilot run without
+``--usage-output-file`` gets one pointing at a private temporary file, read after the exit and
+deleted; a caller's own ``--usage-output-file`` is read and left as it is. Opt-in
+(``OTEL_TOKENS_COPILOT_JSON=true``): a Copilot call made with ``-s`` through
+``subprocess.run`` (or ``check_output``) runs with ``--output-format json`` instead and the
+caller receives, byte for byte, what ``-s`` prints (seed 002, Option A); the JSONL stays on
+the run record (:func:`agent_run`, ``last_agent_run()``).
 """
 
 from __future__ import annotations
@@ -31,11 +32,12 @@ from .. import faults
 from ..call import Call
 from ..handler import get_handler
 from .agent_cli_patches import (  # noqa: F401 (install, uninstall, cli_names: re-exported)
-    DEPENDENCIES, _argv, _bind, _recognize, _threads, _threads_lock, _via_run, cli_names,
-    install, uninstall,
+    DEPENDENCIES, _argv, _bind, _recognize, _via_run, cli_names, install, uninstall,
 )  # fmt: skip
 from .agent_runs import CLI_OUTPUT_REWRITTEN, CLI_USAGE_FILE, report_run, start_run
+from .cli_args import request_model
 from .parsers import PARSERS, AgentRun
+from .parsers.copilot import silent_output
 
 __all__ = ["agent_run", "cli_names", "install", "uninstall"]
 
@@ -122,12 +124,13 @@ class _Tee(wrapt.ObjectProxy):  # type: ignore[misc]
 class _Run:
     """One instrumented child: its call, the output seen so far, and how it ends."""
 
-    def __init__(self, call: Call, parser: str, rewrite: bool,
-                 usage_file: str | None) -> None:  # fmt: skip
+    def __init__(self, call: Call, parser: str, rewrite: bool, usage_file: str | None,
+                 own_file: bool = True) -> None:  # fmt: skip
         self.call = call
         self.parser = parser
         self.rewrite = rewrite
         self.usage_file = usage_file
+        self.own_file = own_file  # ours: deleted after reading; the caller's: left as it is
         self.chunks: tuple[list[Any], list[Any]] = ([], [])
         self.size = 0
         self.overflow = False
@@ -197,8 +200,6 @@ class _Run:
             code = self.returncode
             if self.parser == "copilot":
                 run = PARSERS["copilot"](out, stderr=err, exit_code=code, usage_file=usage_text)
-            elif self.parser == "codex":
-                run = _codex_delta(PARSERS["codex"](out, stderr=err, exit_code=code))
             else:
                 run = PARSERS[self.parser](out, stderr=err, exit_code=code)
             self.result = run
@@ -219,10 +220,8 @@ class _Run:
         except OSError:
             return None
         finally:
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+            if self.own_file:
+                _remove(path)
 
     def abandon(self) -> None:
         """The process object was collected before its end was seen: report what we have."""
@@ -230,25 +229,11 @@ class _Run:
             self.finish()
 
 
-def _codex_delta(run: AgentRun) -> AgentRun:
-    """A resumed Codex thread reports cumulative totals: keep only this run's share."""
-    if run.session_id is None or len(run.usage) != 1:
-        return run
-    total = run.usage[0]
-    with _threads_lock:
-        previous = _threads.get(run.session_id)
-        _threads[run.session_id] = total
-        _threads.move_to_end(run.session_id)
-        while len(_threads) > 1000:
-            _threads.popitem(last=False)
-    if previous is None:
-        return run
-    from .parsers import codex
-
-    own = codex.delta(total, previous)
-    if own is None:  # totals went down: a different thread history; keep the report as is
-        return run.replace(parse_errors=run.parse_errors + 1)
-    return run.replace(usage=(own,))
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
 
 
 def agent_run(process: Any) -> AgentRun | None:
@@ -304,15 +289,14 @@ def _popen_init(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict
         result = wrapped(*call_args, **call_kwargs)
     except BaseException as exc:
         run.finished = True
-        if run.usage_file is not None:
-            try:
-                os.unlink(run.usage_file)
-            except OSError:
-                pass
+        if run.usage_file is not None and run.own_file:
+            _remove(run.usage_file)
         report_run(run.call, None, exception=exc)
         raise
     try:
         _attach(instance, run)
+        if call_args is not args or call_kwargs is not kwargs:  # the flags we added stay ours:
+            instance.args = _bind(args, kwargs)["args"]  # the caller sees its own command line
     except Exception as exc:
         faults.report("internal", exc)
     return result
@@ -328,28 +312,49 @@ def _plan(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Run, tuple[An
     if found is None or argv is None:
         return None
     parser, exe = found
-    new_argv = list(argv)
-    rewrite = False
-    usage_file = None
-    editable = not shell and not isinstance(bound["args"], (str, bytes, os.PathLike))
-    if parser == "copilot" and editable:
-        settings = get_handler().settings
-        if settings.copilot_json and _via_run.get() and bound.get("stdout") == subprocess.PIPE:
-            changed = _rewrite_copilot(new_argv)
-            if changed is not None:
-                new_argv, rewrite = changed, True
-        if settings.copilot_usage_file and "--usage-output-file" not in new_argv:
-            fd, usage_file = tempfile.mkstemp(prefix="otel_tokens-copilot-", suffix=".json")
-            os.close(fd)
-            new_argv += ["--usage-output-file", usage_file]
-    call = start_run(parser, exe, argv)
-    run = _Run(call, parser, rewrite, usage_file)
+    new_argv, rewrite, usage_file, own_file = list(argv), False, None, True
+    if parser == "copilot":
+        editable = not shell and not isinstance(bound["args"], (str, bytes, os.PathLike))
+        new_argv, rewrite, usage_file, own_file = _copilot_plan(argv, bound, editable)
+    env = bound.get("env") if isinstance(bound.get("env"), dict) else None
+    call = start_run(parser, exe, argv, request_model=request_model(parser, argv, env))
+    run = _Run(call, parser, rewrite, usage_file, own_file)
     if new_argv != argv:
         if "args" in kwargs:
             kwargs = {**kwargs, "args": new_argv}
         else:
             args = (new_argv, *args[1:])
     return run, args, kwargs
+
+
+def _copilot_plan(argv: list[str], bound: dict[str, Any],
+                  editable: bool) -> tuple[list[str], bool, str | None, bool]:  # fmt: skip
+    """(argv to run, rewritten for -s, the usage file to read, whether it is ours)."""
+    new_argv, rewrite = list(argv), False
+    given = _flag_value(argv, "--usage-output-file")
+    if given is not None:
+        return new_argv, rewrite, given, False  # the caller's own file: read, left as it is
+    if not editable:
+        return new_argv, rewrite, None, True
+    settings = get_handler().settings
+    if settings.copilot_json and _via_run.get() and bound.get("stdout") == subprocess.PIPE:
+        changed = _rewrite_copilot(new_argv)
+        if changed is not None:
+            new_argv, rewrite = changed, True
+    if not settings.copilot_usage_file:
+        return new_argv, rewrite, None, True
+    fd, usage_file = tempfile.mkstemp(prefix="otel_tokens-copilot-", suffix=".json")
+    os.close(fd)
+    return [*new_argv, "--usage-output-file", usage_file], rewrite, usage_file, True
+
+
+def _flag_value(argv: list[str], name: str) -> str | None:
+    for index, arg in enumerate(argv):
+        if arg == name and index + 1 < len(argv):
+            return argv[index + 1]
+        if arg.startswith(name + "="):
+            return arg.partition("=")[2]
+    return None
 
 
 def _attach(popen: Any, run: _Run) -> None:
@@ -385,9 +390,7 @@ def _communicate(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dic
         prefix_out, prefix_err = run._joined(run.chunks[0]), run._joined(run.chunks[1])
         parsed = run.finish(_concat(prefix_out, out), _concat(prefix_err, err))
         if run.rewrite and parsed is not None and out is not None and parsed.output_format == "jsonl":
-            text = parsed.text
-            if text and not text.endswith("\n"):
-                text += "\n"
+            text = silent_output(parsed.raw)  # what -s would have printed, byte for byte
             result = (text if isinstance(out, str) else text.encode("utf-8"), err)
     except Exception as exc:
         faults.report("internal", exc)

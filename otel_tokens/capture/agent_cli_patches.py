@@ -11,18 +11,13 @@ import contextvars
 import importlib
 import os
 import sys
-import threading
-from collections import OrderedDict
-from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import wrapt
 
 from .. import faults
 from .parsers import PARSERS
 from .patching import report_load_failure, unwrap
-
-if TYPE_CHECKING:
-    from ..usage import Usage
 
 __all__ = ["DEPENDENCIES", "cli_names", "install", "uninstall"]
 
@@ -34,8 +29,6 @@ _TRIVIAL = frozenset(("--version", "-v", "-V", "--help", "-h", "help", "version"
 
 _via_run: contextvars.ContextVar[bool] = contextvars.ContextVar("otel_tokens_via_run", default=False)
 _names: dict[str, str] = {}
-_threads: OrderedDict[str, Usage] = OrderedDict()  # Codex thread id -> cumulative totals
-_threads_lock = threading.Lock()
 
 
 def cli_names(extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -181,8 +174,6 @@ def install(**kwargs: Any) -> None:
     """
     _names.clear()
     _names.update(cli_names(kwargs.get("cli_names")))
-    with _threads_lock:
-        _threads.clear()
     import asyncio.subprocess  # noqa: F401  (targets below)
 
     for module, name, wrapper in _TARGETS:

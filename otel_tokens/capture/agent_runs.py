@@ -65,9 +65,10 @@ def flag_names(argv: Sequence[str]) -> tuple[str, ...]:
 
 def start_run(
     cli: str, executable: str | None = None, argv: Sequence[str] | None = None,
-    attributes: dict[str, Any] | None = None,
+    attributes: dict[str, Any] | None = None, request_model: str | None = None,
 ) -> Call:  # fmt: skip
-    """Open the ``invoke_agent {cli}`` call (its span starts now)."""
+    """Open the ``invoke_agent {cli}`` call (its span starts now); ``request_model``: the
+    model the command line (or the CLI's own configuration) asks for, when it names one."""
     handler = get_handler()
     attrs: dict[str, Any] = {CLI_NAME: cli}
     if executable:
@@ -79,19 +80,17 @@ def start_run(
     if attributes:
         attrs.update(attributes)
     return handler.start(
-        operation="invoke_agent", provider=PROVIDERS.get(cli, cli), request_model=None,
+        operation="invoke_agent", provider=PROVIDERS.get(cli, cli), request_model=request_model,
         span_name=f"invoke_agent {cli}", attributes=attrs,
     )  # fmt: skip
 
 
 def _error_type(run: AgentRun) -> str:
-    """A low-cardinality ``error.type`` for a failed run (the message stays off metrics)."""
-    error = run.error or ""
-    if error.startswith("exit code"):
-        return "exit_code"
-    if "truncated" in error:
-        return "truncated_output"
-    return "agent_error"
+    """A low-cardinality ``error.type`` for a failed run (the message stays off metrics): the
+    parser's kind (an HTTP status, ``truncated_output``, ...), else ``exit_code``."""
+    if run.error_type:
+        return run.error_type
+    return "exit_code" if run.exit_code not in (None, 0) else "agent_error"
 
 
 def report_run(
@@ -124,12 +123,18 @@ def report_run(
             attrs[CLI_OUTPUT_TEXT] = run.text[:_TEXT_LIMIT]
         total = run.total
         parts = list(run.usage) if len(run.usage) > 1 else None
-        model = run.usage[0].model if len(run.usage) == 1 else None
+        model = run.usage[0].model if len(run.usage) == 1 else run.model if not run.usage else None
+        if run.cumulative and run.session_id:
+            call.cumulative_key = f"{run.cli}:{run.session_id}"
+        # a run cut before its result reports its input but not its output: estimated from text
+        text = run.text if total is not None and total.input_tokens is not None and (
+            total.output_tokens is None) else None  # fmt: skip
         if exception is not None or run.failed:
             error: BaseException | str = exception if exception is not None else _error_type(run)
-            call.fail(error, total, response_model=model, attributes=attrs, parts=parts)
+            call.fail(error, total, response_model=model, attributes=attrs, parts=parts,
+                      output_text=text)  # fmt: skip
         else:
-            call.stop(total, response_model=model, attributes=attrs, parts=parts)
+            call.stop(total, response_model=model, attributes=attrs, parts=parts, output_text=text)
     except Exception as exc:
         faults.report("internal", exc)
         try:

@@ -27,6 +27,8 @@ FIELD = {"OTEL_TOKENS_OPENAI_INCLUDE_USAGE": "openai_include_usage",
 def test_booleans_accept_every_usual_spelling_in_any_case(name, value, expected):
     found = read({name: value})
     assert found.problems == ()
+    if value.strip() == "":  # unset: the setting's default
+        expected = getattr(read({}), FIELD[name]) if name in FIELD else False
     if name in FIELD:
         assert getattr(found, FIELD[name]) is expected
     else:

@@ -288,23 +288,42 @@ def test_a_run_with_several_models(telemetry):
 
 
 def test_a_run_with_a_provider_total_and_premium_requests(telemetry):
-    parts = [Usage(output_tokens=100, model="gpt-5", cost_usd=0.01),
-             Usage(output_tokens=50, model="claude-sonnet-4.5", cost_usd=0.02)]  # fmt: skip
+    """Parts without a cost of their own: the run's total goes on the call's line, and the
+    ledger shares it out; premium requests alike."""
+    parts = [Usage(output_tokens=100, model="gpt-5"),
+             Usage(output_tokens=50, model="claude-sonnet-4.5")]  # fmt: skip
     total = Usage(output_tokens=150, cost_usd=0.05, premium_requests=2.0)
     with otel_tokens.agent("cli") as entry:
         call = telemetry.handler.start(operation="invoke_agent", provider="github_copilot",
-                                             request_model=None)  # fmt: skip
+                                       request_model=None)  # fmt: skip
         call.stop(total, parts=parts)
     span = telemetry.span()
-    assert span.attributes["otel_tokens.cost.usd"] == 0.05  # the run's own total wins
+    assert span.attributes["otel_tokens.cost.usd"] == 0.05  # the run's own total
     assert span.attributes["otel_tokens.cost.source"] == "provider"
     assert span.attributes["otel_tokens.premium_requests"] == 2.0
     (cost,) = telemetry.points("otel_tokens.cost")
     assert cost.value == 0.05 and "gen_ai.response.model" not in cost.attributes
     (premium,) = telemetry.points("otel_tokens.premium_requests")
     assert premium.value == 2.0
-    # the ledger shares the run's total in proportion to the parts' own costs
-    assert [r.cost_usd for r in entry.ledger.history()] == [pytest.approx(0.05 / 3),
-                                                           pytest.approx(0.10 / 3)]
-    assert entry.ledger.cumulative.cost_usd == pytest.approx(0.05)
+    costs = [r.cost_usd for r in entry.ledger.history()]
+    assert sum(costs) == pytest.approx(0.05) and len(costs) == 2
     assert entry.ledger.cumulative.output_tokens == 150
+
+
+def test_each_models_own_cost_goes_on_its_own_line(telemetry):
+    """Claude Code's modelUsage: each model's tokens and its own costUSD, never the whole run
+    on the main model."""
+    parts = [Usage(input_tokens=1000, output_tokens=100, model="claude-opus-5-5", cost_usd=0.01),
+             Usage(input_tokens=400, output_tokens=50, model="claude-haiku-5-5", cost_usd=0.002)]  # fmt: skip
+    total = (parts[0] + parts[1]).replace(cost_usd=0.012)
+    with otel_tokens.agent("cli") as entry:
+        call = telemetry.handler.start(operation="invoke_agent", provider="anthropic",
+                                       request_model=None)  # fmt: skip
+        call.stop(total, parts=parts)
+    assert telemetry.span().attributes["otel_tokens.cost.usd"] == pytest.approx(0.012)
+    costs = {p.attributes["gen_ai.response.model"]: p.value for p in telemetry.points("otel_tokens.cost")}
+    assert costs == {"claude-opus-5-5": 0.01, "claude-haiku-5-5": 0.002}
+    inputs = {p.attributes["gen_ai.response.model"]: p.value for p in telemetry.points("otel_tokens.tokens")
+              if p.attributes["gen_ai.token.type"] == "input"}  # fmt: skip
+    assert inputs == {"claude-opus-5-5": 1000, "claude-haiku-5-5": 400}
+    assert [r.cost_usd for r in entry.ledger.history()] == [0.01, 0.002]
