@@ -70,10 +70,12 @@ def _chat_usage(usage: Any, model: str | None, response_id: str | None) -> Usage
 def _responses_usage(usage: Any, model: str | None, response_id: str | None) -> Usage | None:
     if usage is None:
         return None
+    details = _get(usage, "input_tokens_details")
     return Usage(
         input_tokens=_get(usage, "input_tokens"),
         output_tokens=_get(usage, "output_tokens"),
-        cache_read_tokens=_get(_get(usage, "input_tokens_details"), "cached_tokens"),
+        cache_read_tokens=_get(details, "cached_tokens"),
+        cache_write_tokens=_get(details, "cache_write_tokens"),
         reasoning_tokens=_get(_get(usage, "output_tokens_details"), "reasoning_tokens"),
         model=model, provider="openai", response_id=response_id,
     )  # fmt: skip

@@ -19,6 +19,7 @@ from ..call import Call
 from ..request import Request
 from ..handler import get_handler
 from ..usage import Usage
+from .raw import RAW_TYPES, observed
 from .stream import Accumulator, AsyncStreamProxy, StreamObserver, StreamProxy
 
 __all__ = ["Operation", "Response", "async_wrapper", "given", "sdk_field", "server_of", "sync_wrapper"]
@@ -131,10 +132,13 @@ def _finish(
 ) -> Any:
     """End a non-streamed call, or hand a stream to the proxy; returns what the caller gets."""
     try:
+        if type(result).__name__ in RAW_TYPES:  # with_raw_response / with_streaming_response
+            acc = op.accumulator(given, sent) if call.stream and op.accumulator is not None else None
+            return observed(result, call, op.response, acc, is_async)
         if call.stream and op.accumulator is not None and _is_stream(result, is_async):
             observer = StreamObserver(call, op.accumulator(given, sent))
             return (AsyncStreamProxy if is_async else StreamProxy)(result, observer)
-        answer = op.response(_parsed(result))
+        answer = op.response(result)
         call.stop(answer.usage, response_model=answer.model, response_id=answer.response_id,
                   finish_reasons=answer.finish_reasons or None)  # fmt: skip
     except Exception as exc:
@@ -147,18 +151,6 @@ def _finish(
 
 def _is_stream(result: Any, is_async: bool) -> bool:
     return hasattr(result, "__anext__" if is_async else "__next__")
-
-
-def _parsed(result: Any) -> Any:
-    """The parsed body of a ``with_raw_response`` result (the SDK caches it for the caller).
-
-    Raw responses keep ``http_response`` in their instance dict; looking there first spares
-    every parsed result (a pydantic model) a failing attribute look-up.
-    """
-    fields = getattr(result, "__dict__", None)
-    if fields is not None and "http_response" in fields and callable(getattr(result, "parse", None)):
-        return result.parse()
-    return result
 
 
 def sync_wrapper(op: Operation) -> Callable[..., Any]:

@@ -1,0 +1,308 @@
+"""Raw-response results (``with_raw_response``, ``with_streaming_response``): observed as the
+caller reads them, never read ahead.
+
+Such a call returns the SDK's response object (``APIResponse``, ``AsyncAPIResponse``,
+``LegacyAPIResponse``) before its body is read. The caller then parses it (``parse()``, sync
+or async: a non-streamed result's usage is read from the parsed object; a stream comes back
+wrapped in the one stream proxy), or reads the body itself (``read``/``text``/``json``/
+``content``: the usage is read from the JSON; ``iter_bytes``/``iter_text``/``iter_lines``: the
+chunks are kept as they pass and, once the iteration ends, decoded with the SDK's own SSE
+decoder and shown to the stream accumulator), or closes it unread. Each of these ends the call
+once; the caller gets exactly what the SDK returns.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import threading
+import weakref
+from typing import Any, AsyncIterator, Callable, Iterator
+
+import wrapt
+
+from .. import faults
+from ..call import Call
+from ..usage import Usage
+from .stream import STREAM_END, Accumulator, AsyncStreamProxy, StreamObserver, StreamProxy
+
+__all__ = ["RAW_TYPES", "observed"]
+
+#: the SDKs' raw-response classes (openai, anthropic; both majors)
+RAW_TYPES = frozenset(("APIResponse", "AsyncAPIResponse", "LegacyAPIResponse"))
+_MAX_BODY = 64 * 1024 * 1024  # bytes of a raw stream kept to decode at its end
+
+
+class RawEnding:
+    """The capture side of one raw response: how its call ends, once."""
+
+    def __init__(self, call: Call, response: Callable[[Any], Any],
+                 accumulator: Accumulator | None, is_async: bool) -> None:  # fmt: skip
+        self.call = call
+        self.response = response  # the operation's reader of a parsed result
+        self.acc = accumulator  # for a streamed body
+        self.is_async = is_async
+        self.stream: Any = None  # the proxy returned for a parsed stream (returned again)
+        self.chunks: list[Any] = []
+        self.size = 0
+        self.lines = False
+        self._lock = threading.Lock()
+        self._done = False
+
+    def _claim(self) -> bool:
+        with self._lock:
+            if self._done:
+                return False
+            self._done = True
+            return True
+
+    def parsed(self, result: Any) -> Any:
+        """What ``parse()`` returned: a stream comes back observed, any other result ends the
+        call with its usage. Returns what the caller gets."""
+        try:
+            if self.stream is not None and self.stream.__wrapped__ is result:
+                return self.stream
+            if self.acc is not None and hasattr(result, "__anext__" if self.is_async else "__next__"):
+                if not self._claim():
+                    return result
+                observer = StreamObserver(self.call, self.acc)
+                self.stream = (AsyncStreamProxy if self.is_async else StreamProxy)(result, observer)
+                return self.stream
+            self.finish_parsed(result)
+        except Exception as exc:
+            faults.report("internal", exc)
+            self.end(None, "error")
+        return result
+
+    def finish_parsed(self, result: Any) -> None:
+        """A non-streamed result (parsed, or the body's JSON): its usage ends the call."""
+        if not self._claim():
+            return
+        try:
+            answer = self.response(result)
+        except ValueError as exc:  # usage values that are not token counts
+            faults.report("usage_invalid", exc)
+            self.call.stop(Usage())
+            return
+        self.call.stop(answer.usage, response_model=answer.model, response_id=answer.response_id,
+                       finish_reasons=answer.finish_reasons or None)  # fmt: skip
+
+    def body(self, data: Any) -> None:
+        """The whole body, read by the caller: JSON, or a stream's server-sent events."""
+        try:
+            if isinstance(data, (bytes, bytearray)):
+                data = bytes(data).decode("utf-8", "replace")
+            if self.acc is not None and not data.lstrip().startswith("{"):
+                self.chunks, self.lines = [data], False
+                self.done("read")
+                return
+            self.finish_parsed(json.loads(data) if isinstance(data, str) else data)
+        except Exception as exc:
+            faults.report("parse", exc)
+            self.end(None, "error")
+
+    def seen(self, chunk: Any, line: bool = False) -> None:
+        """One chunk (or line) of the body the caller iterates."""
+        if self._done or self.size > _MAX_BODY:
+            return
+        self.size += len(chunk)
+        self.lines = line
+        self.chunks.append(chunk)
+
+    def done(self, how: str = "exhausted") -> None:
+        """The caller read the body to its end: decode what passed."""
+        if self.acc is None:
+            self.body("".join(_text(c) for c in self.chunks))
+            return
+        try:
+            joiner = "\n" if self.lines else ""
+            data = (joiner.join(_text(c) for c in self.chunks) + joiner).encode("utf-8")
+            self.chunks = []
+            for item in _events(self.call, data):
+                self.acc.add(item)
+        except Exception as exc:
+            faults.report("parse", exc)
+        self.end_stream(how)
+
+    def end_stream(self, how: str) -> None:
+        if not self._claim():
+            return
+        acc = self.acc
+        usage = acc.usage if acc is not None else None
+        text = acc.final_text() if acc is not None and (usage is None or usage.output_tokens is None) else None
+        self.call.stop(usage, response_model=acc.model if acc else None,
+                       response_id=acc.response_id if acc else None,
+                       finish_reasons=(acc.finish_reasons or None) if acc else None,
+                       attributes={STREAM_END: how}, output_text=text or None)  # fmt: skip
+
+    def end(self, error: BaseException | None, how: str) -> None:
+        """Closed unread, collected, or failed while reading."""
+        if self.chunks and error is None:
+            self.done(how)
+            return
+        if not self._claim():
+            return
+        if error is not None:
+            self.call.fail(error, attributes={STREAM_END: how})
+        else:
+            self.call.stop(None, attributes={STREAM_END: how})
+
+
+def _text(chunk: Any) -> str:
+    return chunk.decode("utf-8", "replace") if isinstance(chunk, (bytes, bytearray)) else chunk
+
+
+def _events(call: Call, data: bytes) -> Iterator[Any]:
+    """The JSON payloads of a server-sent-events body, decoded by the SDK's own decoder."""
+    module = "anthropic" if call.provider.startswith(("anthropic", "aws", "gcp")) else "openai"
+    decoder = importlib.import_module(f"{module}._streaming").SSEDecoder()
+    for event in decoder.iter_bytes(iter([data])):
+        payload = event.data
+        if payload and payload != "[DONE]":
+            try:
+                yield json.loads(payload)
+            except ValueError:
+                faults.report("parse", detail="an unreadable server-sent event")
+
+
+class _Base(wrapt.ObjectProxy):  # type: ignore[misc]
+    def __init__(self, wrapped: Any, ending: RawEnding) -> None:
+        super().__init__(wrapped)
+        self._self_ending = ending
+        self._self_finalizer = weakref.finalize(self, ending.end, None, "abandoned")
+
+    def _self_iterated(self, chunks: Iterator[Any], line: bool = False) -> Iterator[Any]:
+        ending = self._self_ending
+        try:
+            for chunk in chunks:
+                ending.seen(chunk, line)
+                yield chunk
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            ending.end(exc, "error")
+            raise
+        ending.done()
+
+
+class RawResponseProxy(_Base):
+    """``APIResponse`` (sync): parse(), read/text/json, iter_bytes/iter_text/iter_lines, close()."""
+
+    def parse(self, *args: Any, **kwargs: Any) -> Any:
+        return self._self_ending.parsed(self.__wrapped__.parse(*args, **kwargs))
+
+    def read(self) -> Any:
+        data = self.__wrapped__.read()
+        self._self_ending.body(data)
+        return data
+
+    def text(self) -> Any:
+        data = self.__wrapped__.text()
+        self._self_ending.body(data)
+        return data
+
+    def json(self) -> Any:
+        data = self.__wrapped__.json()
+        if self._self_ending.acc is None:
+            self._self_ending.finish_parsed(data)
+        return data
+
+    def iter_bytes(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        return self._self_iterated(self.__wrapped__.iter_bytes(*args, **kwargs))
+
+    def iter_text(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
+        return self._self_iterated(self.__wrapped__.iter_text(*args, **kwargs))
+
+    def iter_lines(self) -> Iterator[Any]:
+        return self._self_iterated(self.__wrapped__.iter_lines(), line=True)
+
+    def close(self) -> None:
+        try:
+            self.__wrapped__.close()
+        finally:
+            self._self_finalizer.detach()
+            self._self_ending.end(None, "closed")
+
+
+class LegacyResponseProxy(_Base):
+    """``LegacyAPIResponse`` (openai's ``with_raw_response``): a sync parse(), the body as the
+    ``content``/``text`` properties."""
+
+    def parse(self, *args: Any, **kwargs: Any) -> Any:
+        return self._self_ending.parsed(self.__wrapped__.parse(*args, **kwargs))
+
+    @property
+    def content(self) -> Any:
+        data = self.__wrapped__.content
+        self._self_ending.body(data)
+        return data
+
+    @property
+    def text(self) -> Any:
+        data = self.__wrapped__.text
+        self._self_ending.body(data)
+        return data
+
+
+class AsyncRawResponseProxy(_Base):
+    """``AsyncAPIResponse``: the same, every reader awaited."""
+
+    async def parse(self, *args: Any, **kwargs: Any) -> Any:
+        return self._self_ending.parsed(await self.__wrapped__.parse(*args, **kwargs))
+
+    async def read(self) -> Any:
+        data = await self.__wrapped__.read()
+        self._self_ending.body(data)
+        return data
+
+    async def text(self) -> Any:
+        data = await self.__wrapped__.text()
+        self._self_ending.body(data)
+        return data
+
+    async def json(self) -> Any:
+        data = await self.__wrapped__.json()
+        if self._self_ending.acc is None:
+            self._self_ending.finish_parsed(data)
+        return data
+
+    def iter_bytes(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        return self._self_aiterated(self.__wrapped__.iter_bytes(*args, **kwargs))
+
+    def iter_text(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        return self._self_aiterated(self.__wrapped__.iter_text(*args, **kwargs))
+
+    def iter_lines(self) -> AsyncIterator[Any]:
+        return self._self_aiterated(self.__wrapped__.iter_lines(), line=True)
+
+    async def _self_aiterated(self, chunks: AsyncIterator[Any], line: bool = False) -> AsyncIterator[Any]:
+        ending = self._self_ending
+        try:
+            async for chunk in chunks:
+                ending.seen(chunk, line)
+                yield chunk
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            ending.end(exc, "error")
+            raise
+        ending.done()
+
+    async def close(self) -> None:
+        try:
+            await self.__wrapped__.close()
+        finally:
+            self._self_finalizer.detach()
+            self._self_ending.end(None, "closed")
+
+
+def observed(result: Any, call: Call, response: Callable[[Any], Any],
+             accumulator: Accumulator | None, is_async: bool) -> Any:  # fmt: skip
+    """``result`` (a raw response) as the caller will read it, its call ending as it is read."""
+    ending = RawEnding(call, response, accumulator, is_async)
+    name = type(result).__name__
+    if name == "LegacyAPIResponse":
+        return LegacyResponseProxy(result, ending)
+    if name == "AsyncAPIResponse":
+        return AsyncRawResponseProxy(result, ending)
+    return RawResponseProxy(result, ending)
