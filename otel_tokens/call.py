@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .account.estimate import RequestEstimate
     from .account.state import Estimate, StreamHandle
     from .request import Request
-    from .usage import Usage
+    from .usage import Billing, Usage
 
 __all__ = ["Call"]
 
@@ -33,7 +33,12 @@ class Call:
     several models), ``response_model``, ``response_id``, ``finish_reasons``, ``error``,
     ``output_text`` (streamed text of a response without reported output, to estimate it),
     ``cumulative_key`` (the usage is this conversation's running total, e.g. a Codex thread's:
-    only its increase is this call's) and ``end_attributes``. The handler fills ``estimate``,
+    only its increase is this call's), ``billing`` (a :class:`~otel_tokens.usage.Billing`:
+    service tier, hosted-tool calls, billed units beyond the token classes), ``once_key``
+    (the response may be read again, e.g. a background response polled with
+    ``responses.retrieve``: its usage counts once per key), ``pending`` (the work goes on
+    after this call, e.g. a queued background response: no usage yet, and none missing) and
+    ``end_attributes``. The handler fills ``estimate``,
     the timings and the span ids.
     """
 
@@ -41,7 +46,7 @@ class Call:
         "operation", "provider", "request_model", "stream", "server_address", "server_port",
         "conversation_id", "span_name", "attributes", "request", "agent",
         "usage", "parts", "response_model", "response_id", "finish_reasons", "error",
-        "output_text", "cumulative_key", "end_attributes",
+        "output_text", "cumulative_key", "billing", "once_key", "pending", "end_attributes",
         "estimate", "request_estimate", "started", "first_chunk_at", "ended_at", "trace_id",
         "span_id", "stream_handle", "stream_key", "emission", "_handler", "_ended",
     )  # fmt: skip
@@ -69,6 +74,9 @@ class Call:
         self.error: BaseException | str | None = None
         self.output_text: str | None = None
         self.cumulative_key: str | None = None
+        self.billing: Billing | None = None
+        self.once_key: tuple[str, str] | None = None
+        self.pending = False
         self.end_attributes: dict[str, Any] | None = None
         self.estimate: Estimate | None = None
         self.request_estimate: RequestEstimate | None = None
@@ -120,17 +128,27 @@ class Call:
         attributes: dict[str, Any] | None = None,
         parts: Sequence[Usage] | None = None,
         output_text: str | None = None,
+        billing: Billing | None = None,
+        once: str | None = None,
+        pending: bool = False,
     ) -> None:
         """End the call successfully with its usage (None: the backend reported none).
 
         ``parts`` splits a call that used several models (an agent-CLI run) into per-model
         usages, each priced with its own model and recorded on its own; the call counts one
         turn and one span with the total (``usage``, or the parts' sum when None).
+        ``billing``, ``pending``: see the class; ``once``: a namespace (e.g.
+        ``"openai.responses"``) under which the response id is counted once.
         """
         if self._ended:
             return
         self._fill(usage, response_model, response_id, finish_reasons, attributes, parts,
                    output_text)  # fmt: skip
+        if billing is not None:
+            self.billing = billing
+        if once is not None and self.response_id:
+            self.once_key = (once, self.response_id)
+        self.pending = pending
         self._handler.finish(self)
 
     def fail(
@@ -143,6 +161,7 @@ class Call:
         attributes: dict[str, Any] | None = None,
         parts: Sequence[Usage] | None = None,
         output_text: str | None = None,
+        billing: Billing | None = None,
     ) -> None:
         """End the call as failed: ``error.type``, ERROR status, no turn counted. Usage that
         arrived before the failure (billed tokens) is still recorded."""
@@ -150,6 +169,8 @@ class Call:
             return
         self.error = error if error is not None else "error"
         self._fill(usage, response_model, response_id, None, attributes, parts, output_text)
+        if billing is not None:
+            self.billing = billing
         self._handler.finish(self)
 
     def _fill(self, usage: Usage | None, response_model: str | None, response_id: str | None,

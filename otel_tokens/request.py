@@ -11,7 +11,8 @@ from typing import Any, Literal
 
 __all__ = ["Api", "Request"]
 
-Api = Literal["openai_chat", "openai_responses", "anthropic_messages", "openai_embeddings"]
+Api = Literal["openai_chat", "openai_responses", "anthropic_messages", "openai_embeddings",
+              "openai_completions"]
 
 
 @dataclass(frozen=True)
@@ -19,8 +20,8 @@ class Request:
     """The parts of a request that cost input tokens, in the API's own shapes (what the
     pre-call estimate reads).
 
-    ``messages``: chat messages (OpenAI chat), input items or a string (Responses), or
-    messages (Anthropic); ``system``: Anthropic's ``system`` or Responses' ``instructions``;
+    ``messages``: chat messages (OpenAI chat), input items or a string (Responses),
+    messages (Anthropic), or prompts and inputs (legacy completions, embeddings); ``system``: Anthropic's ``system`` or Responses' ``instructions``;
     ``tools``: tool/function definitions sent with the request; ``response_format``: a
     structured-output schema (it is shown to the model, so it costs input tokens);
     ``thinking``: Anthropic extended thinking enabled.

@@ -15,9 +15,11 @@ import math
 import numbers
 import operator
 from dataclasses import dataclass, fields, replace
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, NamedTuple
 
-__all__ = ["TOKEN_CLASSES", "USAGE_SOURCES", "Usage", "UsageSource"]
+from . import faults
+
+__all__ = ["TOKEN_CLASSES", "USAGE_SOURCES", "Billing", "Usage", "UsageSource"]
 
 UsageSource = Literal["reported", "estimated", "parsed_text"]
 
@@ -84,6 +86,38 @@ def check_amount(name: str, value: Any) -> float | None:
     if value < 0:
         raise ValueError(f"{name} must not be negative, got {value}")
     return value
+
+
+class Billing(NamedTuple):
+    """What a response says it is billed for beyond its token classes, in genai-prices'
+    vocabulary (the account step prices it; capture only reads it off the response).
+
+    ``context``: the price context, e.g. ``(("service_tier", "flex"),)`` or
+    ``(("processing", "batch"),)``; ``units``: billed units other than the five token
+    classes, e.g. ``(("web_searches", 2), ("input_audio_tokens", 40),
+    ("cache_write_1h_tokens", 900))``. Both are sorted tuples (hashable: prices are cached per
+    context).
+    """
+
+    context: tuple[tuple[str, str], ...] = ()
+    units: tuple[tuple[str, int | float], ...] = ()
+
+    @classmethod
+    def of(cls, context: Mapping[str, Any] | None = None,
+           units: Mapping[str, Any] | None = None) -> Billing | None:  # fmt: skip
+        """A record from mappings, keeping string contexts and whole positive counts only;
+        None when nothing is left (the common case: plain token pricing)."""
+        ctx = tuple(sorted((k, v) for k, v in (context or {}).items() if isinstance(v, str) and v))
+        counted = []
+        for key, value in (units or {}).items():
+            try:  # a duration (seconds of audio) may be fractional; every other unit is a count
+                count = check_amount(key, value) if key.endswith("seconds") else check_token_count(key, value)
+            except ValueError as exc:  # counted; the rest of the response still stands
+                faults.report("usage_invalid", exc)
+                continue
+            if count:
+                counted.append((key, count))
+        return cls(ctx, tuple(sorted(counted))) if ctx or counted else None
 
 
 def _add_optional(a: Any, b: Any) -> Any:

@@ -82,7 +82,7 @@ def load(path: pathlib.Path) -> list[Interaction]:
     """Every interaction of one cassette file."""
     import yaml
 
-    data = yaml.safe_load(path.read_text())
+    data = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # C: ~10x faster
     out = []
     for i, item in enumerate(data.get("interactions") or []):
         req, resp = item["request"], item["response"]

@@ -30,6 +30,7 @@ class Line(NamedTuple):
     cost_source: str | None
     unpriced: bool  # tokens to price, no price known
     premium_requests: float | None
+    unpriced_components: tuple[str, ...] = ()  # billed components no price covers
 
 
 class Outcome(NamedTuple):
@@ -52,6 +53,7 @@ class Outcome(NamedTuple):
     state: StateFigures | None  # the agent's figures after the call
     anomalies: tuple[Anomaly, ...]
     attributes: Mapping[str, Any] | None  # the instrumentor's own span attributes
+    usage_missing: bool = False  # a successful call whose backend reported no usage
 
 
 def error_type(error: BaseException | str | None) -> str | None:

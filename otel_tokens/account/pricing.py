@@ -7,6 +7,13 @@
   resolved once per (provider, model) and cached for an hour (prices can change over time).
   Flat per-token prices are applied from the library's own resolved rates; tiered prices
   (by prompt size) go through the library's calculation. Source ``computed``.
+* The full bill, not only the token price: a response's :class:`~otel_tokens.usage.Billing`
+  gives the price context (service tier, batch processing: genai-prices' price variants,
+  resolved once per (provider, model, context)) and billed units beyond the token classes
+  (web and file searches, audio tokens, 1-hour cache writes, audio seconds), priced by the
+  library's own calculation. Each result names the components it priced; a component the
+  data has no price for (a tier without its own rates, a fee the model lists no price for)
+  is named as unpriced, never silently 0.
 * A model with no price: no cost, and the caller counts ``otel_tokens.unpriced_requests``.
 * ``OTEL_TOKENS_PRICES_FILE`` (TOML or JSON, read by :mod:`otel_tokens.settings` with
   :func:`load_price_file`) overrides prices per model, for private or discounted models.
@@ -22,17 +29,17 @@ import logging
 import math
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Mapping
 
 from ..errors import OtelTokensError
-from ..usage import Usage
+from ..usage import Billing, Usage
 
 __all__ = ["OverridePrice", "PriceFileError", "PriceResult", "Pricer", "load_price_file"]
 
 _log = logging.getLogger(__name__)
 
-CostSource = Literal["provider", "computed"]
+CostSource = Literal["provider", "computed", "estimated"]
 
 #: ``gen_ai.provider.name`` values (semantic conventions) -> genai-prices provider ids.
 PROVIDER_IDS: dict[str, str] = {
@@ -63,15 +70,22 @@ class PriceFileError(OtelTokensError, ValueError):
 @dataclass(frozen=True, slots=True)
 class PriceResult:
     """A call's cost and where it came from; ``unpriced`` when there were tokens to price but
-    no price for the model."""
+    no price for the model. ``components``: what the cost covers beyond plain tokens (e.g.
+    ``web_searches``, ``service_tier=flex``); ``unpriced_components``: what the response was
+    billed for that no price covers (the cost is then a lower bound, or at the standard rate
+    for an unknown tier)."""
 
     cost_usd: float | None
     source: CostSource | None
     unpriced: bool = False
+    components: tuple[str, ...] = ()
+    unpriced_components: tuple[str, ...] = ()
 
 
 _NO_TOKENS = PriceResult(None, None)
 _UNPRICED = PriceResult(None, None, unpriced=True)
+#: price-context values that mean the standard price (no variant to look for)
+_STANDARD = frozenset(("default", "standard", "auto", "on_demand"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,37 +108,47 @@ class _Rates:
     output: float
     cache_read: float
     cache_write: float
+    reasoning: float | None = None  # None: priced as output
     per_request: float = 0.0
-    library: Any = None
+    tiered: bool = False  # by prompt size: not linear, the library prices each call
+    model_price: Any = None  # genai-prices' ModelPrice (None for a price-file override)
+    context: tuple[str, ...] = ()  # the price context items that matched a variant
+    unmatched: tuple[str, ...] = ()  # price context items the data has no variant for
     expires: float = math.inf
 
     def cost(self, usage: Usage) -> float:
-        if self.library is not None:
-            return _library_cost(self.library, usage)
+        if self.tiered:
+            return _library_cost(self.model_price, usage)
         cr = usage.cache_read_tokens or 0
         cw = usage.cache_write_tokens or 0
         fresh = (usage.input_tokens or 0) - cr - cw
-        return (
-            self.per_request
-            + fresh * self.input
-            + cr * self.cache_read
-            + cw * self.cache_write
-            + (usage.output_tokens or 0) * self.output
-        )
+        output = usage.output_tokens or 0
+        cost = self.per_request + fresh * self.input + cr * self.cache_read + cw * self.cache_write
+        reasoning = usage.reasoning_tokens
+        if self.reasoning is not None and reasoning:
+            return cost + (output - reasoning) * self.output + reasoning * self.reasoning
+        return cost + output * self.output
 
 
-def _library_cost(model_price: Any, usage: Usage) -> float:
+def _library_usage(usage: Usage, units: tuple[tuple[str, Any], ...] = ()) -> Any:
+    """genai-prices' usage record: the token classes (reasoning as output reasoning) and
+    any further billed units."""
     import genai_prices
 
-    priced = model_price.calc_price(
-        genai_prices.Usage(
-            input_tokens=usage.input_tokens or 0,
-            cache_read_tokens=usage.cache_read_tokens or 0,
-            cache_write_tokens=usage.cache_write_tokens or 0,
-            output_tokens=usage.output_tokens or 0,
-        )
-    )
-    return float(priced["total_price"])
+    values = {
+        "input_tokens": usage.input_tokens or 0,
+        "cache_read_tokens": usage.cache_read_tokens or 0,
+        "cache_write_tokens": usage.cache_write_tokens or 0,
+        "output_tokens": usage.output_tokens or 0,
+    }
+    if usage.reasoning_tokens:
+        values["output_reasoning_tokens"] = usage.reasoning_tokens
+    values.update(units)
+    return genai_prices.Usage(**values)
+
+
+def _library_cost(model_price: Any, usage: Usage, units: tuple[tuple[str, Any], ...] = ()) -> float:
+    return float(model_price.calc_price(_library_usage(usage, units))["total_price"])
 
 
 def _rates_from_library(model_price: Any, expires: float) -> _Rates:
@@ -138,21 +162,39 @@ def _rates_from_library(model_price: Any, expires: float) -> _Rates:
     from genai_prices.types import TieredPrices
 
     if any(isinstance(v, TieredPrices) for v in vars(model_price).values()):
-        return _Rates(0.0, 0.0, 0.0, 0.0, library=model_price, expires=expires)
+        return _Rates(0.0, 0.0, 0.0, 0.0, tiered=True, model_price=model_price, expires=expires)
     m = _PER_MILLION
 
     def probe(**tokens: int) -> float:
         return _library_cost(model_price, Usage(**tokens))
 
     base = probe()
+    output = (probe(output_tokens=m) - base) / m
+    reasoning = (probe(output_tokens=m, reasoning_tokens=m) - base) / m
     return _Rates(
         input=(probe(input_tokens=m) - base) / m,
-        output=(probe(output_tokens=m) - base) / m,
+        output=output,
         cache_read=(probe(input_tokens=m, cache_read_tokens=m) - base) / m,
         cache_write=(probe(input_tokens=m, cache_write_tokens=m) - base) / m,
+        reasoning=None if reasoning == output else reasoning,
         per_request=base,
+        model_price=model_price,
         expires=expires,
     )
+
+
+def _unit_priced(model_price: Any, unit: str) -> bool:
+    """Whether ``model_price`` prices a billed unit: a token kind falls back to its parent
+    class's price (an audio input token is an input token unless priced apart); a fee (a
+    search, a second of audio) needs a price of its own."""
+    from genai_prices.data_units import unit_data
+
+    spec = unit_data.get(unit)
+    if spec is None:
+        return False
+    if spec["dimensions"].get("family") == "tokens":
+        return True
+    return model_price is not None and getattr(model_price, spec["price_key"], None) is not None
 
 
 def load_price_file(path: str) -> dict[str, OverridePrice]:
@@ -251,26 +293,52 @@ class Pricer:
         else:
             load()
 
-    def price(self, usage: Usage, provider: str | None, model: str | None) -> PriceResult:
+    def price(self, usage: Usage, provider: str | None, model: str | None,
+              billing: Billing | None = None) -> PriceResult:  # fmt: skip
         """The call's cost: reported by the backend, computed, or None (unpriced)."""
         if usage.cost_usd is not None:
             return PriceResult(usage.cost_usd, "provider")
-        if usage.input_tokens is None and usage.output_tokens is None:
+        if usage.input_tokens is None and usage.output_tokens is None and not (billing and billing.units):
             return _NO_TOKENS  # nothing to price: neither priced nor "unpriced"
         model = usage.model or model
         provider = usage.provider or provider
         if not model:
             return _UNPRICED
-        key = (provider, model)
+        context = billing.context if billing is not None else ()
+        key = (provider, model, context)
         rates = self._cache.get(key, _MISSING)
         if rates is _MISSING or (rates is not None and rates.expires < time.monotonic()):
-            rates = self._resolve(provider, model)
+            rates = self._resolve(provider, model, context)
             self._cache[key] = rates
         if rates is None:
             return _UNPRICED
-        return PriceResult(rates.cost(usage), "computed")
+        if billing is None:
+            return PriceResult(rates.cost(usage), "computed")
+        return self._billed(rates, usage, billing)
 
-    def _resolve(self, provider: str | None, model: str) -> _Rates | None:
+    @staticmethod
+    def _billed(rates: _Rates, usage: Usage, billing: Billing) -> PriceResult:
+        """The full bill: tokens at the context's rates, plus every further billed unit."""
+        units = billing.units
+        priced = tuple(u for u, _ in units if _unit_priced(rates.model_price, u))
+        unpriced = rates.unmatched + tuple(u for u, _ in units if u not in priced)
+        cost = rates.cost(usage)
+        if priced and rates.model_price is not None:
+            billed = tuple((u, n) for u, n in units if u in priced)
+            try:
+                cost = _library_cost(rates.model_price, usage, billed)
+            except Exception as exc:  # inconsistent counts: the token price stands, units unpriced
+                _log.debug("otel_tokens: billed units not priced: %s", exc)
+                unpriced, priced = unpriced + priced, ()
+        elif priced:  # a price-file override: token kinds at their class's rate, fees unpriced
+            unpriced += tuple(u for u in priced if not _is_token_unit(u))
+            priced = tuple(u for u in priced if _is_token_unit(u))
+        return PriceResult(cost, "computed", components=rates.context + priced,
+                           unpriced_components=unpriced)  # fmt: skip
+
+    def _resolve(self, provider: str | None, model: str,
+                 context: tuple[tuple[str, str], ...] = ()) -> _Rates | None:  # fmt: skip
+        wanted = tuple((k, v) for k, v in context if v not in _STANDARD)
         override = self._overrides.get(model.lower())
         if override is not None and (override.provider in (None, provider)):
             return _Rates(
@@ -280,24 +348,59 @@ class Pricer:
                             else override.input) / _PER_MILLION,
                 cache_write=(override.cache_write if override.cache_write is not None
                              else override.input) / _PER_MILLION,
+                unmatched=tuple(f"{k}={v}" for k, v in wanted),
             )  # fmt: skip
         from datetime import datetime, timezone
 
-        from genai_prices import data_snapshot
+        found = _find_model(provider, model)
+        if found is None:
+            return None
+        now = datetime.now(tz=timezone.utc)
+        matched, unmatched = _variants(found, wanted, now)
+        model_price = found.get_prices(now, dict(matched) if matched else None)
+        rates = _rates_from_library(model_price, time.monotonic() + _CACHE_TTL_SECONDS)
+        if not wanted:
+            return rates
+        return replace(rates, context=tuple(f"{k}={v}" for k, v in matched),
+                       unmatched=tuple(f"{k}={v}" for k, v in unmatched))  # fmt: skip
 
-        snapshot = data_snapshot.get_snapshot()
-        provider_id = PROVIDER_IDS.get(provider or "")
-        try:
-            found_provider, model_info = snapshot.find_provider_model(model, None, provider_id, None)
-        except LookupError:
-            if provider_id is None:
-                return None
-            try:  # e.g. a gateway reporting its own provider name: price by the model alone
-                found_provider, model_info = snapshot.find_provider_model(model, None, None, None)
-            except LookupError:
-                return None
-        model_price = model_info.get_prices(datetime.now(tz=timezone.utc))
-        return _rates_from_library(model_price, time.monotonic() + _CACHE_TTL_SECONDS)
+
+def _is_token_unit(unit: str) -> bool:
+    from genai_prices.data_units import unit_data
+
+    spec = unit_data.get(unit)
+    return spec is not None and spec["dimensions"].get("family") == "tokens"
+
+
+def _find_model(provider: str | None, model: str) -> Any:
+    """genai-prices' model for (provider, model); by the model alone when the provider is
+    unknown to it (e.g. a gateway reporting its own name); None when not found."""
+    from genai_prices import data_snapshot
+
+    snapshot = data_snapshot.get_snapshot()
+    provider_id = PROVIDER_IDS.get(provider or "")
+    try:
+        return snapshot.find_provider_model(model, None, provider_id, None)[1]
+    except LookupError:
+        if provider_id is None:
+            return None
+    try:
+        return snapshot.find_provider_model(model, None, None, None)[1]
+    except LookupError:
+        return None
+
+
+def _variants(model_info: Any, wanted: tuple[tuple[str, str], ...],
+              now: Any) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:  # fmt: skip
+    """(context items the model has a price variant for, those it has none for)."""
+    if not wanted:
+        return (), ()
+    known = set()
+    for variant in model_info.price_variants or ():
+        if variant.constraint is None or variant.constraint.active(now):
+            known.update(variant.when.items())
+    matched = tuple(item for item in wanted if item in known)
+    return matched, tuple(item for item in wanted if item not in known)
 
 
 _MISSING: Any = object()

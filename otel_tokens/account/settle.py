@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from .. import faults
 from ..errors import LedgerPersistenceError
-from ..usage import Usage
+from ..usage import Billing, Usage
 from .agents import current_agent
 from .anomalies import AnomalyGuard, BudgetExceeded
 from .outcome import Line, Outcome, error_type
@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 __all__ = ["Accountant"]
 
 _NO_PRICE = PriceResult(None, None)
+_ONCE_KEYS_MAX = 8192  # response ids remembered as counted (responses read again are read soon)
+#: span attribute of a call whose response had been counted already (read again, not re-billed)
+COUNTED_BEFORE = "otel_tokens.usage.counted_before"
 
 
 class Accountant:
@@ -41,7 +44,7 @@ class Accountant:
     counted as ``usage_invalid`` and never billed, so that no counter, TokenState or ledger
     total is poisoned for the life of the process."""
 
-    __slots__ = ("pricer", "guard", "estimator", "max_tokens", "threads")
+    __slots__ = ("pricer", "guard", "estimator", "max_tokens", "threads", "_counted")
 
     def __init__(self, pricer: Pricer, guard: AnomalyGuard, estimator: Estimator,
                  max_tokens: int = 100_000_000, threads: ThreadTotals | None = None) -> None:  # fmt: skip
@@ -50,6 +53,7 @@ class Accountant:
         self.estimator = estimator
         self.max_tokens = max_tokens
         self.threads = threads if threads is not None else ThreadTotals()
+        self._counted: dict[tuple[str, str], None] = {}  # once-keys whose usage was counted
 
     # -- before and during the call -------------------------------------------------------------
     def open(self, call: Call) -> None:
@@ -112,16 +116,20 @@ class Accountant:
     def settle(self, call: Call) -> Outcome:
         """The finished call's outcome; the agent's state, ledger and budget brought up to date."""
         failed = call.error is not None
+        missing = not failed and not call.pending and _no_usage(call)
         usage, parts = self._usage(call, failed)
         response_model = call.response_model or usage.model
         default_model = response_model or call.request_model
-        prices, price = self._prices(call.provider, usage, parts, default_model)
+        prices, price = self._prices(call, usage, parts, default_model)
         entry = call.agent
         state = None
         anomalies: tuple = ()
         if entry is not None:
-            self._complete_state(entry, call, usage, failed)
-            self._write_ledger(entry, call, usage, parts, prices, price, default_model, failed)
+            # a poll of work still under way, or a response counted before: no turn, no row
+            idle = not _has_tokens(usage) and (call.pending or COUNTED_BEFORE in (call.end_attributes or ()))
+            self._complete_state(entry, call, usage, failed or idle)
+            if not idle:
+                self._write_ledger(entry, call, usage, parts, prices, price, default_model, failed)
             anomalies = self._anomalies(entry, usage, price, response_model)
             try:
                 state = entry.state.figures()
@@ -137,7 +145,7 @@ class Accountant:
             tuple(map(str, call.finish_reasons)) if call.finish_reasons else (), call.estimate,
             self._estimate_error(call, usage, failed), ended - call.started,
             None if call.first_chunk_at is None else call.first_chunk_at - call.started,
-            call.stream, state, anomalies, call.end_attributes,
+            call.stream, state, anomalies, call.end_attributes, missing,
         )  # fmt: skip
 
     def _usage(self, call: Call, failed: bool) -> tuple[Usage, tuple[Usage, ...]]:
@@ -154,11 +162,14 @@ class Accountant:
             faults.report("usage_invalid", detail=f"not a Usage: {type(usage).__name__}")
             usage = Usage()
         if call.output_text is not None and (usage is None or usage.output_tokens is None):
-            usage = self._estimated_output(call, usage)
+            usage = self._estimated(call, usage)
         if usage is None or (usage.input_tokens is None and usage.output_tokens is None):
             # no token figure (a premium-request count alone is not usage); an empty record is
             # the capture's "unusable", already counted as usage_invalid
-            if not failed and (usage is None or not usage.is_empty):
+            # a response without usage is a fault of the backend's data; a stream without
+            # usage is normal (the SDK default) and only counted on otel_tokens.usage.missing
+            if not failed and not call.pending and not call.stream and _no_usage(call) \
+                    and (usage is None or not usage.is_empty):  # fmt: skip
                 faults.report("usage_missing", detail=f"{call.provider} returned no token usage")
             usage = usage if usage is not None else Usage()
         elif not self._plausible(call, usage, valid):
@@ -168,7 +179,21 @@ class Accountant:
                 usage = self.threads.own(call.cumulative_key, usage)
             except Exception as exc:
                 faults.report("ledger", exc)
+        elif call.once_key is not None and self._counted_before(call.once_key):
+            usage, valid = Usage(), ()  # the same response read again: billed once, counted once
+            call.billing = None
+            call.end_attributes = {**(call.end_attributes or {}), COUNTED_BEFORE: True}
         return usage, valid or (usage,)
+
+    def _counted_before(self, key: tuple[str, str]) -> bool:
+        """True when this response's usage was counted already; else remember it (bounded)."""
+        counted = self._counted
+        if key in counted:
+            return True
+        if len(counted) >= _ONCE_KEYS_MAX:
+            del counted[next(iter(counted))]  # the oldest: responses are polled soon after
+        counted[key] = None
+        return False
 
     def _plausible(self, call: Call, usage: Usage, parts: tuple[Usage, ...]) -> bool:
         """False (and counted) when a token class is beyond any real request. Input includes
@@ -185,8 +210,10 @@ class Accountant:
                     return False
         return True
 
-    def _estimated_output(self, call: Call, usage: Usage | None) -> Usage | None:
-        """Output estimated from the streamed text of a response that reported none."""
+    def _estimated(self, call: Call, usage: Usage | None) -> Usage | None:
+        """A response that reported no output (a stream without usage): output estimated
+        from the streamed text and, when no input was reported either, input from the
+        pre-call estimate; marked ``estimated``."""
         text = call.output_text or ""
         model = call.request_model or call.response_model
         try:
@@ -194,25 +221,37 @@ class Accountant:
         except Exception as exc:  # the call still ends, with what was reported
             faults.report("estimate", exc)
             return usage
-        if usage is None:
-            return Usage(output_tokens=estimated, model=call.response_model, source="estimated")
+        if usage is None or usage.input_tokens is None:
+            estimate = call.estimate
+            return Usage(input_tokens=estimate.input_tokens if estimate is not None else None,
+                         output_tokens=estimated, model=call.response_model,
+                         provider=call.provider, source="estimated")  # fmt: skip
         # output includes reasoning: an estimate below the reported reasoning is known to be low
         return usage.replace(output_tokens=max(estimated, usage.reasoning_tokens or 0),
                              source="estimated")  # fmt: skip
 
-    def _prices(self, provider: str, usage: Usage, parts: tuple[Usage, ...],
+    def _prices(self, call: Call, usage: Usage, parts: tuple[Usage, ...],
                 default_model: str | None) -> tuple[list[PriceResult], PriceResult]:  # fmt: skip
-        """One price per part, and the call's: the backend's own total when it gave one."""
+        """One price per part, and the call's: the backend's own total when it gave one.
+
+        The response's billing goes with its first part (the model that answered: hosted-tool
+        fees, billed units); its price context (service tier) applies to every part."""
         prices: list[PriceResult] = []
+        provider, billing = call.provider, call.billing
         for part in parts:
-            if part.input_tokens is None and part.output_tokens is None and part.cost_usd is None:
+            if part.input_tokens is None and part.output_tokens is None and part.cost_usd is None \
+                    and not (billing and billing.units):  # fmt: skip
                 prices.append(_NO_PRICE)  # nothing to price
-                continue
-            try:
-                prices.append(self.pricer.price(part, provider, part.model or default_model))
-            except Exception as exc:
-                faults.report("pricing", exc)
-                prices.append(_NO_PRICE)
+            else:
+                try:
+                    prices.append(self.pricer.price(part, provider, part.model or default_model, billing))
+                except Exception as exc:
+                    faults.report("pricing", exc)
+                    prices.append(_NO_PRICE)
+            if billing is not None and billing.units:
+                billing = Billing(billing.context) if billing.context else None
+        if usage.source == "estimated":
+            prices = [_estimated(x) for x in prices]
         if len(parts) == 1:
             return prices, prices[0]
         if usage.cost_usd is not None and not _own_costs(parts):
@@ -220,8 +259,12 @@ class Accountant:
         known = [x for x in prices if x.cost_usd is not None]
         if not known:
             return prices, _NO_PRICE
-        source = "provider" if all(x.source == "provider" for x in known) else "computed"
-        return prices, PriceResult(sum(x.cost_usd for x in known), source)  # type: ignore[misc]
+        source = "provider" if all(x.source == "provider" for x in known) else known[0].source
+        return prices, PriceResult(
+            sum(x.cost_usd for x in known), source,  # type: ignore[misc]
+            components=tuple(dict.fromkeys(c for x in prices for c in x.components)),
+            unpriced_components=tuple(dict.fromkeys(c for x in prices for c in x.unpriced_components)),
+        )  # fmt: skip
 
     @staticmethod
     def _complete_state(entry: AgentEntry, call: Call, usage: Usage, failed: bool) -> None:
@@ -295,7 +338,8 @@ def _lines(usage: Usage, parts: tuple[Usage, ...], prices: list[PriceResult],
     """The call's metric points: one line, or one per model plus the backend's totals."""
     if len(parts) == 1:
         return (Line(response_model, usage, price.cost_usd, price.source,
-                     price.unpriced and _has_tokens(usage), usage.premium_requests),)  # fmt: skip
+                     price.unpriced and _has_tokens(usage), usage.premium_requests,
+                     price.unpriced_components),)  # fmt: skip
     # the backend's total goes on the call's own line only when the parts have no cost of their own
     total_cost = usage.cost_usd is not None and not _own_costs(parts)
     part_premium = any(part.premium_requests is not None for part in parts)
@@ -306,7 +350,7 @@ def _lines(usage: Usage, parts: tuple[Usage, ...], prices: list[PriceResult],
             None if total_cost else part_price.cost_usd,
             None if total_cost else part_price.source,
             not total_cost and part_price.unpriced and _has_tokens(part),
-            part.premium_requests,
+            part.premium_requests, part_price.unpriced_components,
         ))  # fmt: skip
     premium = None if part_premium else usage.premium_requests
     if total_cost or premium is not None:
@@ -315,12 +359,29 @@ def _lines(usage: Usage, parts: tuple[Usage, ...], prices: list[PriceResult],
     return tuple(lines)
 
 
+def _no_usage(call: Call) -> bool:
+    """The backend reported no token usage for the call (before any estimate)."""
+    if _has_tokens(call.usage) or (call.billing is not None and call.billing.units):
+        return False  # tokens, or other billed units (seconds of audio)
+    return not any(_has_tokens(part) for part in call.parts or ())
+
+
+def _estimated(price: PriceResult) -> PriceResult:
+    """A computed price of estimated usage says so (``otel_tokens.cost.source``)."""
+    if price.source != "computed":
+        return price
+    return PriceResult(price.cost_usd, "estimated", price.unpriced, price.components,
+                       price.unpriced_components)  # fmt: skip
+
+
 def _own_costs(parts: tuple[Usage, ...]) -> bool:
     """True when every part carries the backend's own cost (Claude Code's per-model costUSD)."""
     return all(part.cost_usd is not None for part in parts)
 
 
-def _has_tokens(usage: Usage) -> bool:
+def _has_tokens(usage: Usage | None) -> bool:
+    if type(usage) is not Usage:  # None, or not a usage record (counted as invalid)
+        return False
     return usage.input_tokens is not None or usage.output_tokens is not None
 
 

@@ -3,7 +3,7 @@
 Patched, sync and async: ``messages.create`` (``stream=True`` too), ``messages.parse``,
 ``messages.stream()`` (the stream manager, with ``text_stream``, ``get_final_message()``,
 ``until_done()``), and the same under ``beta.messages``. Legacy text completions
-(``completions.create``) are left out.
+(``completions.create``) are left out; ``messages.count_tokens`` is not billed and not patched.
 
 Usage (the semantic conventions' meaning, see :mod:`otel_tokens.usage`):
 
@@ -14,6 +14,14 @@ Usage (the semantic conventions' meaning, see :mod:`otel_tokens.usage`):
 * streams: ``message_start`` gives the input side, each ``message_delta`` the running
   totals (the last value of each field wins); the output count of ``message_start`` is a
   placeholder and is never taken as the answer.
+
+The bill beyond tokens (:class:`~otel_tokens.usage.Billing`): web searches
+(``server_tool_use.web_search_requests``), 1-hour cache writes
+(``cache_creation.ephemeral_1h_input_tokens``), batch processing, priority tier and fast
+speed. ``usage.iterations`` entries of type ``compaction`` and ``advisor_message`` are billed
+on top of the top-level usage (which holds only the ``message``/``fallback_message``
+iterations): each becomes a part of the call, priced at its own model (the request's for a
+compaction, the advisor's for an advisor sub-inference).
 
 ``anthropic`` >= 2 emits its own OpenTelemetry span per call. One call must have one GenAI
 span, so an instrumented call runs on a copy of the client made with the SDK's own
@@ -27,12 +35,12 @@ import threading
 import weakref
 from typing import Any, Callable
 
-import wrapt
 
 from .. import faults
 from ..request import Request
-from ..usage import Usage
+from ..usage import Billing, Usage
 from .anthropic_patches import DEPENDENCIES, install, uninstall
+from .managers import managed
 from .sdk import Operation, Response, async_wrapper, sdk_field, server_of, sync_wrapper
 from .stream import Accumulator
 
@@ -68,29 +76,47 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _fields(usage: Any) -> dict[str, int]:
-    """The token fields an Anthropic usage block reports (absent or null ones left out)."""
-    out = {}
-    for name in ("input_tokens", "output_tokens", "cache_read_input_tokens",
-                 "cache_creation_input_tokens"):  # fmt: skip
+_TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+
+
+def _fields(usage: Any) -> dict[str, Any]:
+    """What an Anthropic usage block reports (absent or null fields left out): the token
+    counts, and what else is billed (web searches, 1-hour cache writes, the service tier and
+    speed, the iterations billed apart)."""
+    out: dict[str, Any] = {}
+    for name in _TOKEN_FIELDS:
         value = _int(_get(usage, name))
         if value is not None:
             out[name] = value
     thinking = _int(_get(_get(usage, "output_tokens_details"), "thinking_tokens"))
     if thinking is not None:
         out["thinking_tokens"] = thinking
+    searches = _get(_get(usage, "server_tool_use"), "web_search_requests")
+    if searches:
+        out["web_searches"] = searches
+    hour = _get(_get(usage, "cache_creation"), "ephemeral_1h_input_tokens")
+    if hour:
+        out["cache_write_1h_tokens"] = hour
+        out["cache_write_5m_tokens"] = _get(_get(usage, "cache_creation"), "ephemeral_5m_input_tokens") or 0
+    for name in ("service_tier", "speed"):
+        value = _get(usage, name)
+        if isinstance(value, str):
+            out[name] = value
+    iterations = _get(usage, "iterations")
+    if iterations:
+        out["iterations"] = iterations
     return out
 
 
-def _usage(fields: dict[str, int], model: str | None, response_id: str | None) -> Usage | None:
+def _usage(fields: dict[str, Any], model: str | None, response_id: str | None) -> Usage | None:
     """A Usage from Anthropic's fields: input reported inclusive of both cache classes."""
-    if not fields:
+    fresh = fields.get("input_tokens")
+    output = fields.get("output_tokens")
+    if fresh is None and output is None and "cache_read_input_tokens" not in fields:
         return None
     read = fields.get("cache_read_input_tokens")
     write = fields.get("cache_creation_input_tokens")
-    fresh = fields.get("input_tokens")
     inp = None if fresh is None else fresh + (read or 0) + (write or 0)
-    output = fields.get("output_tokens")
     reasoning = fields.get("thinking_tokens")
     if reasoning is not None and (output is None or reasoning > output):
         reasoning = None
@@ -100,6 +126,39 @@ def _usage(fields: dict[str, int], model: str | None, response_id: str | None) -
         cache_write_tokens=write if inp is not None else None,
         reasoning_tokens=reasoning, model=model, provider="anthropic", response_id=response_id,
     )  # fmt: skip
+
+
+#: a response's ``usage.service_tier``/``speed`` -> genai-prices' price context
+_CONTEXTS = {("service_tier", "batch"): ("processing", "batch"),
+             ("service_tier", "priority"): ("service_tier", "priority"),
+             ("speed", "fast"): ("speed", "fast")}  # fmt: skip
+_BILLED = ("web_searches", "cache_write_1h_tokens", "cache_write_5m_tokens")
+
+
+def _billing(fields: dict[str, Any]) -> Billing | None:
+    """Billed beyond the token classes: web searches, 1-hour cache writes, batch/priority/fast."""
+    context = dict(_CONTEXTS[(k, fields[k])] for k in ("service_tier", "speed") if (k, fields.get(k)) in _CONTEXTS)
+    units = {k: fields[k] for k in _BILLED if k in fields}
+    return Billing.of(context, units) if context or units else None
+
+
+#: iterations billed on top of the top-level usage (message and fallback iterations are in it)
+_APART = ("compaction", "advisor_message")
+
+
+def _parts(fields: dict[str, Any], usage: Usage | None, model: str | None,
+           response_id: str | None) -> tuple[Usage, ...]:  # fmt: skip
+    """The response's usage and, after it, each iteration billed apart (compaction at the
+    request's model, an advisor's sub-inference at the advisor's model); () when none."""
+    extra = []
+    for item in fields.get("iterations") or ():
+        if _get(item, "type") in _APART:
+            part = _usage(_fields(item), _get(item, "model") or model, response_id)
+            if part is not None:
+                extra.append(part)
+    if not extra or usage is None:
+        return ()
+    return (usage, *extra)
 
 
 def _messages_request(kwargs: dict[str, Any]) -> Request:
@@ -115,8 +174,12 @@ def _messages_response(result: Any) -> Response:
     model, rid = _get(result, "model"), _get(result, "id")
     reason = _get(result, "stop_reason")
     usage = _get(result, "usage")
-    parsed = _usage(_fields(usage), model, rid) if usage is not None else None
-    return Response(parsed, model, rid, (str(reason),) if reason else ())
+    if usage is None:
+        return Response(None, model, rid, (str(reason),) if reason else ())
+    fields = _fields(usage)
+    parsed = _usage(fields, model, rid)
+    return Response(parsed, model, rid, (str(reason),) if reason else (), _billing(fields),
+                    _parts(fields, parsed, model, rid))  # fmt: skip
 
 
 class _MessagesAccumulator(Accumulator):
@@ -124,7 +187,7 @@ class _MessagesAccumulator(Accumulator):
 
     def __init__(self, given: dict[str, Any] | None = None, sent: dict[str, Any] | None = None) -> None:
         super().__init__()
-        self._fields: dict[str, int] = {}
+        self._fields: dict[str, Any] = {}
 
     def add(self, event: Any) -> bool:
         kind = _get(event, "type")
@@ -149,11 +212,13 @@ class _MessagesAccumulator(Accumulator):
             self._merge(_fields(_get(event, "usage")))
         return True
 
-    def _merge(self, fields: dict[str, int]) -> None:
+    def _merge(self, fields: dict[str, Any]) -> None:
         if not fields:
             return
         self._fields.update(fields)  # running totals: the last value of each field wins
         self.usage = _usage(self._fields, self.model, self.response_id)
+        self.billing = _billing(self._fields)
+        self.parts = _parts(self._fields, self.usage, self.model, self.response_id)
 
 
 _MESSAGES = Operation("chat", _provider, _server, _messages_request, _messages_response,
@@ -227,102 +292,13 @@ def _call_wrapper(is_async: bool) -> Callable[..., Any]:
     return wrapper
 
 
-# -- messages.stream(): the manager's raw stream, observed ---------------------------------
-class _SyncManager(wrapt.ObjectProxy):  # type: ignore[misc]
-    """A ``MessageStreamManager``: leaving its ``with`` block ends the call as exited/error."""
-
-    def __init__(self, wrapped: Any, opened: list[Any]) -> None:
-        super().__init__(wrapped)
-        self._self_opened = opened
-
-    def __enter__(self) -> Any:
-        return self.__wrapped__.__enter__()
-
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
-        _end_opened(self._self_opened, exc)
-        return self.__wrapped__.__exit__(exc_type, exc, tb)
-
-
-class _AsyncManager(wrapt.ObjectProxy):  # type: ignore[misc]
-    """An ``AsyncMessageStreamManager``, likewise."""
-
-    def __init__(self, wrapped: Any, opened: list[Any]) -> None:
-        super().__init__(wrapped)
-        self._self_opened = opened
-
-    async def __aenter__(self) -> Any:
-        return await self.__wrapped__.__aenter__()
-
-    async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
-        _end_opened(self._self_opened, exc)
-        return await self.__wrapped__.__aexit__(exc_type, exc, tb)
-
-
-def _end_opened(opened: list[Any], exc: Any) -> None:
-    """End the call of the stream a manager opened (before the SDK closes the stream)."""
-    for proxy in opened:
-        end = getattr(proxy, "_self_end", None)
-        if end is not None:
-            end("error" if exc is not None else "exited", exc)
-
-
-class _Deferred:
-    """An awaitable that starts its coroutine only when awaited (so a manager never entered
-    leaves no second "never awaited" coroutine behind)."""
-
-    __slots__ = ("_start",)
-
-    def __init__(self, start: Callable[[], Any]) -> None:
-        self._start = start
-
-    def __await__(self) -> Any:
-        return self._start().__await__()
-
-
-def _request_attribute(manager: Any) -> str | None:
-    """The name-mangled attribute holding the manager's deferred API request."""
-    for cls in type(manager).__mro__:
-        name = f"_{cls.__name__.lstrip('_')}__api_request"
-        if name in vars(manager):
-            return name
-    return None
-
-
+# -- messages.stream(): the manager's deferred request, observed -----------------------------
 def _stream_wrapper(is_async: bool) -> Callable[..., Any]:
     inner = (async_wrapper if is_async else sync_wrapper)(_MESSAGES)
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
         manager = _target(wrapped, instance)(*args, **kwargs)
-        try:
-            attribute = _request_attribute(manager)
-            if attribute is None:
-                raise LookupError(f"{type(manager).__name__} has no deferred API request")
-            original = getattr(manager, attribute)
-            opened: list[Any] = []
-            given = {**kwargs, "stream": True}
-
-            if is_async:
-                async def deferred(*_a: Any, **_k: Any) -> Any:
-                    return await original
-
-                async def request() -> Any:
-                    proxy = await inner(deferred, instance, (), given)
-                    opened.append(proxy)
-                    return proxy
-
-                setattr(manager, attribute, _Deferred(request))
-                return _AsyncManager(manager, opened)
-
-            def sync_request() -> Any:
-                proxy = inner(lambda *_a, **_k: original(), instance, (), given)
-                opened.append(proxy)
-                return proxy
-
-            setattr(manager, attribute, sync_request)
-            return _SyncManager(manager, opened)
-        except Exception as exc:
-            faults.report("internal", exc)
-            return manager
+        return managed(manager, inner, instance, {**kwargs, "stream": True}, is_async)
 
     return wrapper
 

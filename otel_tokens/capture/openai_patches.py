@@ -15,19 +15,28 @@ __all__ = ["DEPENDENCIES", "install", "uninstall"]
 DEPENDENCIES: tuple[str, ...] = ("openai >= 1.40, < 4",)
 _SDK = "otel_tokens.capture.openai_sdk"
 _CHAT, _RESPONSES = deferred(_SDK, "chat"), deferred(_SDK, "responses")
-_EMBEDDINGS = deferred(_SDK, "embeddings")
+_RETRIEVE, _EMBEDDINGS = deferred(_SDK, "retrieve"), deferred(_SDK, "embeddings")
+_COMPLETIONS, _AUDIO = deferred(_SDK, "completions"), deferred(_SDK, "transcriptions")
+_RUNS, _RUNS_STREAM = deferred(_SDK, "runs"), deferred(_SDK, "runs_stream")
+_RUNS_MODULE = "openai.resources.beta.threads.runs.runs"
+
+
+def _both(module: str, cls: str, methods: tuple[str, ...], factory: object) -> list:
+    """The sync class and its ``Async`` twin, for each method."""
+    return [(module, name, method, factory) for name in (cls, f"Async{cls}") for method in methods]
+
 
 _PATCHES = SdkPatches("openai", [
-    ("openai.resources.chat.completions", "Completions", "create", _CHAT),
-    ("openai.resources.chat.completions", "AsyncCompletions", "create", _CHAT),
-    ("openai.resources.chat.completions", "Completions", "parse", _CHAT),
-    ("openai.resources.chat.completions", "AsyncCompletions", "parse", _CHAT),
-    ("openai.resources.responses", "Responses", "create", _RESPONSES),
-    ("openai.resources.responses", "AsyncResponses", "create", _RESPONSES),
-    ("openai.resources.responses", "Responses", "parse", _RESPONSES),
-    ("openai.resources.responses", "AsyncResponses", "parse", _RESPONSES),
-    ("openai.resources.embeddings", "Embeddings", "create", _EMBEDDINGS),
-    ("openai.resources.embeddings", "AsyncEmbeddings", "create", _EMBEDDINGS),
+    *_both("openai.resources.chat.completions", "Completions", ("create", "parse"), _CHAT),
+    *_both("openai.resources.responses", "Responses", ("create", "parse", "compact"), _RESPONSES),
+    *_both("openai.resources.responses", "Responses", ("retrieve",), _RETRIEVE),
+    *_both("openai.resources.embeddings", "Embeddings", ("create",), _EMBEDDINGS),
+    *_both("openai.resources.completions", "Completions", ("create",), _COMPLETIONS),
+    *_both("openai.resources.audio.transcriptions", "Transcriptions", ("create",), _AUDIO),
+    *_both("openai.resources.audio.translations", "Translations", ("create",), _AUDIO),
+    *_both(_RUNS_MODULE, "Runs", ("create", "retrieve", "submit_tool_outputs"), _RUNS),
+    *_both(_RUNS_MODULE, "Runs", ("stream", "create_and_stream", "submit_tool_outputs_stream"),
+           _RUNS_STREAM),
 ])  # fmt: skip
 
 

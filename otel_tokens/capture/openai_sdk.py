@@ -1,12 +1,23 @@
 """The ``openai`` SDK (1.x, 2.x on httpx; 3.x on httpx2), Azure OpenAI clients included.
 
-Patched: ``chat.completions.create`` and ``.parse``, ``responses.create`` and ``.parse``,
-``embeddings.create``, sync and async. ``responses.stream()`` and ``chat.completions.stream()``
-go through ``create(stream=True)``, and ``with_raw_response`` through the same methods, so
-they are covered too. Usage: ``prompt_tokens`` (input, cache reads included as
-``prompt_tokens_details.cached_tokens``), ``completion_tokens`` (output, reasoning included
-as ``completion_tokens_details.reasoning_tokens``); the Responses API's ``input_tokens``,
-``output_tokens`` and their details alike.
+Patched, sync and async, every billed endpoint: ``chat.completions.create``/``.parse``,
+``responses.create``/``.parse``/``.compact``/``.retrieve`` (a ``background=True`` response's
+usage arrives only when it is retrieved: each response id counts once, however often it is
+polled), legacy ``completions.create``, ``embeddings.create``,
+``audio.transcriptions``/``translations.create`` (tokens, or seconds of audio), and the
+Assistants ``beta.threads.runs`` (``create``, ``retrieve``, ``submit_tool_outputs``, the
+``stream()`` helpers; a run's usage counts once, when it ends). Token-count endpoints
+(``responses.input_tokens.count``) are not billed and not patched. ``responses.stream()``,
+``chat.completions.stream()``, the ``*_and_poll`` helpers, ``with_raw_response`` and
+``with_streaming_response`` go through the patched methods (raw responses: see
+:mod:`.raw`).
+
+Usage: ``prompt_tokens`` (input, cache reads included as ``prompt_tokens_details.cached_tokens``),
+``completion_tokens`` (output, reasoning included as ``completion_tokens_details.reasoning_tokens``);
+the Responses API's ``input_tokens``, ``output_tokens`` and their details alike. The bill
+beyond tokens (:class:`~otel_tokens.usage.Billing`): the response's ``service_tier`` (flex,
+priority), audio tokens, web searches (``tool_usage.web_search``, else the searching
+``web_search_call`` items) and file searches (``file_search_call`` items).
 
 ``OTEL_TOKENS_OPENAI_INCLUDE_USAGE=true`` asks streamed chat completions for usage
 (``stream_options.include_usage``) when the caller did not, and hides the extra usage-only
@@ -19,11 +30,12 @@ from typing import Any
 
 from ..request import Request
 from ..handler import get_handler
-from ..usage import Usage
+from ..usage import Billing, Usage
 from .openai_patches import DEPENDENCIES, install, uninstall
 from .sdk import (
     _NOT_GIVEN, Operation, Response, async_wrapper, given, sdk_field, server_of, sync_wrapper,
 )
+from .managers import managed
 from .stream import Accumulator, finish_reasons
 
 __all__ = ["DEPENDENCIES", "install", "uninstall", "wrapper"]
@@ -99,17 +111,37 @@ def _chat_request(kwargs: dict[str, Any]) -> Request:
                    response_format=fmt if isinstance(fmt, dict) else None)  # fmt: skip
 
 
+_STANDARD_TIERS = frozenset(("default", "auto", "standard"))
+
+
+def _tier(value: Any) -> dict[str, str] | None:
+    """The price context of a response's ``service_tier`` (None for the standard tier)."""
+    return {"service_tier": value} if isinstance(value, str) and value not in _STANDARD_TIERS else None
+
+
+def _chat_billing(usage: Any, tier: Any) -> Billing | None:
+    """Service tier and audio tokens of a chat completion (None when neither applies)."""
+    context = _tier(tier)
+    heard = _get(_get(usage, "prompt_tokens_details"), "audio_tokens") if usage is not None else None
+    spoken = _get(_get(usage, "completion_tokens_details"), "audio_tokens") if usage is not None else None
+    if context is None and not heard and not spoken:
+        return None
+    return Billing.of(context, {"input_audio_tokens": heard, "output_audio_tokens": spoken})
+
+
 def _chat_response(result: Any) -> Response:
     if not isinstance(result, dict):
         try:  # an SDK object: plain attribute reads (this runs on every call)
             model, rid, usage = result.model, result.id, result.usage
             reasons = tuple(str(c.finish_reason) for c in result.choices or () if c.finish_reason)
-            return Response(_chat_usage(usage, model, rid), model, rid, reasons)
+            return Response(_chat_usage(usage, model, rid), model, rid, reasons,
+                            _chat_billing(usage, getattr(result, "service_tier", None)))  # fmt: skip
         except AttributeError:
             pass  # another shape: field by field below
-    model, rid = _get(result, "model"), _get(result, "id")
+    model, rid, usage = _get(result, "model"), _get(result, "id"), _get(result, "usage")
     reasons = finish_reasons([_get(c, "finish_reason") for c in _get(result, "choices") or ()])
-    return Response(_chat_usage(_get(result, "usage"), model, rid), model, rid, tuple(reasons))
+    return Response(_chat_usage(usage, model, rid), model, rid, tuple(reasons),
+                    _chat_billing(usage, _get(result, "service_tier")))  # fmt: skip
 
 
 class _ChatAccumulator(Accumulator):
@@ -136,6 +168,7 @@ class _ChatAccumulator(Accumulator):
             return self._add_any(chunk)
         if usage is not None:
             self.usage = _chat_usage(usage, self.model, self.response_id)
+            self.billing = _chat_billing(usage, getattr(chunk, "service_tier", None))
             if self.hide_usage_chunk and not choices:
                 return False  # the usage-only chunk we asked for: not the caller's
         return True
@@ -163,6 +196,7 @@ class _ChatAccumulator(Accumulator):
         usage = _get(chunk, "usage")
         if usage is not None:
             self.usage = _chat_usage(usage, self.model, self.response_id)
+            self.billing = _chat_billing(usage, _get(chunk, "service_tier"))
             if self.hide_usage_chunk and not choices:
                 return False  # the usage-only chunk we asked for: not the caller's
         return True
@@ -185,12 +219,39 @@ def _responses_request(kwargs: dict[str, Any]) -> Request:
                    response_format=text if isinstance(text, dict) else None)  # fmt: skip
 
 
+_PENDING = frozenset(("queued", "in_progress"))
+
+
+def _responses_billing(result: Any) -> Billing | None:
+    """Service tier and hosted-tool calls of a Responses result: web searches (the billable
+    count in ``tool_usage`` when given, else the ``web_search_call`` items that searched)
+    and file searches (``file_search_call`` items); image generation is not priced here."""
+    web = files = images = 0
+    tool_usage = _get(result, "tool_usage")
+    if tool_usage is not None:
+        web = _get(_get(tool_usage, "web_search"), "num_requests") or 0
+        images = _get(_get(tool_usage, "image_gen"), "total_tokens") or 0
+    for item in _get(result, "output") or ():
+        kind = _get(item, "type")
+        if kind == "file_search_call":
+            files += 1
+        elif kind == "web_search_call" and tool_usage is None:
+            action = _get(_get(item, "action"), "type")
+            web += action in (None, "search")  # opening or finding in a page is not a search
+    context = _tier(_get(result, "service_tier"))
+    if context is None and not (web or files or images):
+        return None
+    return Billing.of(context, {"web_searches": web, "storage_searches": files,
+                                "image_generation_tokens": images})  # fmt: skip
+
+
 def _responses_response(result: Any) -> Response:
     model, rid = _get(result, "model"), _get(result, "id")
     status = _get(result, "status")
     reason = _get(_get(result, "incomplete_details"), "reason")
     reasons = (str(reason or status),) if (reason or status) else ()
-    return Response(_responses_usage(_get(result, "usage"), model, rid), model, rid, reasons)
+    return Response(_responses_usage(_get(result, "usage"), model, rid), model, rid, reasons,
+                    _responses_billing(result), pending=status in _PENDING)  # fmt: skip
 
 
 class _ResponsesAccumulator(Accumulator):
@@ -213,6 +274,7 @@ class _ResponsesAccumulator(Accumulator):
             if kind in ("response.completed", "response.incomplete", "response.failed"):
                 answer = _responses_response(response)
                 self.finish_reasons = list(answer.finish_reasons)
+                self.billing = answer.billing
         return True
 
 
@@ -230,15 +292,139 @@ def _embeddings_response(result: Any) -> Response:
                     else None, model)  # fmt: skip
 
 
+# -- legacy text completions ------------------------------------------------------------------
+def _completions_request(kwargs: dict[str, Any]) -> Request:
+    prompt = _get(kwargs, "prompt")
+    return Request("openai_completions", _get(kwargs, "model"),
+                   [prompt] if isinstance(prompt, str) else list(prompt or ()))  # fmt: skip
+
+
+def _completions_response(result: Any) -> Response:
+    model, rid = _get(result, "model"), _get(result, "id")
+    reasons = finish_reasons([_get(c, "finish_reason") for c in _get(result, "choices") or ()])
+    return Response(_chat_usage(_get(result, "usage"), model, rid), model, rid, tuple(reasons))
+
+
+class _CompletionsAccumulator(_ChatAccumulator):
+    def add(self, chunk: Any) -> bool:
+        self.model = self.model or _get(chunk, "model")
+        self.response_id = self.response_id or _get(chunk, "id")
+        choices = _get(chunk, "choices") or ()
+        for choice in choices:
+            text, reason = _get(choice, "text"), _get(choice, "finish_reason")
+            if text:
+                self.text.append(text)
+            if reason:
+                self.finish_reasons.append(str(reason))
+        usage = _get(chunk, "usage")
+        if usage is not None:
+            self.usage = _chat_usage(usage, self.model, self.response_id)
+            if self.hide_usage_chunk and not choices:
+                return False  # the usage-only chunk we asked for: not the caller's
+        return True
+
+
+# -- audio transcriptions and translations ----------------------------------------------------
+def _transcription_response(result: Any) -> Response:
+    """Token usage (gpt-4o-transcribe: audio input tokens priced apart) or the seconds of
+    audio billed (whisper-1); a plain-text result carries neither."""
+    usage = _get(result, "usage") if not isinstance(result, str) else None
+    if usage is None:
+        return Response(None)
+    if _get(usage, "type") == "duration":
+        return Response(None, billing=Billing.of(units={"audio_seconds": _get(usage, "seconds")}))
+    audio = _get(_get(usage, "input_token_details"), "audio_tokens")
+    return Response(Usage(input_tokens=_get(usage, "input_tokens"),
+                          output_tokens=_get(usage, "output_tokens"), provider="openai"),
+                    billing=Billing.of(units={"input_audio_tokens": audio}) if audio else None)  # fmt: skip
+
+
+class _TranscriptionAccumulator(Accumulator):
+    def __init__(self, given: dict[str, Any], sent: dict[str, Any]) -> None:
+        super().__init__()
+
+    def add(self, event: Any) -> bool:
+        kind = _get(event, "type")
+        if kind == "transcript.text.delta":
+            delta = _get(event, "delta")
+            if delta:
+                self.text.append(delta)
+        elif kind == "transcript.text.done" and _get(event, "usage") is not None:
+            answer = _transcription_response(event)
+            self.usage, self.billing = answer.usage, answer.billing
+        return True
+
+
+# -- Assistants runs ----------------------------------------------------------------------------
+_RUN_PENDING = frozenset(("queued", "in_progress", "requires_action", "cancelling"))
+
+
+def _run_response(result: Any) -> Response:
+    """A run: its usage once it reached a terminal state (null before), counted once per run."""
+    model, rid, status = _get(result, "model"), _get(result, "id"), _get(result, "status")
+    usage = _chat_usage(_get(result, "usage"), model, rid)
+    return Response(usage, model, rid, (str(status),) if status else (),
+                    pending=status in _RUN_PENDING)  # fmt: skip
+
+
+class _RunAccumulator(Accumulator):
+    def __init__(self, given: dict[str, Any], sent: dict[str, Any]) -> None:
+        super().__init__()
+
+    def add(self, event: Any) -> bool:
+        kind = _get(event, "event") or ""
+        data = _get(event, "data")
+        if kind == "thread.message.delta":
+            for part in _get(_get(data, "delta"), "content") or ():
+                value = _get(_get(part, "text"), "value")
+                if value:
+                    self.text.append(value)
+        elif kind.startswith("thread.run.") and kind.count(".") == 2:
+            answer = _run_response(data)
+            self.model, self.response_id = answer.model or self.model, answer.response_id
+            self.finish_reasons, self.pending = list(answer.finish_reasons), answer.pending
+            if answer.usage is not None:
+                self.usage = answer.usage
+        return True
+
+
+def _run_request(kwargs: dict[str, Any]) -> None:
+    return None  # the thread's messages live on the server: no estimate
+
+
 _CHAT = Operation("chat", _provider, _server, _chat_request, _chat_response, _ChatAccumulator,
                   prepare=_with_stream_usage)  # fmt: skip
 _RESPONSES = Operation("chat", _provider, _server, _responses_request, _responses_response,
-                       _ResponsesAccumulator)  # fmt: skip
+                       _ResponsesAccumulator, once="openai.responses")  # fmt: skip
+_RETRIEVE = Operation("chat", _provider, _server, _run_request, _responses_response,
+                      _ResponsesAccumulator, once="openai.responses")  # fmt: skip
 _EMBEDDINGS = Operation("embeddings", _provider, _server, _embeddings_request, _embeddings_response)
+_COMPLETIONS = Operation("text_completion", _provider, _server, _completions_request,
+                         _completions_response, _CompletionsAccumulator, prepare=_with_stream_usage)  # fmt: skip
+_TRANSCRIPTIONS = Operation("transcription", _provider, _server, _run_request,
+                            _transcription_response, _TranscriptionAccumulator)  # fmt: skip
+_RUNS = Operation("invoke_agent", _provider, _server, _run_request, _run_response, _RunAccumulator,
+                  once="openai.runs")  # fmt: skip
 
-_OPERATIONS = {"chat": _CHAT, "responses": _RESPONSES, "embeddings": _EMBEDDINGS}
+_OPERATIONS = {
+    "chat": _CHAT, "responses": _RESPONSES, "retrieve": _RETRIEVE, "embeddings": _EMBEDDINGS,
+    "completions": _COMPLETIONS, "transcriptions": _TRANSCRIPTIONS, "runs": _RUNS,
+}  # fmt: skip
+
+
+def _runs_stream_wrapper(is_async: bool) -> Any:
+    """``runs.stream()``, ``create_and_stream()``, ``submit_tool_outputs_stream()``: managers
+    whose deferred request is observed as a streamed run."""
+    inner = (async_wrapper if is_async else sync_wrapper)(_RUNS)
+
+    def run_stream(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        return managed(wrapped(*args, **kwargs), inner, instance, {**kwargs, "stream": True}, is_async)
+
+    return run_stream
 
 
 def wrapper(name: str, is_async: bool) -> Any:
     """The wrapt wrapper of one operation (:mod:`.openai_patches` installs it)."""
+    if name == "runs_stream":
+        return _runs_stream_wrapper(is_async)
     return (async_wrapper if is_async else sync_wrapper)(_OPERATIONS[name])

@@ -36,10 +36,11 @@ _MAX_BODY = 64 * 1024 * 1024  # bytes of a raw stream kept to decode at its end
 class RawEnding:
     """The capture side of one raw response: how its call ends, once."""
 
-    def __init__(self, call: Call, response: Callable[[Any], Any],
-                 accumulator: Accumulator | None, is_async: bool) -> None:  # fmt: skip
+    def __init__(self, call: Call, finish: Callable[[Any], None],
+                 accumulator: Accumulator | None, is_async: bool, once: str | None) -> None:  # fmt: skip
         self.call = call
-        self.response = response  # the operation's reader of a parsed result
+        self.finish = finish  # ends the call with a parsed result (the operation's reader)
+        self.once = once  # see capture.sdk.Operation
         self.acc = accumulator  # for a streamed body
         self.is_async = is_async
         self.stream: Any = None  # the proxy returned for a parsed stream (returned again)
@@ -65,7 +66,7 @@ class RawEnding:
             if self.acc is not None and hasattr(result, "__anext__" if self.is_async else "__next__"):
                 if not self._claim():
                     return result
-                observer = StreamObserver(self.call, self.acc)
+                observer = StreamObserver(self.call, self.acc, self.once)
                 self.stream = (AsyncStreamProxy if self.is_async else StreamProxy)(result, observer)
                 return self.stream
             self.finish_parsed(result)
@@ -79,13 +80,10 @@ class RawEnding:
         if not self._claim():
             return
         try:
-            answer = self.response(result)
+            self.finish(result)
         except ValueError as exc:  # usage values that are not token counts
             faults.report("usage_invalid", exc)
             self.call.stop(Usage())
-            return
-        self.call.stop(answer.usage, response_model=answer.model, response_id=answer.response_id,
-                       finish_reasons=answer.finish_reasons or None)  # fmt: skip
 
     def body(self, data: Any) -> None:
         """The whole body, read by the caller: JSON, or a stream's server-sent events."""
@@ -94,6 +92,8 @@ class RawEnding:
                 data = bytes(data).decode("utf-8", "replace")
             if self.acc is not None and not data.lstrip().startswith("{"):
                 self.chunks, self.lines = [data], False
+                if data and self.call.first_chunk_at is None:
+                    self.call.first_chunk()
                 self.done("read")
                 return
             self.finish_parsed(json.loads(data) if isinstance(data, str) else data)
@@ -105,6 +105,8 @@ class RawEnding:
         """One chunk (or line) of the body the caller iterates."""
         if self._done or self.size > _MAX_BODY:
             return
+        if self.call.first_chunk_at is None:
+            self.call.first_chunk()
         self.size += len(chunk)
         self.lines = line
         self.chunks.append(chunk)
@@ -127,13 +129,10 @@ class RawEnding:
     def end_stream(self, how: str) -> None:
         if not self._claim():
             return
-        acc = self.acc
-        usage = acc.usage if acc is not None else None
-        text = acc.final_text() if acc is not None and (usage is None or usage.output_tokens is None) else None
-        self.call.stop(usage, response_model=acc.model if acc else None,
-                       response_id=acc.response_id if acc else None,
-                       finish_reasons=(acc.finish_reasons or None) if acc else None,
-                       attributes={STREAM_END: how}, output_text=text or None)  # fmt: skip
+        if self.acc is None:
+            self.call.stop(None, attributes={STREAM_END: how})
+        else:
+            self.acc.end_call(self.call, how, once=self.once)
 
     def end(self, error: BaseException | None, how: str) -> None:
         """Closed unread, collected, or failed while reading."""
@@ -296,10 +295,11 @@ class AsyncRawResponseProxy(_Base):
             self._self_ending.end(None, "closed")
 
 
-def observed(result: Any, call: Call, response: Callable[[Any], Any],
-             accumulator: Accumulator | None, is_async: bool) -> Any:  # fmt: skip
-    """``result`` (a raw response) as the caller will read it, its call ending as it is read."""
-    ending = RawEnding(call, response, accumulator, is_async)
+def observed(result: Any, call: Call, finish: Callable[[Any], None],
+             accumulator: Accumulator | None, is_async: bool, once: str | None = None) -> Any:  # fmt: skip
+    """``result`` (a raw response) as the caller will read it, its call ending as it is read:
+    ``finish(parsed)`` ends it with a parsed result, a streamed body goes to ``accumulator``."""
+    ending = RawEnding(call, finish, accumulator, is_async, once)
     name = type(result).__name__
     if name == "LegacyAPIResponse":
         return LegacyResponseProxy(result, ending)

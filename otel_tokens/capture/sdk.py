@@ -18,20 +18,37 @@ from ..account.anomalies import BudgetExceeded
 from ..call import Call
 from ..request import Request
 from ..handler import get_handler
-from ..usage import Usage
+from ..usage import Billing, Usage
 from .raw import RAW_TYPES, observed
 from .stream import Accumulator, AsyncStreamProxy, StreamObserver, StreamProxy
 
-__all__ = ["Operation", "Response", "async_wrapper", "given", "sdk_field", "server_of", "sync_wrapper"]
+__all__ = ["Operation", "Response", "async_wrapper", "given", "sdk_field", "server_of", "stop_with",
+           "sync_wrapper"]
 
 
 class Response(NamedTuple):
-    """What a finished, non-streamed response says (a named tuple: one is made per call)."""
+    """What a finished, non-streamed response says (a named tuple: one is made per call).
+
+    ``parts``: usages billed apart within the one response (Anthropic's compaction and
+    advisor iterations), each with its model, the first being ``usage``; ``billing``: see
+    :class:`~otel_tokens.usage.Billing`; ``pending``: the work goes on after this response
+    (queued background work: its usage comes later, none is missing now)."""
 
     usage: Usage | None
     model: str | None = None
     response_id: str | None = None
     finish_reasons: tuple[str, ...] = ()
+    billing: Billing | None = None
+    parts: tuple[Usage, ...] = ()
+    pending: bool = False
+
+
+def stop_with(call: Call, answer: Response, once: str | None = None) -> None:
+    """End ``call`` with what a response says."""
+    call.stop(None if answer.parts else answer.usage, response_model=answer.model,
+              response_id=answer.response_id, finish_reasons=answer.finish_reasons or None,
+              parts=answer.parts or None, billing=answer.billing, once=once,
+              pending=answer.pending)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -54,6 +71,7 @@ class Operation:
     accumulator: Callable[[dict[str, Any], dict[str, Any]], Accumulator] | None = None
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     is_stream: Callable[[dict[str, Any]], bool] = lambda kwargs: kwargs.get("stream") is True
+    once: str | None = None
 
 
 _NOT_GIVEN = ("NotGiven", "Omit")  # the "argument not given" sentinels of both SDKs
@@ -134,13 +152,12 @@ def _finish(
     try:
         if type(result).__name__ in RAW_TYPES:  # with_raw_response / with_streaming_response
             acc = op.accumulator(given, sent) if call.stream and op.accumulator is not None else None
-            return observed(result, call, op.response, acc, is_async)
+            return observed(result, call, lambda parsed: stop_with(call, op.response(parsed), op.once),
+                            acc, is_async, op.once)  # fmt: skip
         if call.stream and op.accumulator is not None and _is_stream(result, is_async):
-            observer = StreamObserver(call, op.accumulator(given, sent))
+            observer = StreamObserver(call, op.accumulator(given, sent), op.once)
             return (AsyncStreamProxy if is_async else StreamProxy)(result, observer)
-        answer = op.response(result)
-        call.stop(answer.usage, response_model=answer.model, response_id=answer.response_id,
-                  finish_reasons=answer.finish_reasons or None)  # fmt: skip
+        stop_with(call, op.response(result), op.once)
     except Exception as exc:
         invalid = isinstance(exc, ValueError)  # the backend's usage is not token counts
         faults.report("usage_invalid" if invalid else "internal", exc)

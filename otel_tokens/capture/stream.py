@@ -25,7 +25,7 @@ import wrapt
 
 from .. import faults
 from ..call import Call
-from ..usage import Usage
+from ..usage import Billing, Usage
 
 __all__ = ["Accumulator", "AsyncStreamProxy", "StreamObserver", "StreamProxy"]
 
@@ -41,6 +41,9 @@ class Accumulator:
         self.response_id: str | None = None
         self.finish_reasons: list[str] = []
         self.text: list[str] = []  # output text seen (for an output estimate)
+        self.billing: Billing | None = None  # see otel_tokens.usage.Billing
+        self.parts: tuple[Usage, ...] = ()  # usages billed apart (see capture.sdk.Response)
+        self.pending = False  # the work goes on after the stream (see capture.sdk.Response)
 
     def add(self, item: Any) -> bool:
         """Read one item; return False to hide it from the caller (an injected usage chunk)."""
@@ -49,15 +52,38 @@ class Accumulator:
     def final_text(self) -> str:
         return "".join(self.text)
 
+    def end_call(self, call: Call, how: str, error: BaseException | None = None,
+                 once: str | None = None) -> None:  # fmt: skip
+        """End ``call`` with what the stream said; ``how`` it ended (``otel_tokens.stream.end``)."""
+        usage = self.usage
+        # no reported output: the text seen, for the account step to estimate it from
+        # (nothing arrived: nothing to estimate)
+        text = None
+        if (usage is None or usage.output_tokens is None) and call.first_chunk_at is not None:
+            text = self.final_text()
+        attributes = {STREAM_END: how}
+        if self.parts:
+            usage = None
+        if error is not None:
+            call.fail(error, usage, response_model=self.model, response_id=self.response_id,
+                      attributes=attributes, output_text=text, parts=self.parts or None,
+                      billing=self.billing)  # fmt: skip
+        else:
+            call.stop(usage, response_model=self.model, response_id=self.response_id,
+                      finish_reasons=self.finish_reasons or None, attributes=attributes,
+                      output_text=text, parts=self.parts or None, billing=self.billing,
+                      once=once, pending=self.pending)  # fmt: skip
+
 
 class StreamObserver:
     """The capture side of one stream, shared by the sync and async proxies."""
 
-    __slots__ = ("call", "acc", "_lock", "_ended", "__weakref__")
+    __slots__ = ("call", "acc", "once", "_lock", "_ended", "__weakref__")
 
-    def __init__(self, call: Call, acc: Accumulator) -> None:
+    def __init__(self, call: Call, acc: Accumulator, once: str | None = None) -> None:
         self.call = call
         self.acc = acc
+        self.once = once  # see capture.sdk.Operation
         self._lock = threading.Lock()
         self._ended = False
 
@@ -84,18 +110,7 @@ class StreamObserver:
                 return
             self._ended = True
         try:
-            acc = self.acc
-            usage = acc.usage
-            # no reported output: the text seen, for the account step to estimate it from
-            text = acc.final_text() if usage is None or usage.output_tokens is None else None
-            attributes = {STREAM_END: how}
-            if error is not None:
-                self.call.fail(error, usage, response_model=acc.model, response_id=acc.response_id,
-                               attributes=attributes, output_text=text)  # fmt: skip
-            else:
-                self.call.stop(usage, response_model=acc.model, response_id=acc.response_id,
-                               finish_reasons=acc.finish_reasons or None, attributes=attributes,
-                               output_text=text)  # fmt: skip
+            self.acc.end_call(self.call, how, error, self.once)
         except Exception as exc:
             faults.report("internal", exc)
             if not self.call.ended:  # the call still ends, once, whatever went wrong above

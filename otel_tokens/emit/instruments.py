@@ -47,6 +47,8 @@ ESTIMATE_CALIBRATION = "otel_tokens.estimate.calibration"  # actual/estimate rat
 USAGE_SOURCE = "otel_tokens.usage.source"
 COST_USD = "otel_tokens.cost.usd"
 COST_SOURCE = "otel_tokens.cost.source"
+COST_COMPONENTS = "otel_tokens.cost.components"  # span: what the cost covers beyond tokens
+COST_UNPRICED = "otel_tokens.cost.unpriced"  # span, unpriced_requests: billed, no price known
 PREMIUM_REQUESTS = "otel_tokens.premium_requests"
 STATE_TURN_COUNT = "otel_tokens.state.turn_count"
 STATE_TOTAL_OUTPUT = "otel_tokens.state.total_output_tokens"
@@ -78,6 +80,7 @@ ESTIMATE_ERROR_METRIC = "otel_tokens.estimate.error"
 CONTEXT_UTILIZATION = "otel_tokens.context.utilization"
 ANOMALIES = "otel_tokens.anomalies"
 UNPRICED = "otel_tokens.unpriced_requests"
+USAGE_MISSING = "otel_tokens.usage.missing"
 INSTRUMENTATION_ERRORS = "otel_tokens.instrumentation.errors"
 
 TOKEN_BUCKETS: tuple[float, ...] = tuple(float(4**i) for i in range(14))  # 1 .. 67108864
@@ -165,6 +168,7 @@ class Instruments:
     premium_requests: CounterSums
     anomalies: CounterSums
     unpriced: CounterSums
+    usage_missing: CounterSums
     errors: CounterSums
 
     @classmethod
@@ -204,7 +208,10 @@ class Instruments:
             cost=counter(COST, "USD", "Cost of calls in USD."),
             premium_requests=counter(PREMIUM, "{request}", "Premium requests (e.g. GitHub Copilot)."),
             anomalies=counter(ANOMALIES, "{event}", "Budget and spike anomalies detected."),
-            unpriced=counter(UNPRICED, "{request}", "Calls whose model has no known price."),
+            unpriced=counter(UNPRICED, "{request}", "Calls whose model, or a billed component "
+                             "of whose response (otel_tokens.cost.unpriced), has no known price."),
+            usage_missing=counter(USAGE_MISSING, "{request}", "Successful calls whose backend "
+                                  "reported no usage (recorded as an estimate, when possible)."),
             errors=counter(INSTRUMENTATION_ERRORS, "{error}",
                            "Faults inside otel_tokens (caught; the host call was unaffected)."),  # fmt: skip
         )

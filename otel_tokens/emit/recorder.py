@@ -148,6 +148,8 @@ class Recorder:
                 (names.FINISH_REASONS, outcome.finish_reasons),
                 (names.COST_USD, outcome.price.cost_usd),
                 (names.COST_SOURCE, outcome.price.source),
+                (names.COST_COMPONENTS, outcome.price.components),
+                (names.COST_UNPRICED, outcome.price.unpriced_components),
                 (names.PREMIUM_REQUESTS, usage.premium_requests),
                 (names.ESTIMATE_ERROR, outcome.estimate_error),
                 (names.TIME_TO_FIRST_CHUNK, outcome.time_to_first_chunk),
@@ -186,6 +188,8 @@ class Recorder:
             for line in outcome.lines:
                 self._line(labels, main, outcome, line, counted)
             inst.tokens.add_many(counted)
+            if outcome.usage_missing:
+                inst.usage_missing.add(1, main.key)
             estimate = outcome.estimate
             if outcome.estimate_error is not None and estimate is not None:
                 record_signed(inst.estimate_error, outcome.estimate_error,
@@ -211,6 +215,8 @@ class Recorder:
             inst.cost.add(line.cost_usd, points.cost_key(line.cost_source or "computed"))
         elif line.unpriced:
             inst.unpriced.add(1, points.key)
+        for component in line.unpriced_components:
+            inst.unpriced.add(1, (*points.key, (names.COST_UNPRICED, component)))
         if line.premium_requests is not None:
             inst.premium_requests.add(line.premium_requests, points.key)
 

@@ -274,7 +274,7 @@ def render_message(api: Api, message: Any, model: str | None = None) -> Renderin
         if isinstance(message, str):
             return Rendering(texts=[message], fixed=OPENAI_PER_MESSAGE)
         return _responses_item(message, model)
-    if api == "openai_embeddings":
+    if api == "openai_embeddings" or api == "openai_completions":  # plain text, no framing
         return Rendering(texts=[message if isinstance(message, str) else _as_json(message)])
     return _openai_chat_message(message, model)
 
