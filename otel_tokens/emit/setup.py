@@ -20,11 +20,13 @@ take effect (the providers exist) and are refused with a warning.
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import logging
 import os
 import sys
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,14 +55,49 @@ class Setup:
     prometheus_url: str | None = None
     own_providers: bool = True
     _closers: list[Any] = field(default_factory=list, repr=False)
+    exit_timeout: float = 1.5  # seconds shutdown() waits (OTEL_TOKENS_EXIT_TIMEOUT)
+    _done: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
-    def shutdown(self) -> None:
-        """Flush and stop what configure() started (providers it built, the /metrics server)."""
-        for close in self._closers:
-            try:
-                close()
-            except Exception:
-                _log.debug("otel_tokens: shutdown step failed", exc_info=True)
+    def shutdown(self, timeout: float | None = None) -> bool:
+        """Flush and stop what configure() started (providers it built, the /metrics server),
+        waiting at most ``timeout`` seconds (default: ``OTEL_TOKENS_EXIT_TIMEOUT``).
+
+        The steps run side by side, so a collector that is down or not answering costs the
+        deadline once, not once per signal; what is still sending then is abandoned (its
+        threads are daemons), so the process ends on time. True when every step finished."""
+        if self._done.is_set():
+            return True
+        self._done.set()
+        wait = self.exit_timeout if timeout is None else timeout
+        deadline = time.monotonic() + wait
+        threads = [threading.Thread(target=_close, args=(close,), daemon=True,
+                                    name="otel_tokens-shutdown") for close in self._closers]  # fmt: skip
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        late = sum(thread.is_alive() for thread in threads)
+        if late:
+            _log.warning("otel_tokens: telemetry not sent within %.1f s at shutdown (exporter "
+                         "down or not answering); exiting without it (OTEL_TOKENS_EXIT_TIMEOUT "
+                         "sets the wait)", wait)  # fmt: skip
+            faults.report("exporter", detail=f"{late} shutdown step(s) past the deadline", log=False)
+        return not late
+
+
+def _close(close: Any) -> None:
+    try:
+        close()
+    except Exception:
+        _log.debug("otel_tokens: shutdown step failed", exc_info=True)
+
+
+def _shutdown_at_exit() -> None:
+    """The atexit hook: the providers configure() built are flushed within the deadline
+    (they are built with ``shutdown_on_exit=False``, the SDK's own hooks wait up to 30 s)."""
+    setup = _setup
+    if setup is not None:
+        setup.shutdown()
 
 
 def _is_proxy(provider: Any) -> bool:
@@ -124,6 +161,8 @@ def configure(
         _arguments.update(arguments)
         settings = _settings.with_arguments(_settings.current(), **arguments)
         _setup = _build(settings)
+        if _setup.own_providers:
+            atexit.register(_shutdown_at_exit)
         _log.info("otel_tokens: traces -> %s; metrics -> %s", _setup.traces, _setup.metrics)
         return _setup
 
@@ -156,7 +195,7 @@ def _build(settings: _settings.Settings) -> Setup:
                                                                            closers)  # fmt: skip
         metrics.set_meter_provider(meter_provider)
     return Setup(tracer_provider, meter_provider, traces_to, metrics_to, prometheus_url, own,
-                 closers)  # fmt: skip
+                 closers, settings.exit_timeout)  # fmt: skip
 
 
 def _build_tracer_provider(settings: _settings.Settings, resource: Any,
@@ -166,7 +205,7 @@ def _build_tracer_provider(settings: _settings.Settings, resource: Any,
 
     from .exporters import GuardedSpanExporter
 
-    provider = TracerProvider(resource=resource)
+    provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     closers.append(provider.shutdown)
     endpoint = settings.traces_endpoint
     choice = settings.traces_exporter or ("otlp" if endpoint else "none")
@@ -210,7 +249,8 @@ def _build_meter_provider(settings: _settings.Settings, resource: Any,
             readers.append(reader)
     else:
         where = "nowhere"
-    provider = MeterProvider(metric_readers=readers, resource=resource, views=views())
+    provider = MeterProvider(metric_readers=readers, resource=resource, views=views(),
+                             shutdown_on_exit=False)
     closers.insert(0, provider.shutdown)
     return provider, where, url
 
