@@ -41,7 +41,11 @@ _log = logging.getLogger("otel_tokens")
 _lock = threading.Lock()
 _setup: Setup | None = None
 _arguments: dict[str, Any] = {}  # what the first configure() was given
-_RESOURCE_LABELS = frozenset({"service.name", "service.instance.id"})
+#: resource attributes the embedded /metrics puts on every series, as the collector's
+#: transform/resource_labels keeps them (collector-config/otel-collector.yaml)
+_RESOURCE_LABELS = frozenset({"service.name", "service.namespace", "service.instance.id",
+                              "deployment.environment.name"})  # fmt: skip
+_ENVIRONMENT, _OLD_ENVIRONMENT = "deployment.environment.name", "deployment.environment"
 
 
 @dataclass(frozen=True)
@@ -137,7 +141,11 @@ def _resource(settings: _settings.Settings) -> Any:
         attributes["service.name"] = script or "python-agent"
     if "service.instance.id=" not in given:
         attributes["service.instance.id"] = str(uuid.uuid4())
-    return Resource.create(attributes)
+    resource = Resource.create(attributes)
+    old = resource.attributes.get(_OLD_ENVIRONMENT)
+    if old and _ENVIRONMENT not in resource.attributes:  # the name before semconv 1.27
+        resource = resource.merge(Resource({_ENVIRONMENT: old}))
+    return resource
 
 
 def configure(
