@@ -82,8 +82,9 @@ def over(function: str, metric: str, window: str, *extra: str, models: bool = Tr
     return _either([f"{function}({s}[{window}])" for s in selectors(metric, *extra, models=models)])
 
 
-def total(metric: str, window: str, *extra: str, models: bool = True) -> str:
-    """What each selected counter series added within ``window``, its first sample included.
+def counted(selector: str, window: str) -> str:
+    """What each series of ``selector`` (a counter) added within ``window``, its first sample
+    included.
 
     ``increase()`` never counts a series' first sample, so the usage of a process scraped
     (or exported) once, or of every process before its second scrape, would be lost. Per
@@ -93,15 +94,19 @@ def total(metric: str, window: str, *extra: str, models: bool = True) -> str:
        (exact: no extrapolation);
     2. it existed before and reset within the window (a collector restarted): ``increase()``;
     3. it appeared within the window (a new process, a new label set): its last value, all of
-       it counted from 0. docs/ops.md explains the choice.
+       it counted from 0.
+
+    The alert rules use the same expression (tests/ops checks it); docs/ops.md explains it.
     """
-    parts = []
-    for s in selectors(metric, *extra, models=models):
-        before, last = f"{s} offset {window}", f"last_over_time({s}[{window}])"
-        parts += [f"(({last} - {before}) >= 0 unless resets({s}[{window}]) > 0)",
-                  f"(increase({s}[{window}]) and {before})",
-                  f"({last} unless {before})"]  # fmt: skip
-    return "(" + " or ".join(parts) + ")"
+    before, last = f"{selector} offset {window}", f"last_over_time({selector}[{window}])"
+    return (f"((({last} - {before}) >= 0 unless resets({selector}[{window}]) > 0)"
+            f" or (increase({selector}[{window}]) and {before})"
+            f" or ({last} unless {before}))")  # fmt: skip
+
+
+def total(metric: str, window: str, *extra: str, models: bool = True) -> str:
+    """:func:`counted` over the series the variables select."""
+    return _either([counted(s, window) for s in selectors(metric, *extra, models=models)])
 
 
 def by_model(expr: str) -> str:

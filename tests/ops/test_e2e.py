@@ -275,7 +275,7 @@ def test_the_targets_are_up_and_rules_load_without_errors(stack):
     assert {"planner", "coder"} <= agents
     groups = get(f"{base}/api/v1/rules")["data"]["groups"]
     loaded = {rule["name"] for g in groups for rule in g["rules"]}
-    assert {"OtelTokensSpendOverBudget"} <= loaded
+    assert {"OtelTokensSpendOverBudget", "OtelTokensAnomalies", "OtelTokensBackendErrors"} <= loaded
     broken = [(r["name"], r.get("lastError")) for g in groups for r in g["rules"] if r["health"] == "err"]
     assert broken == []
 
