@@ -263,6 +263,19 @@ def _build_meter_provider(settings: _settings.Settings, resource: Any,
     return provider, where, url
 
 
+def port_fix(exc: OSError) -> str:
+    """How to fix a /metrics port that cannot be served, in a few words."""
+    import errno
+
+    if exc.errno == errno.EADDRINUSE:
+        return ("another process serves it: set OTEL_TOKENS_PROMETHEUS_PORT to a free port, "
+                "or 0 for any free port")  # fmt: skip
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "ports below 1024 need privileges: set OTEL_TOKENS_PROMETHEUS_PORT above 1024"
+    return ("set OTEL_TOKENS_PROMETHEUS_HOST to an address of this machine (127.0.0.1) and "
+            "OTEL_TOKENS_PROMETHEUS_PORT to a free port")  # fmt: skip
+
+
 def _prometheus(settings: _settings.Settings, closers: list[Any]) -> tuple[Any, str, str | None]:
     port, host = settings.prometheus_port, settings.prometheus_host
     try:
@@ -281,8 +294,9 @@ def _prometheus(settings: _settings.Settings, closers: list[Any]) -> tuple[Any, 
     try:
         started = start_http_server(port, addr=host)
     except OSError as exc:
-        faults.report("exporter", exc, f"cannot serve /metrics on {host}:{port}")
-        return reader, f"nowhere (port {host}:{port} unavailable: {exc.strerror})", None
+        why = f"port {host}:{port} unavailable: {exc.strerror or exc}; {port_fix(exc)}"
+        faults.report("exporter", exc, f"cannot serve /metrics: {why}")
+        return reader, f"nowhere ({why})", None
     if isinstance(started, tuple):  # prometheus_client >= 0.16 returns (server, thread)
         server = started[0]
         port = server.server_port

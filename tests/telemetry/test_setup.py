@@ -98,6 +98,7 @@ def test_busy_port_is_counted_not_raised():
                                "faults": otel_tokens.get_handler().faults.counts}}))
         """)
     assert out["metrics"].startswith(f"nowhere (port 127.0.0.1:{port} unavailable")
+    assert "set OTEL_TOKENS_PROMETHEUS_PORT to a free port, or 0 for any free port" in out["metrics"]
     assert out["faults"] == {"exporter": 1}
 
 
