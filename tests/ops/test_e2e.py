@@ -513,3 +513,21 @@ def test_a_wrong_metric_name_in_a_panel_fails(stack):
     # and the context gauge queried under only one of its two names still works here
     victim["targets"][0]["expr"] = "otel_tokens_context_utilization_ratio"
     assert not has_data(grafana_view(base).run(mutated, victim["targets"][0]))
+
+
+def test_the_readme_s_promql_answers(stack):
+    """The README's PromQL for the common questions runs and answers on the real Prometheus."""
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```promql\n(.*?)```", text, re.S)
+    assert blocks
+    queries, current = [], []
+    for line in "\n".join(blocks).splitlines() + ["#"]:
+        if line.startswith("#") or not line.strip():
+            if current:
+                queries.append(" ".join(current))
+            current = []
+        else:
+            current.append(line.strip())
+    assert len(queries) >= 5
+    for expr in queries:
+        assert query(stack.base, expr), expr
