@@ -14,6 +14,7 @@ import argparse
 import json
 import pathlib
 import sys
+from typing import Any
 
 from grafana_foundation_sdk.builders import bargauge, common, stat, timeseries
 from grafana_foundation_sdk.builders import dashboard as db
@@ -235,15 +236,22 @@ def time_per_output_token() -> str:
     return f"({busy} - ({waiting} or {busy} * 0)) / {out}"
 
 
-def breakdowns(noun: str, metric: str, unit: str, *extra: str) -> list:
+def ranked(title: str, description: str, unit: str, metric: str, by: str, legend: str,
+           model: bool = False, span: int = 12) -> Any:  # fmt: skip
+    """A bar gauge of ``metric``'s total over the range, largest first, by ``by``."""
+    return bars(title, description + TOTAL_NOTE, unit,
+                target(f"sort_desc({summed(total(metric, RANGE), by, model=model)})", legend, instant=True),
+                span=span)  # fmt: skip
+
+
+def breakdowns(noun: str, metric: str, unit: str) -> list:
     """One bar gauge per dimension a user filters by: provider/operation, environment/service."""
     return [
-        bars(f"{noun} over the range by provider and operation", f"{noun} in the time range." + TOTAL_NOTE, unit,
-             target(f"sort_desc({summed(total(metric, RANGE, *extra), 'gen_ai_provider_name, gen_ai_operation_name')})",
-                    "{{gen_ai_provider_name}} {{gen_ai_operation_name}}", instant=True), span=12),
-        bars(f"{noun} over the range by environment and service", f"{noun} in the time range (deployment.environment.name, service.name)." + TOTAL_NOTE, unit,
-             target(f"sort_desc({summed(total(metric, RANGE, *extra), 'deployment_environment_name, service_name')})",
-                    "{{deployment_environment_name}} {{service_name}}", instant=True), span=12),
+        ranked(f"{noun} over the range by provider and operation", f"{noun} in the time range.", unit, metric,
+               "gen_ai_provider_name, gen_ai_operation_name", "{{gen_ai_provider_name}} {{gen_ai_operation_name}}"),
+        ranked(f"{noun} over the range by environment and service",
+               f"{noun} in the time range (deployment.environment.name, service.name).", unit, metric,
+               "deployment_environment_name, service_name", "{{deployment_environment_name}} {{service_name}}"),
     ]  # fmt: skip
 
 
@@ -273,7 +281,7 @@ def _overview_totals() -> list:
         st("Unpriced requests over the range", "Requests to models without a price: their cost is "
            "missing from every spend panel. Add them to OTEL_TOKENS_PRICES_FILE." + TOTAL_NOTE, "none",
            target(summed(total(UNPRICED, RANGE)), "requests", instant=True), thresholds=[(1, "orange")], decimals=0),
-        st("Anomalies over the range", "In-process budget, spike and loop detections (otel_tokens.anomalies)." + TOTAL_NOTE,
+        st("Anomalies over the range", "In-process budget and spike detections (otel_tokens.anomalies)." + TOTAL_NOTE,
            "none", target(summed(total(ANOMALIES, RANGE)), "anomalies", instant=True),
            thresholds=[(1, "orange")], decimals=0),
         st("Spend in the last hour", "USD spent in the hour before the end of the range.", "currencyUSD",
@@ -305,13 +313,9 @@ def _overview_spend() -> list:
            "and agent (gen_ai.agent.name).", "currencyUSD",
            target(summed(total(COST, HOUR), "service_name, gen_ai_agent_name"), "{{gen_ai_agent_name}} {{service_name}}"),
            stack=True),
-        bars("Spend over the range by model", "USD per model in the time range; cost source "
-             "provider (reported by the backend) or computed (genai-prices)." + TOTAL_NOTE, "currencyUSD",
-             target(f"sort_desc({summed(total(COST, RANGE), 'otel_tokens_cost_source', model=True)})",
-                    "{{model}} ({{otel_tokens_cost_source}})", instant=True)),
-        bars("Spend over the range by agent", "USD per service and agent in the time range." + TOTAL_NOTE,
-             "currencyUSD", target(f"sort_desc({summed(total(COST, RANGE), 'service_name, gen_ai_agent_name')})",
-                                   "{{gen_ai_agent_name}} {{service_name}}", instant=True)),
+        ranked("Spend over the range by model", "USD per model in the time range; cost source "
+             "provider (reported by the backend) or computed (genai-prices).", "currencyUSD", COST, 'otel_tokens_cost_source', "{{model}} ({{otel_tokens_cost_source}})", model=True),
+        ranked("Spend over the range by agent", "USD per service and agent in the time range.", "currencyUSD", COST, 'service_name, gen_ai_agent_name', "{{gen_ai_agent_name}} {{service_name}}"),
         *breakdowns("Spend", COST, "currencyUSD"),
     ]  # fmt: skip
 
@@ -383,17 +387,11 @@ def _overview_ours() -> list:
            *[target(f"histogram_quantile({q}, {summed(over('rate', ESTIMATE, RATE), 'le, otel_tokens_estimate_source')})",
                     f"p{int(q * 100)} {{{{otel_tokens_estimate_source}}}}", ref=ref)
              for q, ref in ((0.05, "A"), (0.5, "B"), (0.95, "C"))]),
-        bars("Anomalies over the range by kind", "In-process budget, spike and loop detections "
-             "(otel_tokens.anomalies) in the time range, by kind and agent." + TOTAL_NOTE, "none",
-             target(f"sort_desc({summed(total(ANOMALIES, RANGE), 'otel_tokens_anomaly_kind, gen_ai_agent_name')})",
-                    "{{otel_tokens_anomaly_kind}} {{gen_ai_agent_name}}", instant=True)),
-        bars("Unpriced requests over the range by model", "Requests without a price in the time range." + TOTAL_NOTE,
-             "none", target(f"sort_desc({summed(total(UNPRICED, RANGE), 'gen_ai_provider_name', model=True)})",
-                            "{{gen_ai_provider_name}} {{model}}", instant=True)),
-        bars("Calls without usage over the range by model", "Calls whose backend reported no usage, by provider "
-             "and model (otel_tokens.usage.missing)." + TOTAL_NOTE, "none",
-             target(f"sort_desc({summed(total(USAGE_MISSING, RANGE), 'gen_ai_provider_name', model=True)})",
-                    "{{gen_ai_provider_name}} {{model}}", instant=True)),
+        ranked("Anomalies over the range by kind", "In-process budget and spike detections "
+             "(otel_tokens.anomalies) in the time range, by kind and agent.", "none", ANOMALIES, 'otel_tokens_anomaly_kind, gen_ai_agent_name', "{{otel_tokens_anomaly_kind}} {{gen_ai_agent_name}}"),
+        ranked("Unpriced requests over the range by model", "Requests without a price in the time range.", "none", UNPRICED, 'gen_ai_provider_name', "{{gen_ai_provider_name}} {{model}}", model=True),
+        ranked("Calls without usage over the range by model", "Calls whose backend reported no usage, by provider "
+             "and model (otel_tokens.usage.missing).", "none", USAGE_MISSING, 'gen_ai_provider_name', "{{gen_ai_provider_name}} {{model}}", model=True),
     ]  # fmt: skip
 
 
@@ -422,11 +420,8 @@ def agent() -> db.Dashboard:
            thresholds=[(0.75, "orange"), (0.9, "red")]),
         ts("Spend in the last hour by model", "USD spent in the hour before each point.", "currencyUSD",
            target(summed(total(COST, HOUR), model=True), "{{model}}"), stack=True),
-        bars("Spend over the range by model", "USD per model in the time range." + TOTAL_NOTE, "currencyUSD",
-             target(f"sort_desc({summed(total(COST, RANGE), model=True)})", "{{model}}", instant=True)),
-        bars("Tokens over the range by type", "input includes cache; output includes reasoning." + TOTAL_NOTE,
-             "short", target(f"sort_desc({summed(total(TOKENS, RANGE), 'gen_ai_token_type')})",
-                             "{{gen_ai_token_type}}", instant=True)),
+        ranked("Spend over the range by model", "USD per model in the time range.", "currencyUSD", COST, "", "{{model}}", model=True),
+        ranked("Tokens over the range by type", "input includes cache; output includes reasoning.", "short", TOKENS, 'gen_ai_token_type', "{{gen_ai_token_type}}"),
         ts("Tokens per second by type", "", "short",
            target(summed(over("rate", TOKENS, RATE), "gen_ai_token_type"), "{{gen_ai_token_type}}")),
         ts("Context utilization", "Per service running this agent.", "percentunit",
@@ -445,11 +440,8 @@ def agent() -> db.Dashboard:
         ts("Estimate error p50", "Median (estimate - actual) / actual of input tokens by source.", "percentunit",
            target(f"histogram_quantile(0.5, {summed(over('rate', ESTIMATE, RATE), 'le, otel_tokens_estimate_source')})",
                   "{{otel_tokens_estimate_source}}")),
-        bars("Anomalies over the range by kind", "In-process budget, spike and loop detections in the time range."
-             + TOTAL_NOTE, "none", target(f"sort_desc({summed(total(ANOMALIES, RANGE), 'otel_tokens_anomaly_kind')})",
-                                          "{{otel_tokens_anomaly_kind}}", instant=True)),
-        bars("Unpriced requests over the range by model", "Requests without a price in the time range." + TOTAL_NOTE,
-             "none", target(f"sort_desc({summed(total(UNPRICED, RANGE), model=True)})", "{{model}}", instant=True)),
+        ranked("Anomalies over the range by kind", "In-process budget and spike detections in the time range.", "none", ANOMALIES, 'otel_tokens_anomaly_kind', "{{otel_tokens_anomaly_kind}}"),
+        ranked("Unpriced requests over the range by model", "Requests without a price in the time range.", "none", UNPRICED, "", "{{model}}", model=True),
         *breakdowns("Spend", COST, "currencyUSD"),
     ]  # fmt: skip
     return _add(board, panels)
