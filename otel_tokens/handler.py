@@ -48,7 +48,8 @@ class Handler:
         self._settings = settings  # None: the process's settings, as they are now
         settings = settings if settings is not None else current()
         self.recorder = Recorder(tracer_provider, meter_provider,
-                                 max_attribute_values=settings.max_attribute_values)  # fmt: skip
+                                 max_attribute_values=settings.max_attribute_values,
+                                 exemplars=settings.exemplars)  # fmt: skip
         self.accountant = Accountant(
             pricer if pricer is not None else Pricer.from_settings(settings),
             guard if guard is not None else get_guard(),

@@ -85,6 +85,10 @@ class Settings:
     metrics_endpoint: str | None = None
     traces_protocol: str | None = None  # grpc | http/protobuf (None: by the port)
     metrics_protocol: str | None = None
+    # seconds a process waits at exit for its last spans and metrics to be sent
+    exit_timeout: float = 1.5
+    # exemplars (trace ids) on the duration and token histograms
+    exemplars: bool = True
     # budgets and spikes
     default_budget: Budget | None = None
     agent_budgets: Mapping[str, Budget] = field(default_factory=dict)
@@ -286,6 +290,9 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
                                  protocols),
         metrics_protocol=r.choice(("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"),
                                   protocols),
+        exit_timeout=r.number("OTEL_TOKENS_EXIT_TIMEOUT", kind=float, default=1.5, low=0, high=3600,
+                              accepted="seconds, a number 0-3600"),
+        exemplars=r.boolean("OTEL_TOKENS_EXEMPLARS", default=True),
         default_budget=default_budget,
         agent_budgets=agent_budgets,
         spike=spike,

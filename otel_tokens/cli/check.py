@@ -106,7 +106,7 @@ def _telemetry(setup: Any, found: Any, problems: list[str]) -> None:
     click.echo(f"  metrics -> {setup.metrics}")
     if setup.metrics.startswith("nowhere (port"):
         problems.append(f"metrics are not served: {setup.metrics[len('nowhere ('):-1]} "
-                        "(set OTEL_TOKENS_PROMETHEUS_PORT, or OTEL_EXPORTER_OTLP_ENDPOINT)")
+                        "(or send OTLP: set OTEL_EXPORTER_OTLP_ENDPOINT)")
     elif setup.metrics.startswith("nowhere (open"):
         problems.append("metrics go nowhere: install otel-tokens[prometheus] or set "
                         "OTEL_EXPORTER_OTLP_ENDPOINT")

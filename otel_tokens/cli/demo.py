@@ -110,9 +110,8 @@ class Progress:
 
         self.console = Console(highlight=False)
         self.live = self.console.is_terminal and not self.console.is_dumb_terminal
-        if not self.live:  # a pipe or a file: plain lines, wide enough for the table
-            self.console = Console(highlight=False, width=max(self.console.width, 160),
-                                   no_color=True, force_terminal=False)  # fmt: skip
+        if not self.live:  # a pipe or a file: plain lines (the tables fit 80 columns)
+            self.console = Console(highlight=False, no_color=True, force_terminal=False)
         self.total = total
         self.done = 0
         self._bar: Any = None
@@ -144,21 +143,13 @@ class Progress:
             self._bar.update(self._task, description=f"{title}  [dim]{tail}[/dim]")
 
     def line(self, text: str) -> None:
-        if self.live:
-            self.console.print(text)
-        else:
-            click.echo(_plain(text))
+        """One line of progress, wrapped to the terminal (80 columns on a pipe)."""
+        self.console.print(text, overflow="fold")
 
     def step_done(self) -> None:
         self.done += 1
         if self._bar is not None:
             self._bar.update(self._task, completed=self.done)
-
-
-def _plain(text: str) -> str:
-    from rich.text import Text
-
-    return Text.from_markup(text).plain
 
 
 # -- the scenario -----------------------------------------------------------------------------
@@ -281,43 +272,66 @@ def _sum(values: list[Any]) -> Any:
     return sum(known) if known else None
 
 
-def render_table(rows: dict[str, Any], console: Any) -> None:
+def _table(title: str, columns: list[str]) -> Any:
+    """A table that fits 80 columns: numbers never wrap, two-line headers."""
     from rich import box
     from rich.table import Table
 
-    table = Table(title="otel-tokens demo: usage per agent", box=box.SIMPLE_HEAD, title_justify="left")
-    for name, justify in [("agent", "left"), ("requests", "right"), ("failed", "right"),
-                          ("input", "right"), ("cache read", "right"), ("cache write", "right"),
-                          ("output", "right"), ("reasoning", "right"), ("total", "right"),
-                          ("cost USD", "right"), ("premium", "right"), ("context", "right"),
-                          ("est. error", "right")]:  # fmt: skip
-        table.add_column(name, justify=justify, no_wrap=True)
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
+                  collapse_padding=True)
+    for i, name in enumerate(columns):
+        table.add_column(name, justify="left" if i == 0 else "right", no_wrap=True)
+    return table
 
-    def cells(name: str, r: dict[str, Any], total: bool = False) -> list[str]:
-        if total:
-            context = error = ""
-        else:
-            pct = r["context_percent"]
-            context = "-" if pct is None else (
-                f"{'~' if r['context_is_estimate'] else ''}{pct:.1f}%")
-            error = "-" if r["estimate_error"] is None else f"{r['estimate_error'] * 100:+.1f}%"
-        cost = "-" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}"
-        premium = "-" if r["premium_requests"] is None else f"{r['premium_requests']:g}"
-        return [name, str(r["requests"]), str(r["failed"]),
-                *(_fmt_int(r[k]) for k in _TOKEN_ROWS), _fmt_int(r["total_tokens"]),
-                cost, premium, context, error]  # fmt: skip
 
-    for name, r in rows.items():
-        table.add_row(*cells(name, r))
+def render_table(rows: dict[str, Any], console: Any) -> None:
+    """Two tables, each readable at 80 columns: tokens per agent, then cost and context."""
     total = {k: _sum([r[k] for r in rows.values()]) for k in
              ("requests", "failed", *_TOKEN_ROWS, "total_tokens", "cost_usd", "premium_requests")}
-    table.add_section()
-    table.add_row(*cells("TOTAL", total, total=True), style="bold")
-    console.print(table)
-    console.print("context = the agent's last reported input as % of its window (the Display "
-                  "Invariant; ~ = an estimate while streaming); est. error = mean (estimate - "
-                  "actual) / actual of its input-token estimates; input includes cache read/write, "
-                  "output includes reasoning.")
+    tokens = _table("otel-tokens demo: tokens per agent",
+                    ["agent", "requests", "failed", "input", "cache\nread", "cache\nwrite", "output",
+                     "reasoning", "total"])  # fmt: skip
+    money = _table("cost and context per agent", ["agent", "cost USD", "premium\nrequests",
+                                                   "context", "estimate\nerror"])  # fmt: skip
+    for name, r in [*rows.items(), ("TOTAL", total)]:
+        last = name == "TOTAL"
+        if last:
+            tokens.add_section()
+            money.add_section()
+        style = "bold" if last else None
+        tokens.add_row(name, str(r["requests"]), str(r["failed"]), *(_fmt_int(r[k]) for k in _TOKEN_ROWS),
+                       _fmt_int(r["total_tokens"]), style=style)  # fmt: skip
+        money.add_row(name, "-" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}",
+                      "-" if r["premium_requests"] is None else f"{r['premium_requests']:g}",
+                      *(("", "") if last else _context_cells(r)), style=style)  # fmt: skip
+    console.print(tokens)
+    console.print(money)
+    console.print("input includes cache read and write, output includes reasoning. context = the "
+                  "agent's last reported input as % of its window (~ = an estimate while "
+                  "streaming); estimate error = mean (estimate - actual) / actual of its "
+                  "input-token estimates.")
+
+
+def _context_cells(r: dict[str, Any]) -> tuple[str, str]:
+    pct = r["context_percent"]
+    context = "-" if pct is None else f"{'~' if r['context_is_estimate'] else ''}{pct:.1f}%"
+    error = "-" if r["estimate_error"] is None else f"{r['estimate_error'] * 100:+.1f}%"
+    return context, error
+
+
+def _check_endpoint(endpoint: str) -> None:
+    """--endpoint must be an OTLP URL; say what to write when it is not."""
+    from urllib.parse import urlparse
+
+    try:
+        parsed = urlparse(endpoint)
+        ok = parsed.scheme in ("http", "https") and bool(parsed.hostname) and parsed.port != 0
+    except ValueError:  # a port that is not a number
+        ok = False
+    if not ok:
+        raise click.BadParameter(
+            f"{endpoint!r} is not an OTLP URL: write http://HOST:4318 (OTLP/HTTP) or "
+            "http://HOST:4317 (gRPC), e.g. http://127.0.0.1:4318", param_hint="--endpoint")
 
 
 def _prepare_environment(otlp: bool, endpoint: str | None, ledger: str | None) -> None:
@@ -361,6 +375,8 @@ def demo(serve: bool, otlp: bool, endpoint: str | None, port: int | None, ledger
     """Run an offline multi-agent scenario through the real clients, fully instrumented."""
     if endpoint and not otlp:
         raise click.UsageError("--endpoint needs --otlp")
+    if endpoint:
+        _check_endpoint(endpoint)
     if serve and otlp:
         raise click.UsageError("--serve serves /metrics; it cannot be combined with --otlp")
     for module in ("openai", "anthropic"):
@@ -384,6 +400,10 @@ def demo(serve: bool, otlp: bool, endpoint: str | None, port: int | None, ledger
     budget = scenario["budget"]
     otel_tokens.set_budget(budget["agent"], tokens=budget["tokens"],
                            window_seconds=budget["window_seconds"])  # fmt: skip
+    if serve and setup.prometheus_url is None:  # before the scenario, not after it
+        setup.shutdown()
+        raise CliError(f"demo --serve: /metrics is not served: {setup.metrics[len('nowhere ('):-1]} "
+                       "(demo: --port N, or --port 0 for any free port)")
     progress = Progress(len(scenario["steps"]))
 
     @otel_tokens.on_anomaly
@@ -439,13 +459,16 @@ def _finish(tally: Any, progress: Progress, setup: Any, ledger: str | None, serv
     if ledger:
         progress.line(f"ledger -> {ledger} (try: otel-tokens report --db {shlex.quote(ledger)})")
     if serve:
-        if setup.prometheus_url is None:
-            setup.shutdown()
-            raise CliError(f"demo --serve: /metrics is not served ({setup.metrics})")
         progress.line(f"Serving {setup.prometheus_url} until Ctrl-C (scrape it with Prometheus).")
         try:
             while True:
                 time.sleep(3600)
         except KeyboardInterrupt:
             progress.line("stopped.")
-    setup.shutdown()
+    delivered = setup.shutdown()
+    if setup.metrics.startswith("otlp") and (not delivered or otel_tokens.get_handler().faults.counts.get("exporter")):
+        where = setup.metrics.split()[-1]
+        progress.line(f"[yellow]The collector at {where} did not take the telemetry[/yellow] (not "
+                      "running, or not answering): start it (docker compose -f "
+                      "collector-config/docker-compose.yml up -d), or pass --endpoint with its "
+                      "OTLP URL (http://HOST:4318, or :4317 for gRPC).")

@@ -133,8 +133,28 @@ def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def by_model(rows: list[dict[str, Any]], since: float | None) -> dict[str, dict[str, Any]]:
+    """Requests, tokens and cost per model, unpriced models (cost None) included, most
+    expensive first and unpriced ones last."""
+    models: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if since is not None and row["ts"] < since:
+            continue
+        m = models.setdefault(str(row["model"] or "-"), {"provider": row["provider"], "requests": 0,
+                              "input_tokens": None, "output_tokens": None, "cost_usd": None,
+                              "unpriced_requests": 0})  # fmt: skip
+        m["requests"] += 1
+        for key in ("input_tokens", "output_tokens", "cost_usd"):
+            if row[key] is not None:
+                m[key] = (m[key] or 0) + row[key]
+        if row["cost_usd"] is None and (row["input_tokens"] or row["output_tokens"]):
+            m["unpriced_requests"] += 1
+    return dict(sorted(models.items(), key=lambda kv: (kv[1]["cost_usd"] is None, -(kv[1]["cost_usd"] or 0))))
+
+
 def build_report(path: str, since: float | None, top_n: int) -> dict[str, Any]:
-    ledgers = build_ledgers(read_rows(path), since)
+    rows = read_rows(path)
+    ledgers = build_ledgers(rows, since)
     everything = ledgers.pop("*")
     agents = {name: {**lg.cumulative.to_dict(), "total_tokens": lg.cumulative.total_tokens}
               for name, lg in ledgers.items()}  # fmt: skip
@@ -148,6 +168,7 @@ def build_report(path: str, since: float | None, top_n: int) -> dict[str, Any]:
         "statistics": {f: stats[f].to_dict() for f in _STAT_FIGURES},
         "cost_by_model": {str(m): c for m, c in sorted(
             everything.cost_by_model().items(), key=lambda kv: -kv[1])},
+        "models": by_model(rows, since),
         "cost_by_time": time_ranges(everything, time.time()),
         "top_requests": [
             {**r.to_dict(), "agent": _agent_of(ledgers, r.request_id),
@@ -171,63 +192,99 @@ def _n(value: Any, digits: int = 0) -> str:
     return f"{value:,.0f}" if isinstance(value, float) else f"{value:,}"
 
 
-def print_report(data: dict[str, Any]) -> None:
+def _table(title: str, columns: list[str], left: tuple[str, ...] = ()) -> Any:
+    """A table for 80 columns: figures never wrap (so never cut), names may fold."""
     from rich import box
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console(highlight=False)
-    if not console.is_terminal:
-        console = Console(highlight=False, width=max(console.width, 140), no_color=True)
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
+                  collapse_padding=True)  # fmt: skip
+    for i, col in enumerate(columns):
+        text = i == 0 or col in left
+        table.add_column(col, justify="left" if text else "right", no_wrap=not text,
+                         overflow="fold")  # fmt: skip
+    return table
+
+
+def _premium(value: Any) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def print_report(data: dict[str, Any]) -> None:
+    """The report as tables, each readable at 80 columns."""
+    from rich.console import Console
+
+    console = Console(highlight=False)  # on a pipe: 80 columns, no colour
     t = data["totals"]
     scope = f" since {data['since']}" if data["since"] else ""
     console.print(f"ledger {data['ledger']}{scope}: {t['requests']} requests, "
                   f"{_n(t['total_tokens'])} tokens, USD {_n(t['cost_usd'], 4)}, "
                   f"{_n(t['premium_requests'], 2) if t['premium_requests'] is not None else '-'} "
-                  "premium requests")  # fmt: skip
+                  "premium requests", overflow="fold")  # fmt: skip
     if not t["requests"]:
         return
-    table = Table(title="totals by agent", box=box.SIMPLE_HEAD, title_justify="left")
-    for col in ("agent", "requests", "input", "cache read", "cache write", "output", "reasoning",
-                "total", "cost USD", "premium"):
-        table.add_column(col, justify="left" if col == "agent" else "right", no_wrap=True)
-    for name, a in [*data["agents"].items(), ("TOTAL", t)]:
+    agents = [*data["agents"].items(), ("TOTAL", t)]
+    table = _table("totals by agent: tokens", ["agent", "requests", "input", "cache\nread",
+                                               "cache\nwrite", "output", "reasoning", "total"])
+    for name, a in agents:
         table.add_row(name, str(a["requests"]), _n(a["input_tokens"]), _n(a["cache_read_tokens"]),
-                      _n(a["cache_write_tokens"]), _n(a["output_tokens"]),
-                      _n(a["reasoning_tokens"]), _n(a["total_tokens"]), _n(a["cost_usd"], 4),
-                      "-" if a["premium_requests"] is None else f"{a['premium_requests']:g}",
-                      end_section=name == list(data["agents"])[-1])  # fmt: skip
+                      _n(a["cache_write_tokens"]), _n(a["output_tokens"]), _n(a["reasoning_tokens"]),
+                      _n(a["total_tokens"]), end_section=name == agents[-2][0])  # fmt: skip
     console.print(table)
-    table = Table(title="per request", box=box.SIMPLE_HEAD, title_justify="left")
-    for col in ("figure", "count", "mean", "p50", "p95", "p99", "max"):
-        table.add_column(col, justify="left" if col == "figure" else "right", no_wrap=True)
+    table = _table("totals by agent: cost", ["agent", "cost USD", "premium\nrequests"])
+    for name, a in agents:
+        table.add_row(name, _n(a["cost_usd"], 4), _premium(a["premium_requests"]),
+                      end_section=name == agents[-2][0])  # fmt: skip
+    console.print(table)
+    _print_statistics(console, data)
+    _print_models(console, data)
+    _print_time_and_top(console, data)
+
+
+def _print_statistics(console: Any, data: dict[str, Any]) -> None:
+    table = _table("per request", ["figure", "count", "mean", "p50", "p95", "p99", "max"])
     for figure, s in data["statistics"].items():
         d = 6 if figure == "cost_usd" else 0
-        table.add_row(figure, str(s["count"]), _n(s["mean"], d or 1), _n(s["p50"], d),
-                      _n(s["p95"], d), _n(s["p99"], d), _n(s["max"], d))  # fmt: skip
+        table.add_row(figure.replace("_tokens", "").replace("_", " "), str(s["count"]),
+                      _n(s["mean"], d or 1), _n(s["p50"], d), _n(s["p95"], d), _n(s["p99"], d),
+                      _n(s["max"], d))  # fmt: skip
     console.print(table)
-    table = Table(title="cost by model", box=box.SIMPLE_HEAD, title_justify="left")
-    table.add_column("model")
-    table.add_column("cost USD", justify="right")
-    for model, cost in data["cost_by_model"].items():
-        table.add_row(model, f"{cost:.4f}")
+
+
+def _print_models(console: Any, data: dict[str, Any]) -> None:
+    """Cost by model, with the unpriced models and their tokens (their cost is unknown)."""
+    table = _table("cost by model", ["model", "requests", "input", "output", "cost USD"])
+    unpriced = []
+    for model, m in data["models"].items():
+        cost = "unpriced" if m["cost_usd"] is None else _n(m["cost_usd"], 4)
+        if m["unpriced_requests"]:
+            unpriced.append(model)
+            if m["cost_usd"] is not None:
+                cost += "*"
+        table.add_row(model, str(m["requests"]), _n(m["input_tokens"]), _n(m["output_tokens"]), cost)
     console.print(table)
-    table = Table(title="cost by time (UTC)", box=box.SIMPLE_HEAD, title_justify="left")
-    for col in ("from", "to", "requests", "tokens", "cost USD"):
-        table.add_column(col, justify="left" if col in ("from", "to") else "right", no_wrap=True)
+    if unpriced:
+        console.print(f"no price known for {', '.join(unpriced)} (* partly): their cost is missing "
+                      "from the totals; add them to a price file named by OTEL_TOKENS_PRICES_FILE "
+                      "(USD per million tokens).", overflow="fold")  # fmt: skip
+
+
+def _print_time_and_top(console: Any, data: dict[str, Any]) -> None:
+    table = _table("cost by time (UTC)", ["from", "to", "requests", "tokens", "cost USD"], left=("to",))
     for r in data["cost_by_time"]:
-        table.add_row(r["start"], r["end"], str(r["requests"]), _n(r["total_tokens"]),
-                      _n(r["cost_usd"], 4))  # fmt: skip
+        table.add_row(r["start"][:16].replace("T", " "), r["end"][11:16], str(r["requests"]),
+                      _n(r["total_tokens"]), _n(r["cost_usd"], 4))  # fmt: skip
     console.print(table)
-    table = Table(title=f"top {len(data['top_requests'])} requests by cost", box=box.SIMPLE_HEAD,
-                  title_justify="left")  # fmt: skip
-    for col in ("time (UTC)", "agent", "model", "input", "output", "cost USD", "request id"):
-        table.add_column(col, justify="right" if col in ("input", "output", "cost USD") else "left",
-                         no_wrap=True)  # fmt: skip
+    table = _table(f"top {len(data['top_requests'])} requests by cost",
+                   ["time (UTC)", "agent", "model", "input", "output", "cost USD"],
+                   left=("agent", "model"))  # fmt: skip
     for r in data["top_requests"]:
-        table.add_row(r["time"], r["agent"] or "-", r["model"] or "-", _n(r["input_tokens"]),
-                      _n(r["output_tokens"]), _n(r["cost_usd"], 4), r["request_id"])  # fmt: skip
+        table.add_row(r["time"][5:16].replace("T", " "), r["agent"] or "-", r["model"] or "-",
+                      _n(r["input_tokens"]), _n(r["output_tokens"]), _n(r["cost_usd"], 4))  # fmt: skip
     console.print(table)
+    if data["top_requests"]:
+        ids = ", ".join(str(r["request_id"]) for r in data["top_requests"])
+        console.print(f"their request ids, in that order: {ids}", overflow="fold")
 
 
 @click.command()

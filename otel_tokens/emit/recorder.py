@@ -24,6 +24,8 @@ from .cardinality import CardinalityGuard
 from .instruments import SCOPE, Instruments, record_signed
 
 if TYPE_CHECKING:
+    from opentelemetry.metrics import Histogram
+
     from ..account.anomalies import Anomaly
     from ..account.outcome import Line, Outcome
     from ..call import Call
@@ -48,7 +50,7 @@ class Recorder:
     """Tracer, instruments and metric attribute sets of otel_tokens' own scope."""
 
     def __init__(self, tracer_provider: Any = None, meter_provider: Any = None, *,
-                 max_attribute_values: int = 200) -> None:  # fmt: skip
+                 max_attribute_values: int = 200, exemplars: bool = True) -> None:  # fmt: skip
         self.tracer = trace.get_tracer(SCOPE, __version__, tracer_provider, _SCHEMA_URL)
         meter = metrics.get_meter(SCOPE, __version__, meter_provider, _SCHEMA_URL)
         self.instruments = Instruments.create(meter, self._observe_utilization)
@@ -57,6 +59,9 @@ class Recorder:
             lambda key: faults.report("cardinality", detail=f"{key}: too many values"),
         )  # fmt: skip
         self._attribute_sets: dict[tuple[Any, ...], _AttributeSet] = {}
+        # histogram points carry the call's trace id (a link to it); an API before the context
+        # argument records without
+        self.exemplars = exemplars and _takes_context(self.instruments.duration)
         faults.sink().bind(self.instruments.errors)
 
     # -- the start ------------------------------------------------------------------------------
@@ -120,7 +125,7 @@ class Recorder:
                     self._span(span, outcome)
                 for anomaly in outcome.anomalies:
                     self.anomaly(span, anomaly, main.key)
-                self._metrics(emission.labels, main, outcome)
+                self._metrics(emission.labels, main, outcome, self._context(span))
         except Exception as exc:
             faults.report("internal", exc)
         finally:
@@ -174,19 +179,27 @@ class Recorder:
         except Exception as exc:
             faults.report("span", exc)
 
-    def _metrics(self, labels: dict[str, Any], main: _AttributeSet, outcome: Outcome) -> None:
+    def _context(self, span: Any) -> Any:
+        """The context histogram points are recorded in: the call's span, so that the SDK's
+        exemplar filter attaches its trace id (None: exemplars off, the current context)."""
+        if not self.exemplars or span is None:
+            return None
+        return trace.set_span_in_context(span)
+
+    def _metrics(self, labels: dict[str, Any], main: _AttributeSet, outcome: Outcome,
+                 context: Any = None) -> None:  # fmt: skip
         inst = self.instruments
         try:
             attrs = main.attrs
             if outcome.failed:
                 attrs = {**attrs, names.ERROR_TYPE: self.cardinality.value(names.ERROR_TYPE,
                                                                             outcome.error_type)}
-            inst.duration.record(outcome.duration, attrs)
+            inst.duration.record(outcome.duration, attrs, context)
             if outcome.time_to_first_chunk is not None and outcome.stream:
-                inst.time_to_first_chunk.record(outcome.time_to_first_chunk, attrs)
+                inst.time_to_first_chunk.record(outcome.time_to_first_chunk, attrs, context)
             counted: list[tuple[tuple[tuple[str, Any], ...], float]] = []
             for line in outcome.lines:
-                self._line(labels, main, outcome, line, counted)
+                self._line(labels, main, outcome, line, counted, context)
             inst.tokens.add_many(counted)
             if outcome.usage_missing:
                 inst.usage_missing.add(1, main.key)
@@ -198,7 +211,8 @@ class Recorder:
             faults.report("metrics", exc)
 
     def _line(self, labels: dict[str, Any], main: _AttributeSet, outcome: Outcome, line: Line,
-              counted: list[tuple[tuple[tuple[str, Any], ...], float]]) -> None:  # fmt: skip
+              counted: list[tuple[tuple[tuple[str, Any], ...], float]],
+              context: Any = None) -> None:  # fmt: skip
         inst = self.instruments
         points = main if line.model == outcome.response_model else self._attribute_set(labels, line.model)
         usage = line.usage
@@ -209,7 +223,7 @@ class Recorder:
                 if value is None:
                     continue
                 if token_type == "input" or token_type == "output":
-                    inst.token_usage.record(value, points.by_type[token_type])
+                    inst.token_usage.record(value, points.by_type[token_type], context)
                 counted.append((points.token_key(token_type, source), value))
         if line.cost_usd is not None:
             inst.cost.add(line.cost_usd, points.cost_key(line.cost_source or "computed"))
@@ -273,6 +287,15 @@ class Recorder:
         except Exception as exc:
             faults.report("metrics", exc)
             return iter(())
+
+
+def _takes_context(histogram: Histogram) -> bool:
+    import inspect
+
+    try:
+        return "context" in inspect.signature(histogram.record).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 class _AttributeSet:

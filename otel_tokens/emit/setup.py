@@ -20,11 +20,13 @@ take effect (the providers exist) and are refused with a warning.
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import logging
 import os
 import sys
 import threading
+import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,7 +41,11 @@ _log = logging.getLogger("otel_tokens")
 _lock = threading.Lock()
 _setup: Setup | None = None
 _arguments: dict[str, Any] = {}  # what the first configure() was given
-_RESOURCE_LABELS = frozenset({"service.name", "service.instance.id"})
+#: resource attributes the embedded /metrics puts on every series, as the collector's
+#: transform/resource_labels keeps them (collector-config/otel-collector.yaml)
+_RESOURCE_LABELS = frozenset({"service.name", "service.namespace", "service.instance.id",
+                              "deployment.environment.name"})  # fmt: skip
+_ENVIRONMENT, _OLD_ENVIRONMENT = "deployment.environment.name", "deployment.environment"
 
 
 @dataclass(frozen=True)
@@ -53,14 +59,49 @@ class Setup:
     prometheus_url: str | None = None
     own_providers: bool = True
     _closers: list[Any] = field(default_factory=list, repr=False)
+    exit_timeout: float = 1.5  # seconds shutdown() waits (OTEL_TOKENS_EXIT_TIMEOUT)
+    _done: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
-    def shutdown(self) -> None:
-        """Flush and stop what configure() started (providers it built, the /metrics server)."""
-        for close in self._closers:
-            try:
-                close()
-            except Exception:
-                _log.debug("otel_tokens: shutdown step failed", exc_info=True)
+    def shutdown(self, timeout: float | None = None) -> bool:
+        """Flush and stop what configure() started (providers it built, the /metrics server),
+        waiting at most ``timeout`` seconds (default: ``OTEL_TOKENS_EXIT_TIMEOUT``).
+
+        The steps run side by side, so a collector that is down or not answering costs the
+        deadline once, not once per signal; what is still sending then is abandoned (its
+        threads are daemons), so the process ends on time. True when every step finished."""
+        if self._done.is_set():
+            return True
+        self._done.set()
+        wait = self.exit_timeout if timeout is None else timeout
+        deadline = time.monotonic() + wait
+        threads = [threading.Thread(target=_close, args=(close,), daemon=True,
+                                    name="otel_tokens-shutdown") for close in self._closers]  # fmt: skip
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        late = sum(thread.is_alive() for thread in threads)
+        if late:
+            _log.warning("otel_tokens: telemetry not sent within %.1f s at shutdown (exporter "
+                         "down or not answering); exiting without it (OTEL_TOKENS_EXIT_TIMEOUT "
+                         "sets the wait)", wait)  # fmt: skip
+            faults.report("exporter", detail=f"{late} shutdown step(s) past the deadline", log=False)
+        return not late
+
+
+def _close(close: Any) -> None:
+    try:
+        close()
+    except Exception:
+        _log.debug("otel_tokens: shutdown step failed", exc_info=True)
+
+
+def _shutdown_at_exit() -> None:
+    """The atexit hook: the providers configure() built are flushed within the deadline
+    (they are built with ``shutdown_on_exit=False``, the SDK's own hooks wait up to 30 s)."""
+    setup = _setup
+    if setup is not None:
+        setup.shutdown()
 
 
 def _is_proxy(provider: Any) -> bool:
@@ -100,7 +141,11 @@ def _resource(settings: _settings.Settings) -> Any:
         attributes["service.name"] = script or "python-agent"
     if "service.instance.id=" not in given:
         attributes["service.instance.id"] = str(uuid.uuid4())
-    return Resource.create(attributes)
+    resource = Resource.create(attributes)
+    old = resource.attributes.get(_OLD_ENVIRONMENT)
+    if old and _ENVIRONMENT not in resource.attributes:  # the name before semconv 1.27
+        resource = resource.merge(Resource({_ENVIRONMENT: old}))
+    return resource
 
 
 def configure(
@@ -124,6 +169,8 @@ def configure(
         _arguments.update(arguments)
         settings = _settings.with_arguments(_settings.current(), **arguments)
         _setup = _build(settings)
+        if _setup.own_providers:
+            atexit.register(_shutdown_at_exit)
         _log.info("otel_tokens: traces -> %s; metrics -> %s", _setup.traces, _setup.metrics)
         return _setup
 
@@ -156,7 +203,7 @@ def _build(settings: _settings.Settings) -> Setup:
                                                                            closers)  # fmt: skip
         metrics.set_meter_provider(meter_provider)
     return Setup(tracer_provider, meter_provider, traces_to, metrics_to, prometheus_url, own,
-                 closers)  # fmt: skip
+                 closers, settings.exit_timeout)  # fmt: skip
 
 
 def _build_tracer_provider(settings: _settings.Settings, resource: Any,
@@ -166,7 +213,7 @@ def _build_tracer_provider(settings: _settings.Settings, resource: Any,
 
     from .exporters import GuardedSpanExporter
 
-    provider = TracerProvider(resource=resource)
+    provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     closers.append(provider.shutdown)
     endpoint = settings.traces_endpoint
     choice = settings.traces_exporter or ("otlp" if endpoint else "none")
@@ -210,9 +257,23 @@ def _build_meter_provider(settings: _settings.Settings, resource: Any,
             readers.append(reader)
     else:
         where = "nowhere"
-    provider = MeterProvider(metric_readers=readers, resource=resource, views=views())
+    provider = MeterProvider(metric_readers=readers, resource=resource, views=views(),
+                             shutdown_on_exit=False)
     closers.insert(0, provider.shutdown)
     return provider, where, url
+
+
+def port_fix(exc: OSError) -> str:
+    """How to fix a /metrics port that cannot be served, in a few words."""
+    import errno
+
+    if exc.errno == errno.EADDRINUSE:
+        return ("another process serves it: set OTEL_TOKENS_PROMETHEUS_PORT to a free port, "
+                "or 0 for any free port")  # fmt: skip
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "ports below 1024 need privileges: set OTEL_TOKENS_PROMETHEUS_PORT above 1024"
+    return ("set OTEL_TOKENS_PROMETHEUS_HOST to an address of this machine (127.0.0.1) and "
+            "OTEL_TOKENS_PROMETHEUS_PORT to a free port")  # fmt: skip
 
 
 def _prometheus(settings: _settings.Settings, closers: list[Any]) -> tuple[Any, str, str | None]:
@@ -233,8 +294,9 @@ def _prometheus(settings: _settings.Settings, closers: list[Any]) -> tuple[Any, 
     try:
         started = start_http_server(port, addr=host)
     except OSError as exc:
-        faults.report("exporter", exc, f"cannot serve /metrics on {host}:{port}")
-        return reader, f"nowhere (port {host}:{port} unavailable: {exc.strerror})", None
+        why = f"port {host}:{port} unavailable: {exc.strerror or exc}; {port_fix(exc)}"
+        faults.report("exporter", exc, f"cannot serve /metrics: {why}")
+        return reader, f"nowhere ({why})", None
     if isinstance(started, tuple):  # prometheus_client >= 0.16 returns (server, thread)
         server = started[0]
         port = server.server_port

@@ -15,16 +15,20 @@ from otel_tokens.cli.demo import DATA
 from .conftest import clean_env, command, otel_tokens
 
 COLUMNS = ["requests", "failed", "input", "cache_read", "cache_write", "output", "reasoning",
-           "total", "cost", "premium"]
+           "total"]
+MONEY = ["cost", "premium"]
 
 
 def table_rows(stdout: str) -> dict[str, dict[str, float | None]]:
-    rows = {}
+    """The two tables' rows: tokens per agent, then cost and context per agent."""
+    rows: dict[str, dict[str, float | None]] = {}
     for line in stdout.splitlines():
         cells = line.split()
-        if cells and cells[0] in ("planner", "coder", "TOTAL") and len(cells) >= 11:
-            values = [None if c == "-" else float(c.replace(",", "")) for c in cells[1:11]]
-            rows[cells[0]] = dict(zip(COLUMNS, values))
+        if not cells or cells[0] not in ("planner", "coder", "TOTAL"):
+            continue
+        numbers = [None if c == "-" else float(c.replace(",", "")) for c in cells[1:] if "%" not in c]
+        columns = COLUMNS if cells[0] not in rows else MONEY
+        rows.setdefault(cells[0], {}).update(zip(columns, numbers))
     return rows
 
 
@@ -50,13 +54,13 @@ def test_demo_prints_the_table_and_totals_equal_the_scenario(scenario, tmp_path)
         check_row(rows[agent], figures)
     check_row(rows["TOTAL"], expected["total"])
     assert "anomaly: coder budget_exceeded" in proc.stdout
-    assert "failed: HTTP 429 rate_limit_exceeded" in proc.stdout
+    assert "failed: HTTP 429 rate_limit_exceeded" in " ".join(proc.stdout.split())
     assert re.search(r"metrics -> prometheus http://127\.0\.0\.1:\d+/metrics", proc.stdout)
     # the context column is the Display Invariant: last reported input / window
     last_input = {"planner": 1768, "coder": 6372}
     for agent, tokens in last_input.items():
         pct = tokens * 100 / scenario["agents"][agent]["max_input_tokens"]
-        line = next(l for l in proc.stdout.splitlines() if l.strip().startswith(agent))
+        line = [l for l in proc.stdout.splitlines() if l.strip().startswith(agent)][1]  # 2nd table
         assert f"{pct:.1f}%" in line
     # the persisted ledger holds the same figures
     report = json.loads(otel_tokens("report", "--db", str(db), "--json").stdout)
@@ -186,3 +190,19 @@ def test_demo_bad_flags_are_one_line():
         assert proc.returncode == 2, args
         assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
         assert proc.stderr.startswith("otel-tokens: error:")
+
+
+def test_the_tables_are_readable_at_80_columns(tmp_path):
+    """On an 80-column terminal or a pipe no line is longer and no figure is cut to '…'."""
+    for columns in ("80",):
+        proc = otel_tokens("demo", "--delay", "0", "--ledger", str(tmp_path / f"{columns}.db"),
+                           env=clean_env(COLUMNS=columns))  # fmt: skip
+        assert proc.returncode == 0, proc.stderr
+        table = proc.stdout[proc.stdout.index("tokens per agent"):]
+        assert "…" not in table
+        if columns == "80":
+            assert max(len(line) for line in proc.stdout.splitlines()) <= 80
+        report = otel_tokens("report", "--db", str(tmp_path / f"{columns}.db"), env=clean_env(COLUMNS=columns))
+        assert report.returncode == 0 and "…" not in report.stdout, report.stdout
+        if columns == "80":
+            assert max(len(line) for line in report.stdout.splitlines()) <= 80, report.stdout

@@ -107,6 +107,7 @@ def test_user_errors_are_one_line(tmp_path):
             (["check"], {"OTEL_TOKENS_PROMETHEUS_PORT": str(busy.getsockname()[1])},
              "metrics are not served"),
             (["check"], {"OTEL_METRICS_EXPORTER": "carrier-pigeon"}, "OTEL_METRICS_EXPORTER="),
+            (["demo", "--otlp", "--endpoint", "localhost:4318"], None, "write http://HOST:4318"),
         ]
         for args, extra, text in cases:
             proc = otel_tokens(*args, env=clean_env(**(extra or {})))
@@ -116,3 +117,53 @@ def test_user_errors_are_one_line(tmp_path):
             assert "Traceback" not in proc.stderr
     finally:
         busy.close()
+
+
+def test_report_lists_unpriced_models_with_their_tokens(tmp_path):
+    """A model without a price is listed with its requests and tokens (its cost unknown, not
+    0), and the report says how to price it."""
+    from otel_tokens import Usage
+    from otel_tokens.account.ledger import UsageLedger
+
+    db = tmp_path / "u.db"
+    ledger = UsageLedger("bot", path=db)
+    ledger.append(Usage(input_tokens=1000, output_tokens=50, model="gpt-4o", provider="openai"), cost_usd=0.003)
+    for _ in range(2):
+        ledger.append(Usage(input_tokens=7000, output_tokens=300, model="private-llm", provider="openai"))
+    ledger.flush()
+    ledger.close()
+    text = otel_tokens("report", "--db", str(db), env=clean_env(COLUMNS="80"))
+    assert text.returncode == 0, text.stderr
+    row = next(line for line in text.stdout.splitlines() if line.strip().startswith("private-llm"))
+    assert row.split() == ["private-llm", "2", "14,000", "600", "unpriced"]
+    assert "no price known for private-llm" in " ".join(text.stdout.split())
+    assert "OTEL_TOKENS_PRICES_FILE" in text.stdout
+    data = json.loads(otel_tokens("report", "--db", str(db), "--json").stdout)
+    assert data["models"]["private-llm"] == {"provider": "openai", "requests": 2, "input_tokens": 14000,
+                                             "output_tokens": 600, "cost_usd": None, "unpriced_requests": 2}
+    assert list(data["models"]) == ["gpt-4o", "private-llm"]
+
+
+def test_a_busy_port_or_a_silent_collector_says_how_to_fix_it():
+    busy = socket.socket()
+    busy.bind(("127.0.0.1", 0))
+    busy.listen()
+    try:
+        port = str(busy.getsockname()[1])
+        proc = otel_tokens("demo", "--serve", "--port", port, "--delay", "0")
+        assert proc.returncode == 1 and "Traceback" not in proc.stderr
+        last = proc.stderr.strip().splitlines()[-1]
+        assert f"127.0.0.1:{port}" in last and "in use" in last and "--port 0" in last, last
+        assert "[1/8]" not in proc.stdout  # refused before the scenario ran
+        check = otel_tokens("check", env=clean_env(OTEL_TOKENS_PROMETHEUS_PORT=port))
+        assert "OTEL_TOKENS_PROMETHEUS_PORT to a free port" in check.stderr
+    finally:
+        busy.close()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    proc = otel_tokens("demo", "--otlp", "--endpoint", f"http://127.0.0.1:{closed}", "--delay", "0")
+    assert proc.returncode == 0, proc.stderr
+    said = " ".join(proc.stdout.split())
+    assert f"The collector at http://127.0.0.1:{closed} did not take the telemetry" in said
+    assert "docker compose -f collector-config/docker-compose.yml up -d" in said

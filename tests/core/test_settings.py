@@ -11,8 +11,9 @@ from otel_tokens.settings import Settings, read, with_arguments
 
 BOOLEANS = ["OTEL_TOKENS_OPENAI_INCLUDE_USAGE", "OTEL_TOKENS_COPILOT_JSON",
             "OTEL_TOKENS_COPILOT_USAGE_FILE", "OTEL_TOKENS_BUDGET_ENFORCE", "OTEL_TOKENS_DEBUG",
-            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"]  # fmt: skip
-FIELD = {"OTEL_TOKENS_OPENAI_INCLUDE_USAGE": "openai_include_usage",
+            "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "OTEL_TOKENS_EXEMPLARS"]  # fmt: skip
+FIELD = {"OTEL_TOKENS_EXEMPLARS": "exemplars",
+         "OTEL_TOKENS_OPENAI_INCLUDE_USAGE": "openai_include_usage",
          "OTEL_TOKENS_COPILOT_JSON": "copilot_json",
          "OTEL_TOKENS_COPILOT_USAGE_FILE": "copilot_usage_file", "OTEL_TOKENS_DEBUG": "debug",
          "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "capture_content"}  # fmt: skip
@@ -54,6 +55,8 @@ def test_anything_else_is_a_problem_naming_the_variable_value_and_what_is_accept
     ("OTEL_EXPORTER_PROMETHEUS_PORT", "http", "prometheus_port", 9464),
     ("OTEL_METRICS_EXPORTER", "carrier-pigeon", "metrics_exporter", None),
     ("OTEL_EXPORTER_OTLP_PROTOCOL", "http/json", "traces_protocol", None),
+    ("OTEL_TOKENS_EXIT_TIMEOUT", "-1", "exit_timeout", 1.5),
+    ("OTEL_TOKENS_EXIT_TIMEOUT", "soon", "exit_timeout", 1.5),
 ])  # fmt: skip
 def test_a_bad_value_keeps_the_default(name, value, field, default):
     found = read({name: value})

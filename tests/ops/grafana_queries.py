@@ -88,11 +88,30 @@ class Grafana:
         for name, var in variables.items():
             if var["type"] != "query":
                 continue
-            self.options[name] = self.label_values(self.interpolate(var["query"], variables))
+            self.options[name] = self.variable_values(self.interpolate(var["query"], variables),
+                                                      var.get("regex") or "")
             if not (var.get("multi") or var.get("includeAll")) and self.values.get(name) is None:
                 # a single-value variable without All starts at its first option
                 self.values[name] = self.options[name][:1]
         return self.options
+
+    def variable_values(self, query: str, regex: str = "") -> list[str]:
+        """A query variable's options: ``label_values(...)`` or ``query_result(...)`` (each
+        result line as Grafana writes it, ``name{labels} value time``, through ``regex``'s
+        first group)."""
+        m = re.fullmatch(r"\s*query_result\((.*)\)\s*", query, re.S)
+        if not m:
+            return self.label_values(query)
+        lines = []
+        for series in self.api("/api/v1/query", query=m.group(1), time=self.end)["result"]:
+            labels = dict(series["metric"])
+            name = labels.pop("__name__", "")
+            text = ",".join(f'{k}="{v}"' for k, v in labels.items())
+            lines.append(f"{name}{{{text}}} {series['value'][1]} {int(series['value'][0] * 1000)}")
+        if regex:
+            pattern = re.compile(regex.strip("/"))
+            lines = [found.group(1) for line in lines if (found := pattern.search(line))]
+        return sorted(set(lines))
 
     def label_values(self, query: str) -> list[str]:
         m = re.fullmatch(r"\s*label_values\((?:(.*),\s*)?(\w+)\)\s*", query, re.S)

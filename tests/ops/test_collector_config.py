@@ -17,6 +17,9 @@ _spec.loader.exec_module(validate)
 
 GATEWAY = COLLECTOR / "otel-collector.yaml"
 AGENT = COLLECTOR / "otel-collector-agent.yaml"
+FLEET = COLLECTOR / "otel-collector-fleet.yaml"
+RENAME_ENVIRONMENT = ('set(attributes["deployment.environment.name"], attributes["deployment.environment"]) '
+                      'where attributes["deployment.environment.name"] == nil')
 TRACES_TO_BACKEND = {"OTELCOL_TRACES_EXPORTER": "otlp/traces"}
 
 
@@ -48,7 +51,26 @@ def test_traces_exporter_default_is_debug_and_backend_is_unused_without_the_vari
         validate.check(GATEWAY)
 
 
-@pytest.mark.parametrize("path", [GATEWAY, AGENT], ids=["gateway", "agent"])
+def test_fleet_config_is_valid():
+    validate.check(FLEET, [TRACES_TO_BACKEND])
+
+
+def test_the_fleet_config_folds_processes_and_keeps_the_environment():
+    """Short-lived processes: no per-process label, deltas summed into cumulative series, the
+    environment (either semconv name) and a bounded writer slot kept."""
+    expanded = validate.expand(yaml.safe_load(FLEET.read_text()), {}, [])
+    statements = expanded["processors"]["transform/fold"]["metric_statements"][0]["statements"]
+    assert statements == [RENAME_ENVIRONMENT, 'keep_keys(attributes, ["service.name", "service.namespace", '
+                          '"deployment.environment.name", "otel_tokens.writer"])']
+    assert "service.instance.id" not in statements[1]
+    processors = expanded["service"]["pipelines"]["metrics"]["processors"]
+    assert processors.index("transform/fold") < processors.index("deltatocumulative") < processors.index("batch")
+    # a folded series outlives the runs between which it is quiet
+    assert expanded["exporters"]["prometheus"]["metric_expiration"] == "2h"
+    assert expanded["processors"]["deltatocumulative"]["max_stale"] == "1h"
+
+
+@pytest.mark.parametrize("path", [GATEWAY, AGENT, FLEET], ids=["gateway", "agent", "fleet"])
 def test_listen_addresses_default_to_loopback(path):
     expanded = validate.expand(yaml.safe_load(path.read_text()), {}, [])
     listen = [p["endpoint"] for p in expanded["receivers"]["otlp"]["protocols"].values()]
@@ -61,7 +83,9 @@ def test_gateway_keeps_service_labels_on_prometheus():
     expanded = validate.expand(yaml.safe_load(GATEWAY.read_text()), {}, [])
     assert expanded["exporters"]["prometheus"]["resource_to_telemetry_conversion"] == {"enabled": True}
     statements = expanded["processors"]["transform/resource_labels"]["metric_statements"][0]["statements"]
-    assert statements == ['keep_keys(attributes, ["service.name", "service.namespace", "service.instance.id"])']
+    assert statements == [RENAME_ENVIRONMENT, 'keep_keys(attributes, ["service.name", "service.namespace", '
+                          '"service.instance.id", "deployment.environment.name"])']
+    assert expanded["exporters"]["prometheus"]["enable_open_metrics"] is True  # exemplars
     assert "transform/resource_labels" in expanded["service"]["pipelines"]["metrics"]["processors"]
 
 

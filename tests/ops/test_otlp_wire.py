@@ -169,6 +169,14 @@ def test_resource_carries_service_name_and_instance_id(wire):
 
 
 COMMON = {"gen_ai.operation.name", "gen_ai.provider.name", "gen_ai.request.model", "gen_ai.agent.name"}
+def has_common(a: dict) -> bool:
+    """The common attributes; an agent-CLI run started without --model has no request model,
+    only the model that answered."""
+    if a["gen_ai.operation.name"] == "invoke_agent" and "gen_ai.request.model" not in a:
+        return COMMON - {"gen_ai.request.model"} <= set(a) and "gen_ai.response.model" in a
+    return COMMON <= set(a)
+
+
 FORBIDDEN = {"gen_ai.conversation.id", "gen_ai.response.id", "gen_ai.prompt", "user.id", "session.id"}
 
 
@@ -181,12 +189,12 @@ def test_attributes_on_the_wire(wire):
     tokens = [attrs(p.attributes) for p in points(found["otel_tokens.tokens"])]
     assert {a["gen_ai.token.type"] for a in tokens} == {"input", "output", "cache_read", "cache_write", "reasoning"}
     assert {a["otel_tokens.usage.source"] for a in tokens} == {"reported", "parsed_text"}
-    assert all(COMMON <= set(a) for a in tokens)
+    assert all(has_common(a) for a in tokens)
     usage = [attrs(p.attributes) for p in points(found["gen_ai.client.token.usage"])]
     assert {a["gen_ai.token.type"] for a in usage} == {"input", "output"}
     cost = [attrs(p.attributes) for p in points(found["otel_tokens.cost"])]
     assert {a["otel_tokens.cost.source"] for a in cost} == {"provider", "computed"}
-    assert all(COMMON <= set(a) for a in cost)
+    assert all(has_common(a) for a in cost)
     context = [attrs(p.attributes) for p in points(found["otel_tokens.context.utilization"])]
     assert {tuple(a) for a in context} == {("gen_ai.agent.name",)}
     assert {a["gen_ai.agent.name"] for a in context} == {"planner", "coder"}
@@ -233,3 +241,25 @@ def test_spans_on_the_wire(wire):
         assert key in a, key
     failed = [s for s in spans if s.status.code == 2]  # STATUS_CODE_ERROR
     assert failed and all(attrs(s.attributes).get("error.type") for s in failed)
+
+
+def test_a_short_process_delivers_its_metrics_at_exit_without_calling_shutdown():
+    """configure()'s own exit hook flushes what a program recorded (within
+    OTEL_TOKENS_EXIT_TIMEOUT), for a program that never calls Setup.shutdown()."""
+    receiver = Receiver()
+    threading.Thread(target=receiver.serve_forever, daemon=True).start()
+    code = ("import otel_tokens\nfrom otel_tokens import Usage\notel_tokens.configure()\n"
+            "c = otel_tokens.start_call(operation='chat', provider='openai', request_model='gpt-4o')\n"
+            "c.stop(Usage(input_tokens=1234, output_tokens=56), response_model='gpt-4o')\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env.update(OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{receiver.server_address[1]}",
+               OTEL_EXPORTER_OTLP_PROTOCOL="http/protobuf")
+    try:
+        subprocess.run([os.sys.executable, "-c", code], env=env, timeout=60, check=True)
+    finally:
+        receiver.shutdown()
+    tokens = {attrs(p.attributes)["gen_ai.token.type"]: p.as_double or p.as_int
+              for rm in receiver.metrics for sm in rm.scope_metrics for m in sm.metrics
+              if m.name == "otel_tokens.tokens" for p in m.sum.data_points}  # fmt: skip
+    assert tokens == {"input": 1234, "output": 56}
+    assert "/v1/traces" in receiver.paths

@@ -3,11 +3,16 @@ every alert of the rule files has unit tests that expect it to fire and to stay 
 
 from __future__ import annotations
 
+import importlib.util
+import json
+import re
 import subprocess
 
 import yaml
 
-from .conftest import COLLECTOR, RULE_FILES
+from .conftest import COLLECTOR, GRAFANA, RULE_FILES
+
+_spec = importlib.util.spec_from_file_location("grafana_generate_rules", GRAFANA / "generate.py")
 
 ALERT_TESTS = COLLECTOR / "tests" / "alerts.test.yml"
 
@@ -58,9 +63,10 @@ def test_every_alert_is_tested_firing_and_silent():
 def test_the_issue_s_alerts_exist_with_annotations():
     rules = alerts()
     assert set(rules) == {
-        "OtelTokensSpendOverBudget", "OtelTokensTokenRateSpike", "OtelTokensContextNearlyFull",
-        "OtelTokensPremiumRequestBurn", "OtelTokensEstimateErrorDrift", "OtelTokensUnpricedModel",
-        "OtelTokensInstrumentationErrors", "OtelTokensMetricsAbsent",
+        "OtelTokensAnomalies", "OtelTokensSpendOverBudget", "OtelTokensTokenRateSpike",
+        "OtelTokensContextNearlyFull", "OtelTokensPremiumRequestBurn", "OtelTokensBackendRateLimited",
+        "OtelTokensBackendErrors", "OtelTokensSlowModel", "OtelTokensEstimateErrorDrift",
+        "OtelTokensUnpricedModel", "OtelTokensInstrumentationErrors", "OtelTokensMetricsAbsent",
     }  # fmt: skip
     for name, rule in rules.items():
         assert rule["labels"]["severity"] in {"info", "warning", "critical"}, name
@@ -69,7 +75,7 @@ def test_the_issue_s_alerts_exist_with_annotations():
 
 def test_a_broken_expectation_fails(promtool, tmp_path):
     """The unit tests can fail: the same file with one expected value changed is rejected."""
-    text = ALERT_TESTS.read_text().replace("LLM spend is $30.00/h", "LLM spend is $31.00/h")
+    text = ALERT_TESTS.read_text().replace("LLM spend is $30.00 in", "LLM spend is $31.00 in")
     assert text != ALERT_TESTS.read_text()
     broken = COLLECTOR / "tests" / f".broken-{tmp_path.name}.test.yml"
     broken.write_text(text)
@@ -79,3 +85,47 @@ def test_a_broken_expectation_fails(promtool, tmp_path):
         broken.unlink()
     assert result.returncode != 0
     assert "OtelTokensSpendOverBudget" in result.stdout + result.stderr
+
+
+def _generate():
+    try:
+        module = importlib.util.module_from_spec(_spec)
+        _spec.loader.exec_module(module)
+    except ImportError as exc:  # grafana-foundation-sdk missing
+        import pytest
+
+        pytest.skip(f"grafana/generate.py cannot load: {exc}")
+    return module
+
+
+def rules() -> list[dict]:
+    return [rule for path in RULE_FILES for group in yaml.safe_load(path.read_text())["groups"]
+            for rule in group["rules"]]  # fmt: skip
+
+
+def test_counters_are_totalled_with_their_first_samples():
+    """No rule reads a counter with bare rate() or increase(): each increase() is part of the
+    dashboards' counted() expression for the same selector and window (a process scraped once
+    counts)."""
+    counted = _generate().counted
+    flat = lambda text: " ".join(text.split())  # noqa: E731
+    for rule in rules():
+        expr = flat(rule["expr"])
+        name = rule.get("alert") or rule.get("record")
+        assert "rate(" not in expr, name
+        for selector, window in re.findall(r"increase\((\S+?\{[^}]*\})\[(\w+)\]\)", expr):
+            assert flat(counted(selector, window)) in expr, (name, selector)
+            assert 'otel_scope_name="otel_tokens"' in selector, (name, selector)
+
+
+def test_no_recording_rule_is_unused():
+    """Every recording rule is read by an alert (expression or annotation), another rule or a
+    dashboard."""
+    readers = [json.dumps(rule) for rule in rules()]
+    readers += [path.read_text() for path in (GRAFANA / "dashboards").glob("*.json")]
+    for rule in rules():
+        if "record" in rule:
+            name = rule["record"]
+            used = [r for r in readers if re.search(re.escape(name) + r"(?![\w:])", r)
+                    and f'"record": "{name}"' not in r]  # fmt: skip
+            assert used, f"{name} is read by nothing"

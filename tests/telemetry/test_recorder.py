@@ -129,3 +129,31 @@ def test_a_failing_sdk_never_reaches_the_caller(broken, monkeypatch):
     recorder.start(call)
     recorder.stop(call, outcome())
     assert t.errors() == ({"span": 1} if broken == "tracer" else {"metrics": 1})
+
+
+def _exemplar_trace_ids(t) -> dict[str, set[int]]:
+    data = t.reader.get_metrics_data()
+    found: dict[str, set[int]] = {}
+    for rm in data.resource_metrics:
+        for sm in rm.scope_metrics:
+            for m in sm.metrics:
+                for dp in m.data.data_points:
+                    for exemplar in getattr(dp, "exemplars", None) or ():
+                        found.setdefault(m.name, set()).add(exemplar.trace_id)
+    return found
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_histogram_points_link_to_the_call_s_trace_when_exemplars_are_on(on):
+    """A slow or large call leads to its trace: the duration, time-to-first-chunk and token
+    histograms carry exemplars with the call's trace id (OTEL_TOKENS_EXEMPLARS, default on)."""
+    t = make_telemetry()
+    recorder = t.handler.recorder
+    recorder.exemplars = on
+    call = Call(None, "chat", "openai", "model-req", True, started=0.0)
+    recorder.start(call)
+    recorder.stop(call, outcome())
+    trace_id = t.span().context.trace_id
+    expected = {name: {trace_id} for name in ("gen_ai.client.operation.duration",
+                "gen_ai.client.operation.time_to_first_chunk", "gen_ai.client.token.usage")}
+    assert _exemplar_trace_ids(t) == (expected if on else {})

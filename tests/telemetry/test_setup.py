@@ -98,6 +98,7 @@ def test_busy_port_is_counted_not_raised():
                                "faults": otel_tokens.get_handler().faults.counts}}))
         """)
     assert out["metrics"].startswith(f"nowhere (port 127.0.0.1:{port} unavailable")
+    assert "set OTEL_TOKENS_PROMETHEUS_PORT to a free port, or 0 for any free port" in out["metrics"]
     assert out["faults"] == {"exporter": 1}
 
 
@@ -193,3 +194,65 @@ def test_instrument_with_explicit_providers_and_uninstrument():
     """)
     assert out["spans"] == 1
     assert isinstance(out["active"], list)
+
+
+EXIT_PROBE = """
+import sys, time, otel_tokens
+from otel_tokens import Usage
+otel_tokens.configure(service_name="exit-probe")
+call = otel_tokens.start_call(operation="chat", provider="openai", request_model="gpt-4o")
+call.stop(Usage(input_tokens=10, output_tokens=2), response_model="gpt-4o")
+print("END", flush=True)
+"""
+
+
+def _silent_server() -> socket.socket:
+    """A collector that accepts connections and never answers."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(64)
+    return server
+
+
+def _refused_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again: connections are refused
+
+
+def _seconds_after_end(**env: str) -> tuple[float, str]:
+    """Seconds from the program's last line to its exit, and its stderr."""
+    import time
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OTEL_TOKENS_"))}
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(EXIT_PROBE)], env={**clean, **env},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    assert proc.stdout.readline().strip() == "END"
+    ended = time.monotonic()
+    proc.wait(timeout=60)
+    return time.monotonic() - ended, proc.stderr.read()
+
+
+@pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
+@pytest.mark.parametrize("collector", ["not answering", "down"])
+def test_a_process_exits_within_2_s_when_the_collector_is_down_or_silent(collector, protocol):
+    server = _silent_server() if collector == "not answering" else None
+    port = server.getsockname()[1] if server else _refused_port()
+    try:
+        seconds, stderr = _seconds_after_end(OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{port}",
+                                             OTEL_EXPORTER_OTLP_PROTOCOL=protocol)  # fmt: skip
+    finally:
+        if server:
+            server.close()
+    assert seconds < 2.0, stderr
+    assert "OTEL_TOKENS_EXIT_TIMEOUT" in stderr  # it says why and what to set
+
+
+def test_the_exit_wait_is_a_setting():
+    server = _silent_server()
+    try:
+        seconds, _ = _seconds_after_end(OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{server.getsockname()[1]}",
+                                        OTEL_TOKENS_EXIT_TIMEOUT="3.5")  # fmt: skip
+    finally:
+        server.close()
+    assert 3.4 <= seconds < 5.5
