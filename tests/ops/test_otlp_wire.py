@@ -146,7 +146,7 @@ def test_exporter_is_otlp_http(wire):
 def test_every_contract_metric_arrives_with_its_unit_and_kind(wire):
     _, receiver = wire
     rows = contract_rows()
-    assert len(rows) == 11
+    assert len(rows) == 12
     found = metrics_by_name(receiver)
     kinds = {"histogram": "histogram", "counter": "sum", "observable gauge": "gauge"}
     for name, (instrument, unit, _) in rows.items():

@@ -39,6 +39,7 @@ COUNTERS = {"tokens": "otel_tokens_tokens_total", "cost": "otel_tokens_cost_USD_
             "premium_requests": "otel_tokens_premium_requests_total",
             "anomalies": "otel_tokens_anomalies_total",
             "unpriced": "otel_tokens_unpriced_requests_total",
+            "usage_missing": "otel_tokens_usage_missing_total",
             "errors": "otel_tokens_instrumentation_errors_total"}  # fmt: skip
 REQUESTS = "gen_ai_client_operation_duration_seconds_count"
 
@@ -88,7 +89,7 @@ def one_round(handler, n: int, scale_base: int = 0) -> None:
                                        cost_usd=0.02, source="parsed_text"),
                  model="claude-sonnet-4", provider="github_copilot", operation="invoke_agent")  # fmt: skip
             call(handler, agent, None, error=TimeoutError("timed out"))
-            call(handler, agent, None)  # no usage reported: an instrumentation error
+            call(handler, agent, None)  # no usage reported: usage missing, and a fault of the data
             if n == 10:
                 call(handler, agent, Usage(input_tokens=900_000, output_tokens=100))  # a token spike
 
