@@ -142,8 +142,10 @@ def by_model(rows: list[dict[str, Any]], since: float | None) -> dict[str, dict[
             continue
         m = models.setdefault(str(row["model"] or "-"), {"provider": row["provider"], "requests": 0,
                               "input_tokens": None, "output_tokens": None, "cost_usd": None,
-                              "unpriced_requests": 0})  # fmt: skip
+                              "unpriced_requests": 0, "estimated_requests": 0})  # fmt: skip
         m["requests"] += 1
+        if row["source"] == "estimated":  # the backend reported no usage (usage missing)
+            m["estimated_requests"] += 1
         for key in ("input_tokens", "output_tokens", "cost_usd"):
             if row[key] is not None:
                 m[key] = (m[key] or 0) + row[key]
@@ -267,6 +269,12 @@ def _print_models(console: Any, data: dict[str, Any]) -> None:
         console.print(f"no price known for {', '.join(unpriced)} (* partly): their cost is missing "
                       "from the totals; add them to a price file named by OTEL_TOKENS_PRICES_FILE "
                       "(USD per million tokens).", overflow="fold")  # fmt: skip
+    estimated = {model: m["estimated_requests"] for model, m in data["models"].items() if m["estimated_requests"]}
+    if estimated:
+        counts = ", ".join(f"{model} {n}" for model, n in estimated.items())
+        console.print(f"usage missing, recorded as estimates: {counts} requests (the backend "
+                      "reported no usage: OpenAI streams without stream_options.include_usage; "
+                      "OTEL_TOKENS_OPENAI_INCLUDE_USAGE=true asks for it).", overflow="fold")  # fmt: skip
 
 
 def _print_time_and_top(console: Any, data: dict[str, Any]) -> None:

@@ -140,8 +140,32 @@ def test_report_lists_unpriced_models_with_their_tokens(tmp_path):
     assert "OTEL_TOKENS_PRICES_FILE" in text.stdout
     data = json.loads(otel_tokens("report", "--db", str(db), "--json").stdout)
     assert data["models"]["private-llm"] == {"provider": "openai", "requests": 2, "input_tokens": 14000,
-                                             "output_tokens": 600, "cost_usd": None, "unpriced_requests": 2}
+                                             "output_tokens": 600, "cost_usd": None, "unpriced_requests": 2,
+                                             "estimated_requests": 0}  # fmt: skip
     assert list(data["models"]) == ["gpt-4o", "private-llm"]
+
+
+def test_report_shows_requests_whose_usage_was_missing(tmp_path):
+    """Streams that reported no usage are recorded as estimates: the report counts them per
+    model and says how to get the real figures."""
+    from otel_tokens import Usage
+    from otel_tokens.account.ledger import UsageLedger
+
+    db = tmp_path / "m.db"
+    ledger = UsageLedger("bot", path=db)
+    ledger.append(Usage(input_tokens=1000, output_tokens=50, model="gpt-4o", provider="openai"), cost_usd=0.003)
+    for _ in range(3):
+        ledger.append(Usage(input_tokens=900, output_tokens=40, model="gpt-4o", provider="openai",
+                            source="estimated"), cost_usd=0.002)  # fmt: skip
+    ledger.flush()
+    ledger.close()
+    text = otel_tokens("report", "--db", str(db), env=clean_env(COLUMNS="80"))
+    assert text.returncode == 0, text.stderr
+    said = " ".join(text.stdout.split())
+    assert "usage missing, recorded as estimates: gpt-4o 3 requests" in said
+    assert "OTEL_TOKENS_OPENAI_INCLUDE_USAGE=true" in said
+    data = json.loads(otel_tokens("report", "--db", str(db), "--json").stdout)
+    assert data["models"]["gpt-4o"]["estimated_requests"] == 3
 
 
 def test_a_busy_port_or_a_silent_collector_says_how_to_fix_it():
