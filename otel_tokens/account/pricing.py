@@ -60,6 +60,8 @@ PROVIDER_IDS: dict[str, str] = {
 }
 
 _CACHE_TTL_SECONDS = 3600.0
+_CACHE_MAX = 1024  # resolved (provider, model, context) prices kept; the oldest goes first
+_LIBRARY_CACHE_MAX = 4096  # entries of genai-prices' own lookup caches before they are cleared
 _PER_MILLION = 1_000_000
 
 
@@ -309,7 +311,10 @@ class Pricer:
         rates = self._cache.get(key, _MISSING)
         if rates is _MISSING or (rates is not None and rates.expires < time.monotonic()):
             rates = self._resolve(provider, model, context)
-            self._cache[key] = rates
+            cache = self._cache
+            if len(cache) >= _CACHE_MAX and key not in cache:
+                del cache[next(iter(cache))]  # bounded: model names may come from clients
+            cache[key] = rates
         if rates is None:
             return _UNPRICED
         if billing is None:
@@ -378,6 +383,7 @@ def _find_model(provider: str | None, model: str) -> Any:
     from genai_prices import data_snapshot
 
     snapshot = data_snapshot.get_snapshot()
+    _bound_library_caches(snapshot)
     provider_id = PROVIDER_IDS.get(provider or "")
     try:
         return snapshot.find_provider_model(model, None, provider_id, None)[1]
@@ -388,6 +394,16 @@ def _find_model(provider: str | None, model: str) -> Any:
         return snapshot.find_provider_model(model, None, None, None)[1]
     except LookupError:
         return None
+
+
+def _bound_library_caches(snapshot: Any) -> None:
+    """genai-prices caches every model name it is asked about, found or not, for the life of
+    the process; names a gateway's clients choose would grow them without end. Past a bound
+    they are cleared (a cache: clearing costs one lookup again, never a wrong price)."""
+    for name in ("_lookup_cache", "_provider_cache", "_provider_misses"):
+        cache = getattr(snapshot, name, None)
+        if cache is not None and len(cache) > _LIBRARY_CACHE_MAX:
+            cache.clear()
 
 
 def _variants(model_info: Any, wanted: tuple[tuple[str, str], ...],

@@ -361,8 +361,11 @@ def _lines(usage: Usage, parts: tuple[Usage, ...], prices: list[PriceResult],
 
 def _no_usage(call: Call) -> bool:
     """The backend reported no token usage for the call (before any estimate)."""
-    if _has_tokens(call.usage) or (call.billing is not None and call.billing.units):
+    usage = call.usage
+    if _has_tokens(usage) or (call.billing is not None and call.billing.units):
         return False  # tokens, or other billed units (seconds of audio)
+    if type(usage) is Usage and usage.is_empty:
+        return False  # reported but unusable: counted as usage_invalid, not as missing
     return not any(_has_tokens(part) for part in call.parts or ())
 
 

@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 from .. import faults
 from ..request import Request
-from ..usage import Billing, Usage
+from ..usage import Billing, Usage, check_token_count
 from .anthropic_patches import DEPENDENCIES, install, uninstall
 from .managers import managed
 from .sdk import Operation, Response, async_wrapper, sdk_field, server_of, sync_wrapper
@@ -72,10 +72,6 @@ def _server(instance: Any) -> tuple[str | None, int | None]:
     return server_of(getattr(_client(instance), "base_url", None))
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 _TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 
 
@@ -84,11 +80,11 @@ def _fields(usage: Any) -> dict[str, Any]:
     counts, and what else is billed (web searches, 1-hour cache writes, the service tier and
     speed, the iterations billed apart)."""
     out: dict[str, Any] = {}
-    for name in _TOKEN_FIELDS:
-        value = _int(_get(usage, name))
+    for name in _TOKEN_FIELDS:  # not a token count (a boolean, a string): ValueError, as for every SDK
+        value = check_token_count(name, _get(usage, name))
         if value is not None:
             out[name] = value
-    thinking = _int(_get(_get(usage, "output_tokens_details"), "thinking_tokens"))
+    thinking = check_token_count("thinking_tokens", _get(_get(usage, "output_tokens_details"), "thinking_tokens"))
     if thinking is not None:
         out["thinking_tokens"] = thinking
     searches = _get(_get(usage, "server_tool_use"), "web_search_requests")
@@ -212,6 +208,14 @@ class _MessagesAccumulator(Accumulator):
             self._merge(_fields(_get(event, "usage")))
         return True
 
+    def watch(self, stream: Any) -> None:
+        """Check the raw usage of the stream's events before the SDK validates them (it turns
+        ``true`` into 1 and ``"10"`` into 10 there, unlike in a whole message): one rule for
+        token counts on every path."""
+        decoder = getattr(stream, "_decoder", None)
+        if decoder is not None and hasattr(decoder, "iter_bytes"):
+            stream._decoder = _RawUsageCheck(decoder, self)
+
     def _merge(self, fields: dict[str, Any]) -> None:
         if not fields:
             return
@@ -220,6 +224,49 @@ class _MessagesAccumulator(Accumulator):
         self.billing = _billing(self._fields)
         self.parts = _parts(self._fields, self.usage, self.model, self.response_id)
 
+
+class _RawUsageCheck:
+    """The SDK's SSE decoder, passing every event on; the usage of ``message_start`` and
+    ``message_delta`` is checked as sent (a count that is not an integer marks the stream's
+    usage unusable)."""
+
+    __slots__ = ("_decoder", "_acc")
+
+    def __init__(self, decoder: Any, acc: Accumulator) -> None:
+        self._decoder, self._acc = decoder, acc
+
+    def iter_bytes(self, chunks: Any) -> Any:
+        for sse in self._decoder.iter_bytes(chunks):
+            if sse.event in _USAGE_EVENTS:
+                self._check(sse)
+            yield sse
+
+    async def aiter_bytes(self, chunks: Any) -> Any:
+        async for sse in self._decoder.aiter_bytes(chunks):
+            if sse.event in _USAGE_EVENTS:
+                self._check(sse)
+            yield sse
+
+    def _check(self, sse: Any) -> None:
+        try:
+            data = sse.json()
+            usage = (data.get("message") or {}).get("usage") if sse.event == "message_start" else data.get("usage")
+            for name in _TOKEN_FIELDS:
+                value = (usage or {}).get(name)
+                if isinstance(value, (bool, str)):
+                    check_token_count(name, value)  # raises: not a token count
+        except ValueError as exc:
+            if not self._acc.invalid:
+                faults.report("usage_invalid", exc)
+            self._acc.invalid = True
+        except Exception as exc:  # the SDK reports what it cannot parse itself
+            faults.report("parse", exc)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._decoder, name)
+
+
+_USAGE_EVENTS = frozenset(("message_start", "message_delta"))
 
 _MESSAGES = Operation("chat", _provider, _server, _messages_request, _messages_response,
                       _MessagesAccumulator)  # fmt: skip

@@ -24,7 +24,7 @@ import wrapt
 from .. import faults
 from ..call import Call
 from ..usage import Usage
-from .stream import STREAM_END, Accumulator, AsyncStreamProxy, StreamObserver, StreamProxy
+from .stream import STREAM_END, Accumulator, observe
 
 __all__ = ["RAW_TYPES", "observed"]
 
@@ -66,8 +66,7 @@ class RawEnding:
             if self.acc is not None and hasattr(result, "__anext__" if self.is_async else "__next__"):
                 if not self._claim():
                     return result
-                observer = StreamObserver(self.call, self.acc, self.once)
-                self.stream = (AsyncStreamProxy if self.is_async else StreamProxy)(result, observer)
+                self.stream = observe(result, self.call, self.acc, self.is_async, self.once)
                 return self.stream
             self.finish_parsed(result)
         except Exception as exc:

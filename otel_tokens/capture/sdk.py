@@ -20,7 +20,7 @@ from ..request import Request
 from ..handler import get_handler
 from ..usage import Billing, Usage
 from .raw import RAW_TYPES, observed
-from .stream import Accumulator, AsyncStreamProxy, StreamObserver, StreamProxy
+from .stream import Accumulator, observe
 
 __all__ = ["Operation", "Response", "async_wrapper", "given", "sdk_field", "server_of", "stop_with",
            "sync_wrapper"]
@@ -155,8 +155,7 @@ def _finish(
             return observed(result, call, lambda parsed: stop_with(call, op.response(parsed), op.once),
                             acc, is_async, op.once)  # fmt: skip
         if call.stream and op.accumulator is not None and _is_stream(result, is_async):
-            observer = StreamObserver(call, op.accumulator(given, sent), op.once)
-            return (AsyncStreamProxy if is_async else StreamProxy)(result, observer)
+            return observe(result, call, op.accumulator(given, sent), is_async, op.once)
         stop_with(call, op.response(result), op.once)
     except Exception as exc:
         invalid = isinstance(exc, ValueError)  # the backend's usage is not token counts

@@ -27,7 +27,7 @@ from .. import faults
 from ..call import Call
 from ..usage import Billing, Usage
 
-__all__ = ["Accumulator", "AsyncStreamProxy", "StreamObserver", "StreamProxy"]
+__all__ = ["Accumulator", "AsyncStreamProxy", "StreamObserver", "StreamProxy", "observe"]
 
 STREAM_END = "otel_tokens.stream.end"
 
@@ -44,6 +44,7 @@ class Accumulator:
         self.billing: Billing | None = None  # see otel_tokens.usage.Billing
         self.parts: tuple[Usage, ...] = ()  # usages billed apart (see capture.sdk.Response)
         self.pending = False  # the work goes on after the stream (see capture.sdk.Response)
+        self.invalid = False  # the stream reported usage that is not token counts
 
     def add(self, item: Any) -> bool:
         """Read one item; return False to hide it from the caller (an injected usage chunk)."""
@@ -52,14 +53,19 @@ class Accumulator:
     def final_text(self) -> str:
         return "".join(self.text)
 
-    def end_call(self, call: Call, how: str, error: BaseException | None = None,
+    def watch(self, stream: Any) -> None:
+        """Look at the provider's stream object before it is read (e.g. its raw events)."""
+
+    def end_call(self, call: Call, how: str, error: BaseException | str | None = None,
                  once: str | None = None) -> None:  # fmt: skip
         """End ``call`` with what the stream said; ``how`` it ended (``otel_tokens.stream.end``)."""
         usage = self.usage
         # no reported output: the text seen, for the account step to estimate it from
-        # (nothing arrived: nothing to estimate)
+        # (nothing arrived: nothing to estimate; unusable usage is unknown, not estimated)
         text = None
-        if (usage is None or usage.output_tokens is None) and call.first_chunk_at is not None:
+        if self.invalid:
+            usage, self.parts, self.billing = Usage(), (), None
+        elif (usage is None or usage.output_tokens is None) and call.first_chunk_at is not None:
             text = self.final_text()
         attributes = {STREAM_END: how}
         if self.parts:
@@ -99,11 +105,15 @@ class StreamObserver:
             if usage is not before and usage is not None:
                 self.call.stream_usage(usage)
             return show
+        except ValueError as exc:  # usage values that are not token counts: the usage is unknown
+            faults.report("usage_invalid", exc)
+            self.acc.invalid = True
+            return True
         except Exception as exc:
             faults.report("parse", exc)
             return True
 
-    def end(self, how: str, error: BaseException | None = None) -> None:
+    def end(self, how: str, error: BaseException | str | None = None) -> None:
         """End the call once, whichever ending comes first."""
         with self._lock:
             if self._ended:
@@ -127,9 +137,13 @@ class _ProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
         # a stream dropped without being drained still ends its call, once collected
         self._self_finalizer = weakref.finalize(self, observer.end, "abandoned")
 
-    def _self_end(self, how: str, error: BaseException | None = None) -> None:
+    def _self_end(self, how: str, error: BaseException | str | None = None) -> None:
         self._self_finalizer.detach()
-        self._self_observer.end(how, error)
+        observer = self._self_observer
+        if how == "exhausted" and observer.call.first_chunk_at is None:
+            error = _not_an_event_stream(self.__wrapped__)
+            how = "error" if error is not None else how
+        observer.end(how, error)
 
 
 class StreamProxy(_ProxyBase):
@@ -232,6 +246,27 @@ class AsyncStreamProxy(_ProxyBase):
             await self.__wrapped__.close()
         finally:
             self._self_end("closed")
+
+
+NOT_AN_EVENT_STREAM = "not_an_event_stream"  #: error.type of a "stream" that was something else
+
+
+def _not_an_event_stream(stream: Any) -> str | None:
+    """A stream that ended without one event and whose body was not an event stream (an HTML
+    proxy page, a JSON error with status 200): an error, not a 0-token answer."""
+    response = getattr(stream, "response", None)
+    kind = getattr(getattr(response, "headers", None), "get", lambda *_: None)("content-type") or ""
+    if response is None or "event-stream" in kind:
+        return None
+    faults.report("parse", detail=f"a stream answered {kind or 'without a content type'}, not server-sent events")
+    return NOT_AN_EVENT_STREAM
+
+
+def observe(stream: Any, call: Call, acc: Accumulator, is_async: bool, once: str | None = None) -> Any:
+    """``stream`` wrapped in the stream proxy, its items shown to ``acc``."""
+    acc.watch(stream)
+    observer = StreamObserver(call, acc, once)
+    return (AsyncStreamProxy if is_async else StreamProxy)(stream, observer)
 
 
 def finish_reasons(values: Sequence[Any]) -> list[str]:

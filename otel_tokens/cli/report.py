@@ -11,7 +11,9 @@ import json
 import math
 import os
 import re
+import shutil
 import sqlite3
+import tempfile
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -46,7 +48,12 @@ def parse_since(text: str, now: float | None = None) -> float:
 
 
 def read_rows(path: str) -> list[dict[str, Any]]:
-    """Every active row of the file, oldest first (read-only; clear errors)."""
+    """Every active row of the file, oldest first (read-only; clear errors).
+
+    A ledger in WAL mode on a read-only filesystem (a backup or snapshot volume) cannot be
+    opened read-only in place: SQLite needs to create its shared-memory file beside it. It is
+    then read from a private copy of the file and its write-ahead log, so rows not yet
+    checkpointed count too; the original is never written."""
     file = Path(path)
     if not file.exists():
         raise CliError(f"report: no ledger file at {path}")
@@ -55,20 +62,29 @@ def read_rows(path: str) -> list[dict[str, Any]]:
     if not os.access(file, os.R_OK):
         raise CliError(f"report: cannot read {path} (permission denied)")
     try:
-        conn = sqlite3.connect(f"file:{file.resolve()}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        raise CliError(f"report: cannot open {path}: {exc}") from None
+        return _rows(sqlite3.connect(f"file:{file.resolve()}?mode=ro", uri=True), path)
+    except sqlite3.OperationalError as exc:
+        if "unable to open" not in str(exc) and "readonly" not in str(exc):
+            raise CliError(f"report: cannot open {path}: {exc}") from None
+    with tempfile.TemporaryDirectory(prefix="otel-tokens-report-") as scratch:
+        copy = Path(scratch) / file.name
+        for suffix in ("", "-wal"):
+            if Path(f"{file}{suffix}").exists():
+                shutil.copyfile(f"{file}{suffix}", f"{copy}{suffix}")
+        return _rows(sqlite3.connect(str(copy)), path)
+
+
+def _rows(conn: sqlite3.Connection, path: str) -> list[dict[str, Any]]:
     try:
         try:
             version = conn.execute(
                 "SELECT value FROM otel_tokens_meta WHERE key='schema_version'").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "unable to open" in str(exc) or "readonly" in str(exc):
+                raise  # a read-only volume: read_rows reads a copy
+            raise CliError(f"report: cannot read {path}: {_reason(exc)}") from None
         except sqlite3.DatabaseError as exc:
-            detail = str(exc)
-            if "not a database" in detail:
-                detail = "not an SQLite database"
-            elif "no such table" in detail:
-                detail = "not an otel_tokens usage ledger (no otel_tokens tables)"
-            raise CliError(f"report: cannot read {path}: {detail}") from None
+            raise CliError(f"report: cannot read {path}: {_reason(exc)}") from None
         from ..account.ledger.sqlite import SCHEMA_VERSION
 
         if version is None or version[0] != str(SCHEMA_VERSION):
@@ -84,6 +100,15 @@ def read_rows(path: str) -> list[dict[str, Any]]:
             raise CliError(f"report: cannot read {path}: {exc}") from None
     finally:
         conn.close()
+
+
+def _reason(exc: sqlite3.Error) -> str:
+    detail = str(exc)
+    if "not a database" in detail:
+        return "not an SQLite database"
+    if "no such table" in detail:
+        return "not an otel_tokens usage ledger (no otel_tokens tables)"
+    return detail
 
 
 def build_ledgers(rows: list[dict[str, Any]], since: float | None) -> dict[str, Any]:

@@ -17,6 +17,8 @@ from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _g
 from opentelemetry.semconv.attributes import error_attributes as _error
 from opentelemetry.semconv.attributes import server_attributes as _server
 
+from .. import faults
+
 _log = logging.getLogger(__name__)
 
 # -- attribute names ------------------------------------------------------------------------
@@ -118,6 +120,7 @@ def views() -> list[Any]:
 
 
 AttributeKey = tuple  # ((name, value), ...): a hashable attribute set
+_INT64_MAX = 2**63 - 1
 
 
 class CounterSums:
@@ -129,11 +132,12 @@ class CounterSums:
     Exported names, units, attributes and values are those of a synchronous counter.
     """
 
-    __slots__ = ("_values", "_lock")
+    __slots__ = ("_values", "_lock", "_held")
 
     def __init__(self) -> None:
         self._values: dict[AttributeKey, float] = {}
         self._lock = threading.Lock()
+        self._held: set[AttributeKey] = set()  # sums held at the int64 limit (counted once each)
 
     def add(self, amount: float, key: AttributeKey) -> None:
         """Add ``amount`` (>= 0) to the sum of attribute set ``key``."""
@@ -148,10 +152,21 @@ class CounterSums:
                 values[key] = values.get(key, 0) + amount
 
     def observe(self, options: Any = None) -> list[Observation]:
-        """The SDK callback: one cumulative point per attribute set."""
+        """The SDK callback: one cumulative point per attribute set. A sum never leaves what
+        OTLP and Prometheus can carry (int64): one past it would fail every later export of
+        the process, so it is held at the limit and counted (the plausibility bound per call
+        makes this a guard that never fires in practice)."""
         with self._lock:
             items = list(self._values.items())
-        return [Observation(value, dict(key)) for key, value in items]
+        points = []
+        for key, value in items:
+            if value > _INT64_MAX:
+                if key not in self._held:
+                    self._held.add(key)
+                    faults.report("metrics", detail="a cumulative sum reached the int64 limit: held there")
+                value = _INT64_MAX
+            points.append(Observation(value, dict(key)))
+        return points
 
 
 @dataclass(frozen=True, slots=True)

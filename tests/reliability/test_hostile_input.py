@@ -146,3 +146,110 @@ def test_public_entry_points_never_raise_for_wrong_arguments(world, misuse, word
         otel_tokens.uninstrument()
     assert world.errors().get("argument", 0) >= 1
     assert any(words in r.getMessage() for r in caplog.records)
+
+
+# -- one rule for every reader path: booleans and numeric strings are not token counts ----------
+def _sse(*events: dict, named: bool = False) -> bytes:
+    import json
+
+    out = []
+    for event in events:
+        if named:
+            out.append(f"event: {event['type']}\n")
+        out.append(f"data: {json.dumps(event)}\n\n")
+    return "".join(out).encode()
+
+
+def _openai_answers(value, stream: bool):
+    if not stream:
+        return http.Response(200, json=chat_body(value))
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o",
+             "choices": [{"index": 0, "delta": {"content": "hello"}, "finish_reason": "stop"}]}  # fmt: skip
+    usage = {**chunk, "choices": [], "usage": {"prompt_tokens": value, "completion_tokens": 3}}
+    return http.Response(200, headers={"content-type": "text/event-stream"},
+                         content=_sse(chunk, usage) + b"data: [DONE]\n\n")  # fmt: skip
+
+
+def _anthropic_answers(value, stream: bool):
+    ahttp = http_module("anthropic")
+    message = {"id": "msg_h", "type": "message", "role": "assistant", "model": "claude-test",
+               "content": [], "stop_reason": None, "usage": {"input_tokens": value, "output_tokens": 1}}  # fmt: skip
+    if not stream:
+        body = {**message, "content": [{"type": "text", "text": "ok"}], "stop_reason": "end_turn"}
+        return ahttp.Response(200, json=body)
+    events = [{"type": "message_start", "message": message},
+              {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+              {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "hello"}},
+              {"type": "content_block_stop", "index": 0},
+              {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}},
+              {"type": "message_stop"}]  # fmt: skip
+    return ahttp.Response(200, headers={"content-type": "text/event-stream"}, content=_sse(*events, named=True))
+
+
+def _call(sdk: str, value, stream: bool) -> None:
+    if sdk == "openai":
+        client = openai.OpenAI(api_key="k", max_retries=0, http_client=http.Client(
+            transport=http.MockTransport(lambda request: _openai_answers(value, stream))))  # fmt: skip
+        result = client.chat.completions.create(model="gpt-4o", messages=[], stream=stream)
+    else:
+        import anthropic
+
+        ahttp = http_module("anthropic")
+        client = anthropic.Anthropic(api_key="k", max_retries=0, http_client=ahttp.Client(
+            transport=ahttp.MockTransport(lambda request: _anthropic_answers(value, stream))))  # fmt: skip
+        result = client.messages.create(model="claude-test", max_tokens=5, messages=[], stream=stream)
+    if stream:
+        list(result)
+
+
+@pytest.mark.parametrize("value", [True, "10"], ids=["boolean", "numeric-string"])
+@pytest.mark.parametrize("sdk, stream", [("openai", False), ("openai", True), ("anthropic", False),
+                                         ("anthropic", True)],
+                         ids=["openai-create", "openai-stream", "anthropic-create", "anthropic-stream"])  # fmt: skip
+def test_booleans_and_numeric_strings_are_rejected_the_same_on_every_path(world, sdk, stream, value):
+    """A boolean or a string where a token count belongs is not a token count, on every path:
+    the response's usage is counted as ``usage_invalid`` and recorded as unknown (no token
+    attributes, no source, no cost), never as 1 or 10 and never replaced by an estimate."""
+    with otel_tokens.agent("a") as entry:
+        _call(sdk, value, stream)
+    attributes = world.span().attributes
+    assert "gen_ai.usage.input_tokens" not in attributes and "otel_tokens.cost.usd" not in attributes
+    assert "otel_tokens.usage.source" not in attributes
+    assert world.errors() == {"usage_invalid": 1}
+    assert entry.ledger.cumulative.input_tokens is None
+
+
+@pytest.mark.parametrize("sdk", ["openai", "anthropic"])
+def test_a_200_stream_that_is_an_html_page_is_an_error_not_a_zero_token_answer(world, sdk):
+    page = b"<html><body><h1>Gateway</h1>Please sign in</body></html>"
+    if sdk == "openai":
+        client = openai.OpenAI(api_key="k", max_retries=0, http_client=http.Client(transport=http.MockTransport(
+            lambda request: http.Response(200, headers={"content-type": "text/html"}, content=page))))  # fmt: skip
+        chunks = list(client.chat.completions.create(model="gpt-4o", messages=[], stream=True))
+    else:
+        import anthropic
+
+        ahttp = http_module("anthropic")
+        client = anthropic.Anthropic(api_key="k", max_retries=0, http_client=ahttp.Client(transport=ahttp.MockTransport(
+            lambda request: ahttp.Response(200, headers={"content-type": "text/html"}, content=page))))  # fmt: skip
+        chunks = list(client.messages.create(model="claude-test", max_tokens=5, messages=[], stream=True))
+    assert chunks == []  # the caller gets what the SDK gives: nothing
+    span = world.span()
+    assert span.attributes["error.type"] == "not_an_event_stream"
+    assert span.status.status_code.name == "ERROR"
+    assert "gen_ai.usage.input_tokens" not in span.attributes
+    assert world.errors() == {"parse": 1}
+    duration = world.point("gen_ai.client.operation.duration")
+    assert duration.attributes["error.type"] == "not_an_event_stream"
+
+
+def test_a_cumulative_sum_never_leaves_int64_and_export_keeps_working(world):
+    """The bound per call keeps sums far from int64; past it anyway (2**63 tokens in sums of
+    at most 10**8 each), a sum is held at the limit and counted, and OTLP still encodes."""
+    sums = world.handler.recorder.instruments.tokens
+    key = (("gen_ai.token.type", "input"),)
+    sums.add(2**63 - 10, key)
+    sums.add(100, key)
+    encode_metrics(world.reader.get_metrics_data())
+    assert world.point("otel_tokens.tokens", gen_ai__token__type="input").value == 2**63 - 1
+    assert world.errors() == {"metrics": 1}
