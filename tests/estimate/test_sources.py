@@ -94,6 +94,25 @@ def test_calibration_learns_a_bounded_ratio():
     assert estimator.calibration(CLAUDE) == 2.0
 
 
+def test_state_per_model_and_agent_stays_bounded_newest_kept():
+    from otel_tokens.account.estimate import _MAX_KEYS
+
+    estimator = Estimator(window=3)
+    names = [f"gateway-model-{i}" for i in range(_MAX_KEYS + 300)]
+    req = None
+    for name in names:
+        req = Request("anthropic_messages", name, [{"role": "user", "content": PROSE}])
+        est = estimator.estimate(req, provider="anthropic", agent="a")
+        estimator.observe(est, round(est.heuristic_raw * 1.2 + est.fixed))
+    assert len(estimator._ratios) == _MAX_KEYS and len(estimator._cursors) == _MAX_KEYS
+    assert estimator.calibration(names[0]) is None  # the oldest names were dropped
+    assert estimator.calibration(names[-1]) == pytest.approx(1.2, rel=0.02)
+    grown = Request("anthropic_messages", names[-1], [
+        {"role": "user", "content": PROSE}, {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "more"}])  # fmt: skip
+    assert estimator.estimate(grown, provider="anthropic", agent="a").estimate.source == "delta"
+
+
 def test_output_estimates(encoding):
     text = "The migration is safe to re-run once the guard is in place. " * 20
     assert Estimator().output_tokens(text, "gpt-4o") == len(encoding.encode(text))

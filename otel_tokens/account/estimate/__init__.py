@@ -31,6 +31,7 @@ __all__ = ["Api", "Estimator", "Request", "RequestEstimate", "count_text", "warm
 
 _CALIBRATION_WINDOW = 50
 _RATIO_BOUNDS = (0.5, 2.0)
+_MAX_KEYS = 1024  # models with a calibration, (agent, provider, model) cursors: the oldest go first
 _JOINER = "\n"
 
 
@@ -105,6 +106,15 @@ class _Ratios:
     def add(self, ratio: float) -> None:
         self.values.append(ratio)
         self.mean = sum(self.values) / len(self.values)
+
+
+def _put(table: dict[Any, Any], key: Any, value: Any) -> None:
+    """Set ``table[key]`` as its newest entry, dropping the oldest past ``_MAX_KEYS``: state
+    per model and per agent stays bounded however many names a gateway forwards."""
+    table.pop(key, None)
+    if len(table) >= _MAX_KEYS:
+        del table[next(iter(table))]
+    table[key] = value
 
 
 class Estimator:
@@ -184,13 +194,14 @@ class Estimator:
             estimate.n_messages, estimate.last_digest, estimate.preamble_digest, reported_input
         )
         with self._lock:
-            self._cursors[estimate.cursor_key] = cursor
+            _put(self._cursors, estimate.cursor_key, cursor)
             if estimate.estimate.source == "full" and estimate.heuristic_raw > 0:
                 ratio = (reported_input - estimate.fixed) / estimate.heuristic_raw
                 ratio = min(max(ratio, _RATIO_BOUNDS[0]), _RATIO_BOUNDS[1])
                 ratios = self._ratios.get(estimate.model)
                 if ratios is None:
-                    ratios = self._ratios[estimate.model] = _Ratios(self._window)
+                    ratios = _Ratios(self._window)
+                    _put(self._ratios, estimate.model, ratios)
                 ratios.add(ratio)
 
     def output_tokens(self, text: str, model: str | None) -> int:
