@@ -61,7 +61,7 @@ PROVIDER_IDS: dict[str, str] = {
 
 _CACHE_TTL_SECONDS = 3600.0
 _CACHE_MAX = 1024  # resolved (provider, model, context) prices kept; the oldest goes first
-_LIBRARY_CACHE_MAX = 4096  # entries of genai-prices' own lookup caches before they are cleared
+_LIBRARY_CACHE_MAX = 1024  # entries of genai-prices' own lookup caches before they are cleared
 _PER_MILLION = 1_000_000
 
 
