@@ -17,7 +17,8 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from . import registry
 
 __all__ = [
-    "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AnthropicInstrumentor", "OpenAIInstrumentor",
+    "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AnthropicInstrumentor", "GoogleGenAIInstrumentor",
+    "OpenAIInstrumentor",
 ]  # fmt: skip
 
 
@@ -73,6 +74,13 @@ class AnthropicInstrumentor(_Delegating):
     """The ``anthropic`` SDK: ``messages.create``/``parse``/``stream``, beta included."""
 
     name = "anthropic"
+
+
+class GoogleGenAIInstrumentor(_Delegating):
+    """The ``google-genai`` SDK: ``models.generate_content`` and ``generate_content_stream``,
+    sync and async, Gemini API and Vertex AI (each billed request)."""
+
+    name = "google_genai"
 
 
 class OpenAIInstrumentor(_Delegating):

@@ -12,7 +12,7 @@ from typing import Any, Literal
 __all__ = ["Api", "Request"]
 
 Api = Literal["openai_chat", "openai_responses", "anthropic_messages", "openai_embeddings",
-              "openai_completions"]
+              "openai_completions", "gemini_contents"]
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,8 @@ class Request:
     pre-call estimate reads).
 
     ``messages``: chat messages (OpenAI chat), input items or a string (Responses),
-    messages (Anthropic), or prompts and inputs (legacy completions, embeddings); ``system``: Anthropic's ``system`` or Responses' ``instructions``;
+    messages (Anthropic), contents (Gemini), or prompts and inputs (legacy completions,
+    embeddings); ``system``: Anthropic's ``system`` or Responses' ``instructions``;
     ``tools``: tool/function definitions sent with the request; ``response_format``: a
     structured-output schema (it is shown to the model, so it costs input tokens);
     ``thinking``: Anthropic extended thinking enabled.

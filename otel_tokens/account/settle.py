@@ -283,6 +283,8 @@ class Accountant:
         """The call's ledger rows: one, or one per model of a several-model call."""
         ledger, key = entry.ledger, call.stream_key
         ids = {"trace_id": call.trace_id, "span_id": call.span_id}
+        if usage.provider is None and _has_tokens(usage):
+            usage = usage.replace(provider=call.provider)  # a backend whose usage does not say
         response_id = call.response_id
         try:
             if failed and usage.input_tokens is None and usage.output_tokens is None:

@@ -60,7 +60,8 @@ class Operation:
     the estimator; ``response(result)`` reads a non-streamed result;
     ``accumulator(given, sent)`` reads stream items (``given``: the caller's kwargs, ``sent``:
     what ``prepare`` made of them); ``prepare(kwargs)`` may adjust the call (e.g. ask for
-    stream usage) and returns the kwargs to call with.
+    stream usage) and returns the kwargs to call with; ``failure(exc)`` names a failure
+    whose exception class is too general (an HTTP status for one ``APIError`` class).
     """
 
     name: str  # gen_ai.operation.name
@@ -72,6 +73,8 @@ class Operation:
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
     is_stream: Callable[[dict[str, Any]], bool] = lambda kwargs: kwargs.get("stream") is True
     once: str | None = None
+    #: the failure as recorded (``error.type``), when the exception's class does not say it
+    failure: Callable[[BaseException], BaseException | str] | None = None
 
 
 _NOT_GIVEN = ("NotGiven", "Omit")  # the "argument not given" sentinels of both SDKs
@@ -165,6 +168,14 @@ def _finish(
     return result
 
 
+def _failure(op: Operation, exc: BaseException) -> BaseException | str:
+    try:
+        return op.failure(exc)  # type: ignore[misc]
+    except Exception as error:
+        faults.report("internal", error)
+        return exc
+
+
 def _is_stream(result: Any, is_async: bool) -> bool:
     return hasattr(result, "__anext__" if is_async else "__next__")
 
@@ -181,7 +192,7 @@ def sync_wrapper(op: Operation) -> Callable[..., Any]:
             with call.activate():
                 result = wrapped(*args, **send)
         except BaseException as exc:
-            call.fail(exc)
+            call.fail(exc if op.failure is None else _failure(op, exc))
             raise
         return _finish(op, call, given, send, result, False)
 
@@ -201,7 +212,7 @@ def async_wrapper(op: Operation) -> Callable[..., Any]:
                 with call.activate():
                     result = await wrapped(*args, **send)
             except BaseException as exc:
-                call.fail(exc)
+                call.fail(exc if op.failure is None else _failure(op, exc))
                 raise
             return _finish(op, call, given, send, result, True)
 

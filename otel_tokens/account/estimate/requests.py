@@ -265,6 +265,61 @@ def _anthropic_tools(tools: Any) -> Rendering:
     return out
 
 
+# -- Gemini (google-genai) -------------------------------------------------------------------
+# Google's documented counts: an image is 258 tokens when both sides are at most 384 px, else
+# 258 per 768x768 tile; audio 32 tokens a second, video 263; a PDF page counts as an image.
+GEMINI_IMAGE_TILE = 258
+GEMINI_UNKNOWN_MEDIA = 258  # media whose size is not read (a file URI, raw bytes of audio): one tile
+
+
+def gemini_image_tokens(size: tuple[int, int] | None) -> int:
+    if size is None:
+        return GEMINI_UNKNOWN_MEDIA
+    width, height = size
+    if width <= 384 and height <= 384:
+        return GEMINI_IMAGE_TILE
+    return GEMINI_IMAGE_TILE * (-(-width // 768)) * (-(-height // 768))
+
+
+def _gemini_part(part: Any, out: Rendering) -> None:
+    if isinstance(part, str):
+        out.texts.append(part)
+        return
+    text = field(part, "text")
+    if isinstance(text, str):
+        out.texts.append(text)
+        return
+    inline = field(part, "inline_data")
+    if inline is not None:
+        data = field(inline, "data")
+        is_image = str(field(inline, "mime_type") or "").startswith("image/")
+        size = size_from_base64(data) if is_image and isinstance(data, str) else None
+        out.fixed += gemini_image_tokens(size)
+        return
+    if field(part, "file_data") is not None:
+        out.fixed += GEMINI_UNKNOWN_MEDIA
+        return
+    for name in ("function_call", "function_response", "executable_code", "code_execution_result"):
+        value = field(part, name)
+        if value is not None:
+            out.texts.append(_as_json(value))
+            return
+    if part is not None and not isinstance(part, (dict, str)) and not hasattr(part, "model_dump"):
+        out.fixed += GEMINI_UNKNOWN_MEDIA  # an image object (PIL) the SDK uploads inline
+
+
+def _gemini_content(content: Any) -> Rendering:
+    """One ``contents`` entry: a string, a part, or a content with ``parts``."""
+    out = Rendering()
+    parts = field(content, "parts") if not isinstance(content, str) else None
+    if parts is None:
+        _gemini_part(content, out)
+    else:
+        for part in _iter(parts):
+            _gemini_part(part, out)
+    return out
+
+
 # -- requests -----------------------------------------------------------------------------
 def render_message(api: Api, message: Any, model: str | None = None) -> Rendering:
     """One message or input item, whatever its API and shape: THE helper every caller uses."""
@@ -274,6 +329,8 @@ def render_message(api: Api, message: Any, model: str | None = None) -> Renderin
         if isinstance(message, str):
             return Rendering(texts=[message], fixed=OPENAI_PER_MESSAGE)
         return _responses_item(message, model)
+    if api == "gemini_contents":
+        return _gemini_content(message)
     if api == "openai_embeddings" or api == "openai_completions":  # plain text, no framing
         return Rendering(texts=[message if isinstance(message, str) else _as_json(message)])
     return _openai_chat_message(message, model)
@@ -307,6 +364,11 @@ def render_preamble(request: Request) -> Rendering:
             out.texts.append(request.system if isinstance(request.system, str) else _as_json(request.system))
             out.fixed += OPENAI_PER_MESSAGE
         out.add(_openai_tools(request.tools))
+    elif request.api == "gemini_contents":
+        if request.system:
+            out.add(_gemini_content(request.system))
+        for tool in _iter(request.tools):
+            out.texts.append(_as_json(tool))
     if request.response_format is not None:
         schema = _structured_schema(request.response_format)
         if schema is not None:

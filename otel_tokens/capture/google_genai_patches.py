@@ -1,0 +1,40 @@
+"""What ``instrument()`` installs for the ``google-genai`` SDK: the patch table, nothing per call.
+
+Each billed request is patched, not the public method around it: ``Models.generate_content``
+may send several requests (automatic function calling, continuation hops), each billed and
+each reported with its own ``usage_metadata``; ``_generate_content`` and
+``_generate_content_stream`` (and their ``AsyncModels`` twins behind ``client.aio``) send one
+each. The per-call machinery is :mod:`.google_genai_sdk`, imported at the first call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .patching import SdkPatches, deferred
+
+__all__ = ["DEPENDENCIES", "install", "uninstall"]
+
+DEPENDENCIES: tuple[str, ...] = ("google-genai >= 1.0, < 4",)
+_SDK = "otel_tokens.capture.google_genai_sdk"
+_CALL, _STREAM = deferred(_SDK, "generate"), deferred(_SDK, "generate_stream")
+
+#: (module, class, method, wrapper factory)
+_TARGETS: tuple[tuple[str, str, str, Any], ...] = (
+    ("google.genai.models", "Models", "_generate_content", _CALL),
+    ("google.genai.models", "AsyncModels", "_generate_content", _CALL),
+    ("google.genai.models", "Models", "_generate_content_stream", _STREAM),
+    ("google.genai.models", "AsyncModels", "_generate_content_stream", _STREAM),
+)
+
+_PATCHES = SdkPatches("google.genai", _TARGETS)
+
+
+def install(**_: Any) -> bool:
+    """Patch the SDK now if it is imported, else as soon as the application imports it."""
+    return _PATCHES.install()
+
+
+def uninstall() -> None:
+    """Restore the original SDK methods (identity checks hold)."""
+    _PATCHES.uninstall()
