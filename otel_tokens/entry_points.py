@@ -17,7 +17,8 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from . import registry
 
 __all__ = [
-    "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AnthropicInstrumentor", "GoogleGenAIInstrumentor",
+    "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AnthropicInstrumentor", "BedrockInstrumentor",
+    "GoogleGenAIInstrumentor",
     "OpenAIInstrumentor",
 ]  # fmt: skip
 
@@ -74,6 +75,13 @@ class AnthropicInstrumentor(_Delegating):
     """The ``anthropic`` SDK: ``messages.create``/``parse``/``stream``, beta included."""
 
     name = "anthropic"
+
+
+class BedrockInstrumentor(_Delegating):
+    """AWS Bedrock through boto3/botocore: ``converse``, ``converse_stream``, ``invoke_model``
+    and ``invoke_model_with_response_stream`` of ``bedrock-runtime``."""
+
+    name = "bedrock"
 
 
 class GoogleGenAIInstrumentor(_Delegating):

@@ -12,7 +12,7 @@ from typing import Any, Literal
 __all__ = ["Api", "Request"]
 
 Api = Literal["openai_chat", "openai_responses", "anthropic_messages", "openai_embeddings",
-              "openai_completions", "gemini_contents"]
+              "openai_completions", "gemini_contents", "bedrock_converse"]
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class Request:
     pre-call estimate reads).
 
     ``messages``: chat messages (OpenAI chat), input items or a string (Responses),
-    messages (Anthropic), contents (Gemini), or prompts and inputs (legacy completions,
+    messages (Anthropic), contents (Gemini), Converse messages (Bedrock), or prompts and inputs (legacy completions,
     embeddings); ``system``: Anthropic's ``system`` or Responses' ``instructions``;
     ``tools``: tool/function definitions sent with the request; ``response_format``: a
     structured-output schema (it is shown to the model, so it costs input tokens);

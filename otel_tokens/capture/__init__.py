@@ -5,7 +5,7 @@ facts (``otel_tokens.handler``), fills in the response's facts (usage, model, id
 reasons, error) and ends it. Provider SDK imports live here and nowhere else. Each backend
 has a light ``*_patches`` module (what ``instrument()`` installs: the patch table, nothing
 per call) and the per-call module it loads at the first call (``openai_sdk``,
-``anthropic_sdk``, ``google_genai_sdk``, ``agent_cli``, ``backend``). Agent-CLI output parsers are in
+``anthropic_sdk``, ``google_genai_sdk``, ``bedrock_sdk``, ``agent_cli``, ``backend``). Agent-CLI output parsers are in
 :mod:`.parsers`.
 """
 
@@ -16,6 +16,7 @@ BACKENDS: dict[str, str] = {
     "openai": "otel_tokens.capture.openai_patches",
     "anthropic": "otel_tokens.capture.anthropic_patches",
     "google_genai": "otel_tokens.capture.google_genai_patches",
+    "bedrock": "otel_tokens.capture.bedrock_patches",
     "agent_cli": "otel_tokens.capture.agent_cli_patches",
     "agent_backends": "otel_tokens.capture.backend_patches",
 }

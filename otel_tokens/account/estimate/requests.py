@@ -19,7 +19,9 @@ from dataclasses import dataclass, field as dc_field
 from typing import Any, Iterable, Sequence
 
 from .images import (
+    ANTHROPIC_UNKNOWN_IMAGE,
     anthropic_image_tokens,
+    image_size,
     openai_image_tokens,
     size_from_base64,
 )
@@ -320,6 +322,39 @@ def _gemini_content(content: Any) -> Rendering:
     return out
 
 
+# -- Bedrock Converse --------------------------------------------------------------------------
+def _converse_blocks(content: Any, out: Rendering) -> None:
+    """Converse content blocks: text, tool use and results as their JSON, images by size."""
+    for block in _iter(content):
+        if isinstance(block, str):
+            out.texts.append(block)
+            continue
+        text = field(block, "text")
+        if isinstance(text, str):
+            out.texts.append(text)
+        elif field(block, "image") is not None:
+            data = field(field(field(block, "image"), "source"), "bytes")
+            out.fixed += anthropic_image_tokens(image_size(data) if isinstance(data, (bytes, bytearray)) else None)
+        elif field(block, "toolResult") is not None:
+            result = field(block, "toolResult")
+            out.texts.append(field(result, "toolUseId") or "")
+            _converse_blocks(field(result, "content"), out)
+            out.fixed += ANTHROPIC_PER_TOOL_RESULT
+        elif field(block, "json") is not None:
+            out.texts.append(_as_json(field(block, "json")))
+        elif field(block, "toolUse") is not None:
+            out.texts.append(_as_json(field(block, "toolUse")))
+            out.fixed += ANTHROPIC_PER_TOOL_USE
+        elif block is not None:  # documents, video: one unknown-size item
+            out.fixed += ANTHROPIC_UNKNOWN_IMAGE
+
+
+def _converse_message(message: Any) -> Rendering:
+    out = Rendering(fixed=ANTHROPIC_PER_MESSAGE)
+    _converse_blocks(field(message, "content"), out)
+    return out
+
+
 # -- requests -----------------------------------------------------------------------------
 def render_message(api: Api, message: Any, model: str | None = None) -> Rendering:
     """One message or input item, whatever its API and shape: THE helper every caller uses."""
@@ -331,6 +366,8 @@ def render_message(api: Api, message: Any, model: str | None = None) -> Renderin
         return _responses_item(message, model)
     if api == "gemini_contents":
         return _gemini_content(message)
+    if api == "bedrock_converse":
+        return _converse_message(message)
     if api == "openai_embeddings" or api == "openai_completions":  # plain text, no framing
         return Rendering(texts=[message if isinstance(message, str) else _as_json(message)])
     return _openai_chat_message(message, model)
@@ -367,6 +404,11 @@ def render_preamble(request: Request) -> Rendering:
     elif request.api == "gemini_contents":
         if request.system:
             out.add(_gemini_content(request.system))
+        for tool in _iter(request.tools):
+            out.texts.append(_as_json(tool))
+    elif request.api == "bedrock_converse":
+        out.fixed += ANTHROPIC_REQUEST_OVERHEAD
+        _converse_blocks(request.system, out)
         for tool in _iter(request.tools):
             out.texts.append(_as_json(tool))
     if request.response_format is not None:
