@@ -18,8 +18,7 @@ from . import registry
 
 __all__ = [
     "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AnthropicInstrumentor", "BedrockInstrumentor",
-    "GoogleGenAIInstrumentor",
-    "OpenAIInstrumentor",
+    "GoogleGenAIInstrumentor", "OpenAIAgentsInstrumentor", "OpenAIInstrumentor",
 ]  # fmt: skip
 
 
@@ -89,6 +88,12 @@ class GoogleGenAIInstrumentor(_Delegating):
     sync and async, Gemini API and Vertex AI (each billed request)."""
 
     name = "google_genai"
+
+
+class OpenAIAgentsInstrumentor(_Delegating):
+    """Agent names from the OpenAI Agents SDK: each call is recorded under the running agent."""
+
+    name = "openai_agents"
 
 
 class OpenAIInstrumentor(_Delegating):

@@ -115,10 +115,38 @@ def _open_ledger(name: str) -> UsageLedger:
         return UsageLedger(name, max_history=settings.ledger_max_history)
 
 
+#: where agent names come from when the code binds none: one reader per agent framework the
+#: application imported (registered by its capture module), each returning the innermost
+#: framework agent running in the calling context, or None
+_name_sources: list[Callable[[], str | None]] = []
+
+
+def add_name_source(source: Callable[[], str | None]) -> None:
+    """Let ``source`` name the agent of calls made outside any ``agent(...)`` binding."""
+    if source not in _name_sources:
+        _name_sources.append(source)
+
+
+def remove_name_source(source: Callable[[], str | None]) -> None:
+    if source in _name_sources:
+        _name_sources.remove(source)
+
+
 def current_agent() -> AgentEntry:
-    """The agent bound to the calling context, or the ``default`` agent."""
+    """The agent bound to the calling context (``agent(...)`` in the code wins), else the
+    framework agent making the call, else the ``default`` agent."""
     binding = _current.get()
-    return binding.entry if binding is not None else get_agent(DEFAULT_AGENT)
+    if binding is not None:
+        return binding.entry
+    for source in _name_sources:
+        try:
+            name = source()
+        except Exception as exc:  # a framework's internals moved: the call goes on as default
+            faults.report("internal", exc)
+            continue
+        if isinstance(name, str) and name.strip():
+            return get_agent(name)
+    return get_agent(DEFAULT_AGENT)
 
 
 def agents() -> list[AgentEntry]:

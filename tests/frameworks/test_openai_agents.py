@@ -1,0 +1,121 @@
+"""Agent names from the OpenAI Agents SDK without code changes: the real ``Runner`` driving
+the real ``openai`` client against a fake Chat Completions endpoint (documented format), with
+tracing on (exporting nowhere) and off; handoffs and agents used as tools record the inner
+agent; an ``otel_tokens.agent(...)`` binding still wins."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+agents = pytest.importorskip("agents", reason="openai-agents is an optional extra (pip install otel-tokens[openai-agents])")
+
+import otel_tokens  # noqa: E402
+from otel_tokens.capture import openai_agents_patches, openai_sdk  # noqa: E402
+from otel_tokens.handler import set_handler  # noqa: E402
+
+from ..sdk.replay import http_module  # noqa: E402
+from ..telemetry.conftest import make_telemetry  # noqa: E402
+
+
+def completion(message: dict, prompt: int, completion_tokens: int) -> dict:
+    return {"id": f"chatcmpl-{prompt}", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "message": {"role": "assistant", **message},
+                         "finish_reason": "tool_calls" if "tool_calls" in message else "stop"}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": completion_tokens,
+                      "total_tokens": prompt + completion_tokens}}  # fmt: skip
+
+
+def tool_call(name: str, arguments: dict) -> dict:
+    return {"content": None, "tool_calls": [{"id": f"call_{name}", "type": "function",
+                                             "function": {"name": name, "arguments": json.dumps(arguments)}}]}  # fmt: skip
+
+
+class Endpoint:
+    def __init__(self, *bodies: dict) -> None:
+        self.bodies = list(bodies)
+        http = http_module("openai")
+        self.client = __import__("openai").AsyncOpenAI(
+            api_key="test", max_retries=0,
+            http_client=http.AsyncClient(transport=http.MockTransport(self.answer)))  # fmt: skip
+        self._http = http
+
+    def answer(self, request):  # type: ignore[no-untyped-def]
+        return self._http.Response(200, json=self.bodies.pop(0))
+
+    def model(self):  # type: ignore[no-untyped-def]
+        from agents import OpenAIChatCompletionsModel
+
+        return OpenAIChatCompletionsModel(model="gpt-4o-mini", openai_client=self.client)
+
+
+@pytest.fixture(params=["tracing on", "tracing off"])
+def telemetry(request):
+    from agents import set_trace_processors, set_tracing_disabled
+
+    set_trace_processors([])  # tracing runs, exporting nowhere (no network)
+    set_tracing_disabled(request.param == "tracing off")
+    t = make_telemetry()
+    previous = set_handler(t.handler)
+    openai_sdk.install()
+    openai_agents_patches.install()
+    yield t
+    openai_agents_patches.uninstall()
+    openai_sdk.uninstall()
+    set_handler(previous)
+    set_tracing_disabled(False)
+
+
+def recorded(telemetry) -> list[tuple[str, int]]:
+    return [(s.attributes["gen_ai.agent.name"], s.attributes["gen_ai.usage.input_tokens"])
+            for s in telemetry.finished()]  # fmt: skip
+
+
+def test_a_handoff_records_each_agent_under_its_own_name(telemetry):
+    from agents import Agent, Runner
+
+    endpoint = Endpoint(completion(tool_call("transfer_to_billing", {}), 100, 10),
+                        completion({"content": "Your invoice is paid."}, 200, 20))  # fmt: skip
+    billing = Agent(name="billing", instructions="Answer billing questions.", model=endpoint.model())
+    triage = Agent(name="triage", instructions="Route the user.", model=endpoint.model(), handoffs=[billing])
+    result = asyncio.run(Runner.run(triage, "Is my invoice paid?"))
+    assert result.final_output == "Your invoice is paid."
+    assert recorded(telemetry) == [("triage", 100), ("billing", 200)]
+    from otel_tokens.account.agents import get_agent
+
+    assert get_agent("billing").state.figures().total_output_tokens >= 20  # its own TokenState
+
+
+def test_an_agent_used_as_a_tool_records_the_inner_agent(telemetry):
+    from agents import Agent, Runner
+
+    endpoint = Endpoint(completion(tool_call("translate", {"input": "hello"}), 50, 5),
+                        completion({"content": "bonjour"}, 60, 6),
+                        completion({"content": "It is bonjour."}, 70, 7))  # fmt: skip
+    translator = Agent(name="translator", instructions="Translate to French.", model=endpoint.model())
+    lead = Agent(name="lead", instructions="Use tools.", model=endpoint.model(),
+                 tools=[translator.as_tool(tool_name="translate", tool_description="Translate.")])  # fmt: skip
+    asyncio.run(Runner.run(lead, "Say hello in French."))
+    assert recorded(telemetry) == [("lead", 50), ("translator", 60), ("lead", 70)]
+
+
+def test_a_binding_in_the_code_wins(telemetry):
+    from agents import Agent, Runner
+
+    endpoint = Endpoint(completion({"content": "ok"}, 30, 3))
+    helper = Agent(name="helper", instructions="Help.", model=endpoint.model())
+
+    async def run():
+        with otel_tokens.agent("nightly-job"):
+            await Runner.run(helper, "hi")
+
+    asyncio.run(run())
+    assert recorded(telemetry) == [("nightly-job", 30)]
+
+
+def test_outside_any_run_the_call_is_the_default_agent(telemetry):
+    endpoint = Endpoint(completion({"content": "plain"}, 12, 2))
+    asyncio.run(endpoint.client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "x"}]))
+    assert recorded(telemetry) == [("default", 12)]
