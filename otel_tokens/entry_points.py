@@ -19,6 +19,7 @@ from . import registry
 __all__ = [
     "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AnthropicInstrumentor", "BedrockInstrumentor",
     "GoogleGenAIInstrumentor", "OpenAIAgentsInstrumentor", "OpenAIInstrumentor",
+    "PydanticAIInstrumentor",
 ]  # fmt: skip
 
 
@@ -94,6 +95,12 @@ class OpenAIAgentsInstrumentor(_Delegating):
     """Agent names from the OpenAI Agents SDK: each call is recorded under the running agent."""
 
     name = "openai_agents"
+
+
+class PydanticAIInstrumentor(_Delegating):
+    """Agent names from Pydantic AI: each call is recorded under the running agent."""
+
+    name = "pydantic_ai"
 
 
 class OpenAIInstrumentor(_Delegating):

@@ -18,6 +18,7 @@ BACKENDS: dict[str, str] = {
     "google_genai": "otel_tokens.capture.google_genai_patches",
     "bedrock": "otel_tokens.capture.bedrock_patches",
     "openai_agents": "otel_tokens.capture.openai_agents_patches",
+    "pydantic_ai": "otel_tokens.capture.pydantic_ai_patches",
     "agent_cli": "otel_tokens.capture.agent_cli_patches",
     "agent_backends": "otel_tokens.capture.backend_patches",
 }

@@ -11,20 +11,16 @@ Nothing is patched and nothing imported before the application imports the SDK; 
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from typing import Any
 
-import wrapt
-
-from ..account.agents import add_name_source, remove_name_source
+from .framework_names import FrameworkNames
 
 __all__ = ["DEPENDENCIES", "install", "uninstall"]
 
 DEPENDENCIES: tuple[str, ...] = ("openai-agents >= 0.1",)
 _SCOPE = "agents.tracing.scope"
 _MAX_HOPS = 16  # spans between a model call and its agent (function, handoff, guardrail spans)
-_state = {"installed": False, "hooked": False}
 
 
 def agent_name() -> str | None:
@@ -45,28 +41,13 @@ def agent_name() -> str | None:
     return None
 
 
-def _on_import(_module: Any) -> None:
-    if _state["installed"]:
-        add_name_source(agent_name)
+_NAMES = FrameworkNames(_SCOPE, agent_name)
 
 
 def install(**_: Any) -> bool:
-    """Name calls after openai-agents agents once the application imports the SDK; False
-    when it is not installed."""
-    try:
-        if _SCOPE not in sys.modules and importlib.util.find_spec("agents.tracing") is None:
-            return False
-    except (ImportError, ValueError):
-        return False
-    _state["installed"] = True
-    if _SCOPE in sys.modules:
-        add_name_source(agent_name)
-    elif not _state["hooked"]:
-        wrapt.register_post_import_hook(_on_import, _SCOPE)
-        _state["hooked"] = True
-    return True
+    """Name calls after openai-agents agents once the application imports the SDK."""
+    return _NAMES.install()
 
 
 def uninstall() -> None:
-    _state["installed"] = False
-    remove_name_source(agent_name)
+    _NAMES.uninstall()
