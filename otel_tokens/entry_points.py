@@ -18,7 +18,7 @@ from . import registry
 
 __all__ = [
     "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AnthropicInstrumentor", "BedrockInstrumentor",
-    "GoogleGenAIInstrumentor", "OpenAIAgentsInstrumentor", "OpenAIInstrumentor",
+    "GoogleGenAIInstrumentor", "LiteLLMInstrumentor", "OpenAIAgentsInstrumentor", "OpenAIInstrumentor",
     "PydanticAIInstrumentor",
 ]  # fmt: skip
 
@@ -89,6 +89,12 @@ class GoogleGenAIInstrumentor(_Delegating):
     sync and async, Gemini API and Vertex AI (each billed request)."""
 
     name = "google_genai"
+
+
+class LiteLLMInstrumentor(_Delegating):
+    """litellm: ``completion`` and ``acompletion``, stream or not, any provider."""
+
+    name = "litellm"
 
 
 class OpenAIAgentsInstrumentor(_Delegating):

@@ -17,6 +17,7 @@ BACKENDS: dict[str, str] = {
     "anthropic": "otel_tokens.capture.anthropic_patches",
     "google_genai": "otel_tokens.capture.google_genai_patches",
     "bedrock": "otel_tokens.capture.bedrock_patches",
+    "litellm": "otel_tokens.capture.litellm_patches",
     "openai_agents": "otel_tokens.capture.openai_agents_patches",
     "pydantic_ai": "otel_tokens.capture.pydantic_ai_patches",
     "agent_cli": "otel_tokens.capture.agent_cli_patches",

@@ -35,7 +35,7 @@ from ..call import Call
 from ..handler import get_handler
 from ..request import Request
 from ..usage import Billing, Usage
-from .sdk import sdk_field
+from .sdk import inside_gateway, sdk_field
 from .stream import Accumulator, observe
 
 __all__ = ["wrapper"]
@@ -307,7 +307,7 @@ def _api_call(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: d
     try:
         operation = args[0] if args else kwargs.get("operation_name")
         params = args[1] if len(args) > 1 else kwargs.get("api_params")
-        wanted = operation in _STREAMED and isinstance(params, dict) \
+        wanted = operation in _STREAMED and isinstance(params, dict) and not inside_gateway.get() \
             and instance._service_model.service_name == "bedrock-runtime"  # fmt: skip
     except Exception:
         wanted = False

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import sys
 import threading
 from typing import Any, Callable, Iterable
@@ -59,7 +60,8 @@ def deferred(module: str, name: str) -> Callable[[bool], Any]:
     return factory
 
 
-#: (module, class, method, wrapper factory); the factory gets (is_async) and returns a wrapt wrapper
+#: (module, class, method, wrapper factory); the factory gets (is_async) and returns a wrapt
+#: wrapper; class "" patches a module-level function
 Target = tuple[str, str, str, Callable[[bool], Any]]
 
 
@@ -92,11 +94,13 @@ class SdkPatches:
             for module_name, cls_name, method, factory in self.targets:
                 if module_name != module.__name__:
                     continue
-                cls = getattr(module, cls_name, None)
-                if cls is None or method not in vars(cls) or (cls, method) in self._patched:
+                owner = getattr(module, cls_name, None) if cls_name else module  # "": a function
+                if owner is None or method not in vars(owner) or (owner, method) in self._patched:
                     continue  # an older SDK without this API, or done already
-                wrapt.wrap_function_wrapper(cls, method, factory(cls_name.startswith("Async")))
-                self._patched.append((cls, method))
+                is_async = cls_name.startswith("Async") if cls_name else \
+                    inspect.iscoroutinefunction(inspect.unwrap(getattr(owner, method)))  # fmt: skip
+                wrapt.wrap_function_wrapper(owner, method, factory(is_async))
+                self._patched.append((owner, method))
 
     def install(self) -> bool:
         """Patch now what is imported, the rest on import; False when the SDK is not installed."""

@@ -10,6 +10,7 @@ shared stream proxy.
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
@@ -113,8 +114,16 @@ def server_of(url: Any) -> tuple[str | None, int | None]:
 _servers: dict[int, tuple[Any, str | None, int | None]] = {}
 
 
+#: set while a gateway library's call (litellm) is recorded: SDK calls it makes inside are
+#: part of that call, counted once by it
+inside_gateway: ContextVar[bool] = ContextVar("otel_tokens_inside_gateway", default=False)
+
+
 def _start(op: Operation, instance: Any, kwargs: dict[str, Any], stream: bool) -> Call | None:
-    """Open the call; None when instrumentation itself failed (the SDK call goes on)."""
+    """Open the call; None when instrumentation itself failed or an outer gateway call
+    records it (the SDK call goes on)."""
+    if inside_gateway.get():
+        return None
     try:
         model = kwargs.get("model")
         address, port = op.server(instance)

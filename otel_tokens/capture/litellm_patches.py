@@ -1,0 +1,33 @@
+"""What ``instrument()`` installs for litellm: the patch table, nothing per call.
+
+``litellm.completion`` and ``litellm.acompletion`` (stream or not, any provider) are wrapped
+where applications call them, the package's own names; litellm's internals (which call the
+providers over their own HTTP clients, or through an SDK) are left alone. The per-call
+machinery is :mod:`.litellm_sdk`, imported at the first call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .patching import SdkPatches, deferred
+
+__all__ = ["DEPENDENCIES", "install", "uninstall"]
+
+DEPENDENCIES: tuple[str, ...] = ("litellm >= 1.40",)
+_CALL = deferred("otel_tokens.capture.litellm_sdk", "completion")
+
+_PATCHES = SdkPatches("litellm", (
+    ("litellm", "", "completion", _CALL),
+    ("litellm", "", "acompletion", _CALL),
+))  # fmt: skip
+
+
+def install(**_: Any) -> bool:
+    """Patch litellm now if it is imported, else as soon as the application imports it."""
+    return _PATCHES.install()
+
+
+def uninstall() -> None:
+    """Restore litellm's functions (identity checks hold)."""
+    _PATCHES.uninstall()

@@ -1,0 +1,139 @@
+"""litellm: ``completion`` / ``acompletion``, stream or not, whatever provider it routes to.
+
+litellm answers in the OpenAI chat shape for every provider (its ``Usage``: ``prompt_tokens``
+inclusive of cache, ``prompt_tokens_details.cached_tokens`` and ``cache_write_tokens``,
+``completion_tokens_details.reasoning_tokens``), so responses and stream chunks are read by
+the OpenAI chat readers. The provider is litellm's own routing of the model
+(``get_llm_provider``), named as the semantic conventions name it; the request model is the
+provider's model id (``anthropic/claude-x`` -> ``claude-x``). While a litellm call is
+recorded, SDK calls litellm makes inside it (some providers go through an SDK litellm
+imports) are part of it and not recorded again.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+from .. import faults
+from ..account.anomalies import BudgetExceeded
+from ..call import Call
+from ..handler import get_handler
+from .openai_sdk import _chat_request, _chat_response, _ChatAccumulator
+from .sdk import inside_gateway, stop_with
+from .stream import observe
+
+__all__ = ["wrapper"]
+
+#: litellm's provider names -> ``gen_ai.provider.name``
+_PROVIDERS = {"bedrock": "aws.bedrock", "bedrock_converse": "aws.bedrock", "vertex_ai": "gcp.vertex_ai",
+              "vertex_ai_beta": "gcp.vertex_ai", "gemini": "gcp.gemini", "azure": "azure.ai.openai",
+              "azure_ai": "azure.ai.inference", "mistral": "mistral_ai", "groq": "groq",
+              "deepseek": "deepseek", "xai": "x_ai", "cohere": "cohere", "cohere_chat": "cohere",
+              "perplexity": "perplexity", "watsonx": "ibm.watsonx.ai"}  # fmt: skip
+
+
+def _route(kwargs: dict[str, Any]) -> tuple[str, str | None]:
+    """(``gen_ai.provider.name``, the provider's model id) of the call as litellm routes it."""
+    import litellm
+
+    model = kwargs.get("model")
+    try:
+        routed, provider, _key, _base = litellm.get_llm_provider(
+            model=model, custom_llm_provider=kwargs.get("custom_llm_provider"), api_base=kwargs.get("api_base"))
+    except Exception:  # litellm raises the same error in the call itself
+        return "litellm", model if isinstance(model, str) else None
+    return _PROVIDERS.get(provider, provider or "litellm"), routed
+
+
+def _server(kwargs: dict[str, Any]) -> tuple[str | None, int | None]:
+    base = kwargs.get("api_base") or kwargs.get("base_url")
+    if not isinstance(base, str):
+        return None, None
+    parts = urlsplit(base)
+    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def _open(kwargs: dict[str, Any]) -> Call | None:
+    try:
+        provider, model = _route(kwargs)
+        address, port = _server(kwargs)
+        try:
+            request = _chat_request({**kwargs, "model": model})
+        except Exception as exc:
+            faults.report("estimate", exc)
+            request = None
+        return get_handler().start(operation="chat", provider=provider, request_model=model,
+                                   stream=kwargs.get("stream") is True, server_address=address,
+                                   server_port=port, request=request)  # fmt: skip
+    except BudgetExceeded:
+        raise
+    except Exception as exc:
+        faults.report("internal", exc)
+        return None
+
+
+class _Accumulator(_ChatAccumulator):
+    """Chunks in the OpenAI shape; usage without a provider of its own (the call's)."""
+
+    def end_call(self, call: Call, how: str, error: BaseException | str | None = None,
+                 once: str | None = None) -> None:  # fmt: skip
+        if self.usage is not None and self.usage.provider is not None:
+            self.usage = self.usage.replace(provider=None)
+        super().end_call(call, how, error, once)
+
+
+def _finish(call: Call, kwargs: dict[str, Any], result: Any, is_async: bool) -> Any:
+    try:
+        if call.stream and hasattr(result, "__anext__" if is_async else "__next__"):
+            return observe(result, call, _Accumulator(kwargs, kwargs), is_async)
+        answer = _chat_response(result)
+        if answer.usage is not None:
+            answer = answer._replace(usage=answer.usage.replace(provider=None))
+        stop_with(call, answer)
+    except Exception as exc:
+        invalid = isinstance(exc, ValueError)
+        faults.report("usage_invalid" if invalid else "internal", exc)
+        if not call.ended:
+            call.stop(None)
+    return result
+
+
+def _sync(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
+    call = None if inside_gateway.get() else _open(kwargs)
+    if call is None:
+        return wrapped(*args, **kwargs)
+    token = inside_gateway.set(True)
+    try:
+        with call.activate():
+            result = wrapped(*args, **kwargs)
+    except BaseException as exc:
+        call.fail(exc)
+        raise
+    finally:
+        inside_gateway.reset(token)
+    return _finish(call, kwargs, result, False)
+
+
+def _async(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
+    async def run() -> Any:
+        call = None if inside_gateway.get() else _open(kwargs)
+        if call is None:
+            return await wrapped(*args, **kwargs)
+        token = inside_gateway.set(True)
+        try:
+            with call.activate():
+                result = await wrapped(*args, **kwargs)
+        except BaseException as exc:
+            call.fail(exc)
+            raise
+        finally:
+            inside_gateway.reset(token)
+        return _finish(call, kwargs, result, True)
+
+    return run()
+
+
+def wrapper(name: str, is_async: bool) -> Callable[..., Any]:
+    """The wrapt wrapper of ``litellm.completion`` or ``acompletion`` (:mod:`.litellm_patches`)."""
+    return _async if is_async else _sync

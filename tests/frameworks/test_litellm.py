@@ -1,0 +1,172 @@
+"""litellm through its real code against a local server speaking the OpenAI and Anthropic wire
+formats (documented format): every call recorded once (litellm talks to the providers over
+its own HTTP clients, or through an SDK that is not recorded again), with litellm's routing as
+the provider, exact usage per class and genai-prices' cost; sync, async, streams."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
+litellm = pytest.importorskip("litellm", reason="litellm is an optional extra (pip install otel-tokens[litellm])")
+
+import genai_prices  # noqa: E402
+
+from otel_tokens.capture import litellm_patches, openai_sdk  # noqa: E402
+from otel_tokens.handler import set_handler  # noqa: E402
+
+from ..telemetry.conftest import make_telemetry  # noqa: E402
+
+CHAT = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini-2024-07-18",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 1200, "completion_tokens": 30, "total_tokens": 1230,
+                  "prompt_tokens_details": {"cached_tokens": 1024},
+                  "completion_tokens_details": {"reasoning_tokens": 0}}}  # fmt: skip
+MESSAGE = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-3-5-haiku-20241022",
+           "content": [{"type": "text", "text": "hey"}], "stop_reason": "end_turn",
+           "usage": {"input_tokens": 20, "output_tokens": 4, "cache_read_input_tokens": 100,
+                     "cache_creation_input_tokens": 50}}  # fmt: skip
+
+
+def chat_stream() -> bytes:
+    chunk = {**CHAT, "object": "chat.completion.chunk", "usage": None}
+    events = [{**chunk, "choices": [{"index": 0, "delta": {"content": w}, "finish_reason": None}]} for w in ("a", "b")]
+    events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    events.append({**chunk, "choices": [], "usage": CHAT["usage"]})
+    return ("".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n").encode()
+
+
+class Server:
+    def __init__(self) -> None:
+        self.queue: list[tuple[str, bytes]] = []
+        self.paths: list[str] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                outer.paths.append(self.path)
+                kind, payload = outer.queue.pop(0)
+                self.send_response(200)
+                self.send_header("content-type", kind)
+                self.send_header("content-length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args) -> None:  # type: ignore[no-untyped-def]
+                pass
+
+        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
+        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+
+    def json(self, body: dict) -> None:
+        self.queue.append(("application/json", json.dumps(body).encode()))
+
+
+@pytest.fixture
+def server():
+    s = Server()
+    yield s
+    s.http.shutdown()
+    s.http.server_close()
+
+
+@pytest.fixture
+def telemetry():
+    t = make_telemetry()
+    previous = set_handler(t.handler)
+    openai_sdk.install()  # as under instrument(): litellm's own SDK use must not count twice
+    litellm_patches.install()
+    yield t
+    litellm_patches.uninstall()
+    openai_sdk.uninstall()
+    set_handler(previous)
+
+
+def price(model: str, provider: str, **usage: int) -> float:
+    return float(genai_prices.calc_price(genai_prices.Usage(**usage), model, provider_id=provider).total_price)
+
+
+def usage_of(span) -> tuple:
+    a = span.attributes
+    return (a.get("gen_ai.usage.input_tokens"), a.get("gen_ai.usage.output_tokens"),
+            a.get("gen_ai.usage.cache_read.input_tokens"), a.get("gen_ai.usage.cache_write.input_tokens"))  # fmt: skip
+
+
+MESSAGES = [{"role": "user", "content": "Say hi."}]
+
+
+def test_an_openai_model(telemetry, server):
+    server.json(CHAT)
+    response = litellm.completion(model="gpt-4o-mini", messages=MESSAGES, api_base=server.url + "/v1", api_key="k")
+    assert response.choices[0].message.content == "hi"
+    (span,) = telemetry.finished()
+    attrs = span.attributes
+    assert (attrs["gen_ai.provider.name"], attrs["gen_ai.request.model"], attrs["gen_ai.response.model"]) == \
+        ("openai", "gpt-4o-mini", "gpt-4o-mini-2024-07-18")  # fmt: skip
+    assert usage_of(span) == (1200, 30, 1024, None)
+    assert attrs["otel_tokens.cost.usd"] == pytest.approx(
+        price("gpt-4o-mini", "openai", input_tokens=1200, cache_read_tokens=1024, output_tokens=30), rel=1e-9)
+
+
+def test_an_anthropic_model_over_litellm_own_http(telemetry, server):
+    server.json(MESSAGE)
+    litellm.completion(model="anthropic/claude-3-5-haiku-20241022", messages=MESSAGES, api_base=server.url, api_key="k")
+    assert server.paths == ["/v1/messages"]
+    (span,) = telemetry.finished()
+    assert span.attributes["gen_ai.provider.name"] == "anthropic"
+    assert span.attributes["gen_ai.request.model"] == "claude-3-5-haiku-20241022"
+    assert usage_of(span) == (170, 4, 100, 50)
+    assert span.attributes["otel_tokens.cost.usd"] == pytest.approx(
+        price("claude-3-5-haiku-20241022", "anthropic", input_tokens=170, cache_read_tokens=100,
+              cache_write_tokens=50, output_tokens=4), rel=1e-9)  # fmt: skip
+
+
+def test_a_stream_is_recorded_once_when_the_caller_has_read_it(telemetry, server):
+    server.queue.append(("text/event-stream", chat_stream()))
+    stream = litellm.completion(model="gpt-4o-mini", messages=MESSAGES, api_base=server.url + "/v1", api_key="k",
+                                stream=True, stream_options={"include_usage": True})  # fmt: skip
+    texts = [c.choices[0].delta.content for c in stream if c.choices and c.choices[0].delta.content]
+    assert texts == ["a", "b"]
+    (span,) = telemetry.finished()
+    assert usage_of(span) == (1200, 30, 1024, None)
+    assert span.attributes["otel_tokens.stream.end"] == "exhausted"
+
+
+def test_async_calls_and_streams(telemetry, server):
+    server.json(MESSAGE)
+    server.queue.append(("text/event-stream", chat_stream()))
+
+    async def main():
+        whole = await litellm.acompletion(model="anthropic/claude-3-5-haiku-20241022", messages=MESSAGES,
+                                          api_base=server.url, api_key="k")  # fmt: skip
+        stream = await litellm.acompletion(model="gpt-4o-mini", messages=MESSAGES, api_base=server.url + "/v1",
+                                           api_key="k", stream=True, stream_options={"include_usage": True})  # fmt: skip
+        return whole.choices[0].message.content, [c async for c in stream]
+
+    text, chunks = asyncio.run(main())
+    assert text == "hey" and chunks
+    assert sorted(usage_of(s) for s in telemetry.finished()) == [(170, 4, 100, 50), (1200, 30, 1024, None)]
+
+
+def test_an_sdk_call_made_inside_a_recorded_litellm_call_is_not_recorded_again(telemetry, server):
+    """Whichever provider path litellm takes, one call: an SDK call inside it passes through."""
+    import openai
+
+    from otel_tokens.capture.sdk import inside_gateway
+
+    server.json(CHAT)
+    client = openai.OpenAI(api_key="k", base_url=server.url + "/v1", max_retries=0)
+    token = inside_gateway.set(True)
+    try:
+        assert client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES).usage.prompt_tokens == 1200
+    finally:
+        inside_gateway.reset(token)
+    assert telemetry.finished() == []
