@@ -49,7 +49,8 @@ class Handler:
         settings = settings if settings is not None else current()
         self.recorder = Recorder(tracer_provider, meter_provider,
                                  max_attribute_values=settings.max_attribute_values,
-                                 exemplars=settings.exemplars)  # fmt: skip
+                                 exemplars=settings.exemplars,
+                                 reuse_genai_span=settings.reuse_genai_span)  # fmt: skip
         self.accountant = Accountant(
             pricer if pricer is not None else Pricer.from_settings(settings),
             guard if guard is not None else get_guard(),

@@ -89,6 +89,8 @@ class Settings:
     exit_timeout: float = 1.5
     # exemplars (trace ids) on the duration and token histograms
     exemplars: bool = True
+    # put otel_tokens' attributes on the GenAI span another instrumentation opened for the call
+    reuse_genai_span: bool = False
     # budgets and spikes
     default_budget: Budget | None = None
     agent_budgets: Mapping[str, Budget] = field(default_factory=dict)
@@ -293,6 +295,7 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
         exit_timeout=r.number("OTEL_TOKENS_EXIT_TIMEOUT", kind=float, default=1.5, low=0, high=3600,
                               accepted="seconds, a number 0-3600"),
         exemplars=r.boolean("OTEL_TOKENS_EXEMPLARS", default=True),
+        reuse_genai_span=r.boolean("OTEL_TOKENS_REUSE_GENAI_SPAN", default=False),
         default_budget=default_budget,
         agent_budgets=agent_budgets,
         spike=spike,

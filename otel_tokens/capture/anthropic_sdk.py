@@ -326,6 +326,11 @@ def _target(wrapped: Callable[..., Any], instance: Any) -> Callable[..., Any]:
         return wrapped
     if resource is instance:
         return wrapped
+    # another instrumentation's wrapper under ours (wrapt) is bound to the twin too, so that
+    # it still runs; else the plain function
+    inner = getattr(wrapped, "_self_parent", None)
+    if inner is not None and hasattr(inner, "__get__"):
+        return inner.__get__(resource, type(resource))
     func = getattr(wrapped, "__func__", None)
     return wrapped if func is None else func.__get__(resource, type(resource))
 

@@ -189,10 +189,39 @@ def _is_stream(result: Any, is_async: bool) -> bool:
     return hasattr(result, "__anext__" if is_async else "__next__")
 
 
+_WRAPPER = "BoundFunctionWrapper"  # wrapt's bound wrapper: another instrumentation's, beneath ours
+
+
+def _innermost(wrapped: Any, instance: Any, record: Callable[..., Any]) -> Callable[..., Any]:
+    """``wrapped`` (other instrumentations' wrappers, then the SDK method) with ``record``
+    moved beneath them: their GenAI span is open, and current, when ours would start, so
+    ``OTEL_TOKENS_REUSE_GENAI_SPAN`` can put our attributes on it whatever the patch order."""
+    theirs, inner, bound_to = wrapped._self_wrapper, wrapped.__wrapped__, wrapped._self_instance
+    if type(inner).__name__ == _WRAPPER:
+        below = _innermost(inner, instance, record)
+    else:
+        def below(*args: Any, **kwargs: Any) -> Any:
+            return record(inner, instance, args, kwargs)
+    return lambda *args, **kwargs: theirs(below, bound_to, args, kwargs)
+
+
+def _reuse_spans() -> bool:
+    try:
+        return get_handler().recorder.reuse_genai_span
+    except Exception as exc:
+        faults.report("internal", exc)
+        return False
+
+
 def sync_wrapper(op: Operation) -> Callable[..., Any]:
     """A wrapt wrapper for a synchronous SDK method."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
+        if type(wrapped).__name__ == _WRAPPER and _reuse_spans():
+            return _innermost(wrapped, instance, record)(*args, **kwargs)
+        return record(wrapped, instance, args, kwargs)
+
+    def record(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
         call = _start(op, instance, kwargs, op.is_stream(kwargs))
         if call is None:
             return wrapped(*args, **kwargs)
@@ -212,6 +241,11 @@ def async_wrapper(op: Operation) -> Callable[..., Any]:
     """A wrapt wrapper for an asynchronous SDK method."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
+        if type(wrapped).__name__ == _WRAPPER and _reuse_spans():
+            return _innermost(wrapped, instance, record)(*args, **kwargs)
+        return record(wrapped, instance, args, kwargs)
+
+    def record(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
         async def run() -> Any:
             call = _start(op, instance, kwargs, op.is_stream(kwargs))
             if call is None:

@@ -39,18 +39,20 @@ _ATTRIBUTE_SETS_MAX = 4096  # distinct metric attribute sets kept; past this the
 class _Emission:
     """What the recorder keeps of one call between start and stop."""
 
-    __slots__ = ("span", "labels")
+    __slots__ = ("span", "labels", "borrowed")
 
     def __init__(self, span: Any, labels: dict[str, Any]) -> None:
         self.span = span
         self.labels = labels  # the common metric attributes (real values, bounded when recorded)
+        self.borrowed = False  # the span is another instrumentation's: it names and ends it
 
 
 class Recorder:
     """Tracer, instruments and metric attribute sets of otel_tokens' own scope."""
 
     def __init__(self, tracer_provider: Any = None, meter_provider: Any = None, *,
-                 max_attribute_values: int = 200, exemplars: bool = True) -> None:  # fmt: skip
+                 max_attribute_values: int = 200, exemplars: bool = True,
+                 reuse_genai_span: bool = False) -> None:  # fmt: skip
         self.tracer = trace.get_tracer(SCOPE, __version__, tracer_provider, _SCHEMA_URL)
         meter = metrics.get_meter(SCOPE, __version__, meter_provider, _SCHEMA_URL)
         self.instruments = Instruments.create(meter, self._observe_utilization)
@@ -62,6 +64,7 @@ class Recorder:
         # histogram points carry the call's trace id (a link to it); an API before the context
         # argument records without
         self.exemplars = exemplars and _takes_context(self.instruments.duration)
+        self.reuse_genai_span = reuse_genai_span
         faults.sink().bind(self.instruments.errors)
 
     # -- the start ------------------------------------------------------------------------------
@@ -94,14 +97,32 @@ class Recorder:
                     attrs[names.ESTIMATE_CALIBRATION] = calibration
             if call.attributes:
                 attrs.update(call.attributes)
-            model = call.request_model
-            name = call.span_name or (f"{call.operation} {model}" if model else call.operation)
-            span = emission.span = self.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attrs)
+            span = self._borrowed(emission) if self.reuse_genai_span else None
+            if span is not None:
+                span.set_attributes(attrs)
+            else:
+                model = call.request_model
+                name = call.span_name or (f"{call.operation} {model}" if model else call.operation)
+                span = emission.span = self.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attrs)
             ids = span.get_span_context()
             if ids.is_valid:
                 call.trace_id, call.span_id = ids.trace_id, ids.span_id
         except Exception as exc:
             faults.report("span", exc)
+
+    @staticmethod
+    def _borrowed(emission: _Emission) -> Any:
+        """The GenAI span another instrumentation opened for this call (the current span,
+        recording, with ``gen_ai.operation.name``, of another scope), or None."""
+        span = trace.get_current_span()
+        if not span.is_recording():
+            return None
+        scope = getattr(getattr(span, "instrumentation_scope", None), "name", None)
+        attributes = getattr(span, "attributes", None) or {}
+        if scope == SCOPE or names.OPERATION not in attributes:
+            return None
+        emission.span, emission.borrowed = span, True
+        return span
 
     def activate(self, call: Call) -> _Active:
         """Make the call's span current while the backend runs (HTTP client spans nest under it)."""
@@ -129,7 +150,7 @@ class Recorder:
         except Exception as exc:
             faults.report("internal", exc)
         finally:
-            if span is not None:
+            if span is not None and not emission.borrowed:  # type: ignore[union-attr]
                 try:
                     span.end()
                 except Exception as exc:
