@@ -217,11 +217,8 @@ def sync_wrapper(op: Operation) -> Callable[..., Any]:
     """A wrapt wrapper for a synchronous SDK method."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
-        if type(wrapped).__name__ == _WRAPPER and _reuse_spans():
-            return _innermost(wrapped, instance, record)(*args, **kwargs)
-        return record(wrapped, instance, args, kwargs)
-
-    def record(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
+        if type(wrapped).__name__ == _WRAPPER and _reuse_spans():  # beneath, it is the method
+            return _innermost(wrapped, instance, wrapper)(*args, **kwargs)
         call = _start(op, instance, kwargs, op.is_stream(kwargs))
         if call is None:
             return wrapped(*args, **kwargs)
@@ -241,11 +238,9 @@ def async_wrapper(op: Operation) -> Callable[..., Any]:
     """A wrapt wrapper for an asynchronous SDK method."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
-        if type(wrapped).__name__ == _WRAPPER and _reuse_spans():
-            return _innermost(wrapped, instance, record)(*args, **kwargs)
-        return record(wrapped, instance, args, kwargs)
+        if type(wrapped).__name__ == _WRAPPER and _reuse_spans():  # beneath, it is the method
+            return _innermost(wrapped, instance, wrapper)(*args, **kwargs)
 
-    def record(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
         async def run() -> Any:
             call = _start(op, instance, kwargs, op.is_stream(kwargs))
             if call is None:
