@@ -35,3 +35,4 @@ class Request:
     tools: Any = ()
     response_format: Any = None
     thinking: bool = False
+    chained: str | None = None  # Responses ``previous_response_id``: earlier turns on the server

@@ -329,6 +329,9 @@ class Accountant:
         if call.request_estimate is not None and not failed:
             try:  # calibration and the agent's cursor for later delta estimates
                 self.estimator.observe(call.request_estimate, actual)
+                request, response_id = call.request, call.response_id or usage.response_id
+                if response_id and request is not None and request.api == "openai_responses":
+                    self.estimator.remember(response_id, actual + (usage.output_tokens or 0))
             except Exception as exc:
                 faults.report("estimate", exc)
         return (estimate.input_tokens - actual) / actual

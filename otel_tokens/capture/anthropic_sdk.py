@@ -159,10 +159,12 @@ def _parts(fields: dict[str, Any], usage: Usage | None, model: str | None,
 
 def _messages_request(kwargs: dict[str, Any]) -> Request:
     thinking = _get(kwargs, "thinking")
+    structured = _get(kwargs, "output_config") or _get(kwargs, "output_format")  # a JSON schema
     return Request(
         "anthropic_messages", _get(kwargs, "model"), _get(kwargs, "messages") or [],
         system=_get(kwargs, "system"), tools=_get(kwargs, "tools") or [],
         thinking=_get(thinking, "type") == "enabled",
+        response_format=structured if isinstance(structured, dict) else None,
     )  # fmt: skip
 
 

@@ -214,9 +214,11 @@ def _with_stream_usage(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 def _responses_request(kwargs: dict[str, Any]) -> Request:
     text = _get(kwargs, "text")
+    chained = _get(kwargs, "previous_response_id")
     return Request("openai_responses", _get(kwargs, "model"), _get(kwargs, "input") or [],
                    system=_get(kwargs, "instructions"), tools=_get(kwargs, "tools") or [],
-                   response_format=text if isinstance(text, dict) else None)  # fmt: skip
+                   response_format=text if isinstance(text, dict) else None,
+                   chained=chained if isinstance(chained, str) else None)  # fmt: skip
 
 
 _PENDING = frozenset(("queued", "in_progress"))

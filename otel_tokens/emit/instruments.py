@@ -46,6 +46,7 @@ ESTIMATE_INPUT = "otel_tokens.estimate.input_tokens"
 ESTIMATE_SOURCE = "otel_tokens.estimate.source"
 ESTIMATE_ERROR = "otel_tokens.estimate.error"
 ESTIMATE_CALIBRATION = "otel_tokens.estimate.calibration"  # actual/estimate ratio applied
+ESTIMATE_COMPLETE = "otel_tokens.estimate.complete"  # false: part of the request counted by a per-item figure
 USAGE_SOURCE = "otel_tokens.usage.source"
 COST_USD = "otel_tokens.cost.usd"
 COST_SOURCE = "otel_tokens.cost.source"

@@ -92,9 +92,12 @@ class Recorder:
             if estimate is not None:
                 attrs[names.ESTIMATE_INPUT] = estimate.input_tokens
                 attrs[names.ESTIMATE_SOURCE] = estimate.source
-                calibration = call.request_estimate and call.request_estimate.calibration
-                if calibration is not None:
-                    attrs[names.ESTIMATE_CALIBRATION] = calibration
+                request_estimate = call.request_estimate
+                if request_estimate is not None:
+                    if request_estimate.calibration is not None:
+                        attrs[names.ESTIMATE_CALIBRATION] = request_estimate.calibration
+                    if not request_estimate.complete:  # per-item figures or unknown server turns
+                        attrs[names.ESTIMATE_COMPLETE] = False
             if call.attributes:
                 attrs.update(call.attributes)
             span = self._borrowed(emission) if self.reuse_genai_span else None

@@ -134,7 +134,10 @@ def test_responses_input_items():
         {"type": "reasoning", "summary": [{"type": "summary_text", "text": "The log is long."}]},
     ]
     _, rendered = render_request(Request("openai_responses", "gpt-4.1", items))
-    assert [len(r.texts) > 0 for r in rendered] == [True, True, True, True]
+    # reasoning carried back is not billed as input again (a recorded Responses call with a
+    # typed reasoning item: 20 tokens billed, 104 if its summary were counted)
+    assert [len(r.texts) > 0 for r in rendered] == [True, True, True, False]
+    assert rendered[3].fixed == 0
     assert "read_log" in rendered[1].texts
     assert heuristic(Request("openai_responses", "gpt-4.1", items)) > 100
     assert heuristic(Request("openai_responses", "gpt-4.1", "just a string")) > 0
@@ -153,3 +156,68 @@ def test_anthropic_system_prompts_and_tool_definitions():
             "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}}}  # fmt: skip
     with_tools = heuristic(Request("anthropic_messages", "claude-sonnet-4-5", msgs, tools=[tool]))
     assert with_tools > plain + 346  # Anthropic's tool-use system prompt plus the definition
+
+
+def _wav(seconds: float, rate: int = 16_000) -> str:
+    import base64
+    import struct
+
+    frames = b"\x00\x00" * int(rate * seconds)
+    header = b"RIFF" + struct.pack("<I", 36 + len(frames)) + b"WAVEfmt " + struct.pack(
+        "<IHHIIHH", 16, 1, 1, rate, rate * 2, 2, 16) + b"data" + struct.pack("<I", len(frames))  # fmt: skip
+    return base64.b64encode(header + frames).decode()
+
+
+def test_audio_is_counted_by_its_duration_never_as_text():
+    def request(seconds: float) -> Request:
+        return Request("openai_chat", "gpt-4o-audio-preview", [{"role": "user", "content": [
+            {"type": "input_audio", "input_audio": {"data": _wav(seconds), "format": "wav"}}]}])  # fmt: skip
+
+    _, (short,) = render_request(request(2.0))
+    _, (long,) = render_request(request(30.0))
+    assert short.texts == ["user"] and long.texts == ["user"]  # the base64 is not text
+    assert long.fixed - short.fixed == 280  # 10 tokens a second
+    assert short.complete
+
+
+def _pdf(pages: int) -> str:
+    import base64
+
+    body = b"%PDF-1.4\n" + b"".join(b"%d 0 obj << /Type /Page /Parent 1 0 R >> endobj\n" % (i + 2) for i in range(pages))
+    return base64.b64encode(body + b"1 0 obj << /Type /Pages /Count %d >> endobj\n%%%%EOF" % pages).decode()
+
+
+def test_anthropic_documents_count_by_page_and_unknown_media_is_marked():
+    from otel_tokens.account.estimate.media import ANTHROPIC_PER_PDF_PAGE
+
+    def document(source: dict) -> Request:
+        return Request("anthropic_messages", "claude-sonnet-4-5", [{"role": "user", "content": [
+            {"type": "document", "source": source}, {"type": "text", "text": "Summarise."}]}])  # fmt: skip
+
+    _, (three,) = render_request(document({"type": "base64", "media_type": "application/pdf", "data": _pdf(3)}))
+    _, (by_url,) = render_request(document({"type": "url", "url": "https://example.com/x.pdf"}))
+    assert three.fixed - by_url.fixed == 2 * ANTHROPIC_PER_PDF_PAGE
+    assert three.complete and not by_url.complete
+    _, (image,) = render_request(Request("anthropic_messages", "claude-sonnet-4-5", [{"role": "user", "content": [
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]}]))  # fmt: skip
+    assert not image.complete
+
+
+def test_responses_hosted_tools_and_chains():
+    from otel_tokens.account.estimate import Estimator
+
+    plain = Request("openai_responses", "gpt-4.1", "news?")
+    searching = Request("openai_responses", "gpt-4.1", "news?", tools=[{"type": "web_search_preview"}])
+    estimator = Estimator(use_tokenizer=False)
+    assert estimator.estimate(searching, provider="openai").estimate.input_tokens \
+        - estimator.estimate(plain, provider="openai").estimate.input_tokens == 267  # fmt: skip
+    filing = estimator.estimate(Request("openai_responses", "gpt-4.1", "q", tools=[{"type": "file_search"}]),
+                                provider="openai")  # fmt: skip
+    assert not filing.complete  # retrieved chunks are billed as input: unknown before the call
+    follow = Request("openai_responses", "gpt-4.1", [{"type": "function_call_output", "call_id": "c",
+                                                      "output": "sunny"}], chained="resp_1")  # fmt: skip
+    unknown = estimator.estimate(follow, provider="openai")
+    assert not unknown.complete
+    estimator.remember("resp_1", 900)
+    known = estimator.estimate(follow, provider="openai")
+    assert known.complete and known.estimate.input_tokens - unknown.estimate.input_tokens >= 850

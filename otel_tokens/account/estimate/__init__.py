@@ -69,6 +69,7 @@ class RequestEstimate(NamedTuple):
     preamble_digest: int
     heuristic_raw: int  # heuristic-counted tokens before calibration (0 when exact/delta)
     fixed: int
+    complete: bool = True  # False: media of unknown size, or server-side turns not known
 
 
 class _Cursor(NamedTuple):
@@ -125,6 +126,7 @@ class Estimator:
         self._use_tokenizer = use_tokenizer
         self._ratios: dict[str | None, _Ratios] = {}
         self._cursors: dict[tuple[Any, ...], _Cursor] = {}
+        self._responses: dict[str, int] = {}  # response id -> its input + output (chains)
         self._lock = threading.Lock()  # writers; readers take single dict look-ups
 
     def calibration(self, model: str | None) -> float | None:
@@ -166,24 +168,44 @@ class Estimator:
             scaled = round(counted * ratio) if ratio else counted
             tokens = cursor.reported_input + scaled + fixed
             return RequestEstimate(Estimate(tokens, "delta"), ratio, model, key, n,
-                                   _digest(last), preamble_digest, 0, fixed)  # type: ignore[arg-type]  # fmt: skip
+                                   _digest(last), preamble_digest, 0, fixed,  # type: ignore[arg-type]
+                                   appended.complete)  # fmt: skip
 
-        rendering = Rendering()  # the whole request, for exact or full
-        rendering.add(preamble)
+        # the whole request, for exact or full; continuing a known Responses chain, the
+        # server holds the earlier input (instructions and tools included) and output
+        chained, known_chain = (0, True) if request.chained is None else self._chained(request)
+        rendering = Rendering()
+        if not chained:
+            rendering.add(preamble)
         last = None
         for message in messages:
             last = render_message(api, message, model)
             rendering.add(last)
         last_digest = _digest(last) if last is not None else None
+        complete = rendering.complete and known_chain
         if encoding is not None:  # exact: the tokenizer over the whole request
             counted, fixed = _count(rendering, encoding)
-            return RequestEstimate(Estimate(counted + fixed, "exact"), None, model, key, n,
-                                   last_digest, preamble_digest, 0, fixed)  # fmt: skip
+            return RequestEstimate(Estimate(counted + fixed + chained, "exact"), None, model, key, n,
+                                   last_digest, preamble_digest, 0, fixed + chained, complete)  # fmt: skip
 
         counted, fixed = _count(rendering, None)
         scaled = round(counted * ratio) if ratio else counted
-        return RequestEstimate(Estimate(scaled + fixed, "full"), ratio, model, key, n,
-                               last_digest, preamble_digest, counted, fixed)  # fmt: skip
+        return RequestEstimate(Estimate(scaled + fixed + chained, "full"), ratio, model, key, n,
+                               last_digest, preamble_digest, counted, fixed + chained, complete)  # fmt: skip
+
+    def _chained(self, request: Request) -> tuple[int, bool]:
+        """(tokens of the server-side turns a Responses request continues, whether known)."""
+        previous = request.chained
+        if previous is None:
+            return 0, True
+        known = self._responses.get(previous)
+        return (known, True) if known is not None else (0, False)
+
+    def remember(self, response_id: str, context_tokens: int) -> None:
+        """A Responses response's input + output: the context a later request chained to it
+        with ``previous_response_id`` carries on the server (bounded, newest kept)."""
+        with self._lock:
+            _put(self._responses, response_id, context_tokens)
 
     def observe(self, estimate: RequestEstimate, reported_input: int | None) -> None:
         """Learn from a completed call: the calibration (from ``full`` estimates) and the

@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass, field as dc_field
 from typing import Any, Iterable, Sequence
 
+from .media import ANTHROPIC_PER_PDF_PAGE, OPENAI_FILE_ITEM, audio_tokens, pdf_pages
 from .images import (
     ANTHROPIC_UNKNOWN_IMAGE,
     anthropic_image_tokens,
@@ -47,6 +48,11 @@ ANTHROPIC_PER_TOOL_USE = 10
 ANTHROPIC_PER_TOOL_RESULT = 6
 ANTHROPIC_THINKING_PROMPT = 30  # the system text extended thinking adds (measured)
 STRUCTURED_OUTPUT_OVERHEAD = 0  # the schema's JSON is all a response format costs (measured)
+ANTHROPIC_STRUCTURED_OUTPUT_PROMPT = 143  # the system text a JSON-schema output adds (measured)
+#: Responses hosted tools: (tokens of the instructions the API adds, whether that is all);
+#: file search also bills the retrieved chunks as input, unknown before the call
+RESPONSES_HOSTED_TOOLS = {"web_search": (267, True), "web_search_preview": (267, True),
+                          "file_search": (800, False)}  # fmt: skip
 
 
 @dataclass
@@ -55,10 +61,13 @@ class Rendering:
 
     texts: list[str] = dc_field(default_factory=list)
     fixed: int = 0
+    complete: bool = True  # False: a part was counted by a per-item figure (size unknown)
 
     def add(self, other: Rendering) -> None:
         self.texts.extend(other.texts)
         self.fixed += other.fixed
+        if not other.complete:
+            self.complete = False
 
 
 def field(obj: Any, name: str, default: Any = None) -> Any:
@@ -104,8 +113,17 @@ def _openai_part(part: Any, out: Rendering, model: str | None) -> None:
         detail = field(image, "detail") if not isinstance(image, str) else field(part, "detail")
         size = size_from_base64(url) if isinstance(url, str) and url.startswith("data:") else None
         out.fixed += openai_image_tokens(size, detail, model)
-    elif kind in ("input_audio", "input_file", "file"):
-        out.texts.append(_as_json(part))  # no formula published: count what is sent
+        if size is None and detail != "low":
+            out.complete = False
+    elif kind == "input_audio":
+        audio = field(part, "input_audio")
+        data = field(audio, "data")
+        if isinstance(data, str):
+            out.fixed += audio_tokens(data, field(audio, "format"))
+        else:
+            out.fixed, out.complete = out.fixed + OPENAI_FILE_ITEM, False
+    elif kind in ("input_file", "file"):  # no published formula: a per-item figure, marked
+        out.fixed, out.complete = out.fixed + OPENAI_FILE_ITEM, False
     elif part is not None:
         text = field(part, "text")
         out.texts.append(text if isinstance(text, str) else _as_json(part))
@@ -162,11 +180,8 @@ def _responses_item(item: Any, model: str | None) -> Rendering:
         else:
             _openai_content(output, out, model)
         return out
-    if kind == "reasoning":  # encrypted or summarized reasoning carried between turns
-        out = Rendering(fixed=OPENAI_PER_MESSAGE)
-        for summary in _iter(field(item, "summary")):
-            out.texts.append(field(summary, "text") or "")
-        return out
+    if kind == "reasoning":  # reasoning carried between turns is not billed as input again
+        return Rendering()
     return _openai_chat_message(item, model)  # messages: {"role", "content"}
 
 
@@ -204,6 +219,11 @@ def _openai_tools(tools: Any) -> Rendering:
     out = Rendering()
     parts = []
     for tool in _iter(tools):
+        hosted = RESPONSES_HOSTED_TOOLS.get(field(tool, "type"))
+        if hosted is not None:  # a hosted tool's own instructions (and, for file search, results)
+            out.fixed += hosted[0]
+            out.complete = out.complete and hosted[1]
+            continue
         function = field(tool, "function") or tool  # chat: {"type","function"}; responses: flat
         if hasattr(function, "model_dump"):
             function = function.model_dump(exclude_none=True)
@@ -234,7 +254,9 @@ def _anthropic_blocks(content: Any, out: Rendering) -> None:
         elif kind == "image":
             source = field(block, "source")
             data = field(source, "data") if field(source, "type") == "base64" else None
-            out.fixed += anthropic_image_tokens(size_from_base64(data) if data else None)
+            size = size_from_base64(data) if data else None
+            out.fixed += anthropic_image_tokens(size)
+            out.complete = out.complete and size is not None
         elif kind in ("tool_use", "server_tool_use"):
             out.texts.append(f'{field(block, "id") or ""}{field(block, "name") or ""}')
             out.texts.append(_as_json(field(block, "input") or {}))
@@ -246,10 +268,23 @@ def _anthropic_blocks(content: Any, out: Rendering) -> None:
         elif kind in ("thinking", "redacted_thinking"):
             out.texts.append(field(block, "thinking") or "")
         elif kind == "document":
-            source = field(block, "source")
-            out.texts.append(field(source, "data") if field(source, "type") == "text" else "")
+            _anthropic_document(field(block, "source"), out)
         elif block is not None:
             out.texts.append(_as_json(block))
+
+
+def _anthropic_document(source: Any, out: Rendering) -> None:
+    """A document block: text as text, a PDF by its pages, anything else one page, marked."""
+    kind = field(source, "type")
+    if kind == "text":
+        out.texts.append(field(source, "data") or "")
+    elif kind == "content":
+        _anthropic_blocks(field(source, "content"), out)
+    else:
+        data = field(source, "data") if kind == "base64" else None
+        pages = pdf_pages(data) if isinstance(data, str) else None
+        out.fixed += ANTHROPIC_PER_PDF_PAGE * (pages or 1)
+        out.complete = out.complete and pages is not None
 
 
 def _anthropic_message(message: Any) -> Rendering:
@@ -395,6 +430,8 @@ def render_preamble(request: Request) -> Rendering:
         out.add(_anthropic_tools(request.tools))
         if request.thinking:
             out.fixed += ANTHROPIC_THINKING_PROMPT
+        if request.response_format is not None:
+            out.fixed += ANTHROPIC_STRUCTURED_OUTPUT_PROMPT
     elif request.api in ("openai_chat", "openai_responses"):
         out.fixed += RESPONSES_REPLY_PRIMING if request.api == "openai_responses" else OPENAI_REPLY_PRIMING
         if request.system:  # Responses `instructions`: a system message
