@@ -221,3 +221,16 @@ def test_responses_hosted_tools_and_chains():
     estimator.remember("resp_1", 900)
     known = estimator.estimate(follow, provider="openai")
     assert known.complete and known.estimate.input_tokens - unknown.estimate.input_tokens >= 850
+
+
+def test_pdf_pages_come_from_the_ends_of_the_file_only():
+    import base64
+
+    from otel_tokens.account.estimate.media import pdf_pages
+
+    middle = b"x" * 300_000  # never decoded
+    tail_count = b"%PDF-1.7\n" + middle + b"\n5 0 obj << /Count 12 /Kids [] /Type /Pages >> endobj\n%%EOF"
+    linearized = b"%PDF-1.5\n1 0 obj << /Linearized 1 /L 5000 /N 7 /T 4000 >> endobj" + middle
+    hidden = b"%PDF-1.4\n" + middle + b"<< /Type /Pages /Count 3 >>" + middle  # only in the middle
+    assert [pdf_pages(base64.b64encode(p).decode()) for p in (tail_count, linearized, hidden)] == [12, 7, None]
+    assert pdf_pages(base64.b64encode(b"not a pdf").decode()) is None

@@ -4,10 +4,10 @@
 * Audio (OpenAI ``input_audio``): ``OPENAI_AUDIO_PER_SECOND`` tokens a second (OpenAI bills
   user audio at about one token per 100 ms); the duration from a WAV header (byte rate and
   data size), else from the size at 128 kbit/s (MP3 and the like).
-* PDFs: the page count by scanning for page objects in the decoded file (files up to
-  ``PDF_SCAN_LIMIT`` bytes); Anthropic counts each page as text plus an image, "typically
+* PDFs: the page count from the first and last 64 KiB of the file (a linearized PDF's page
+  count, or the page tree's ``/Count``), never decoding the rest; Anthropic counts each page as text plus an image, "typically
   1,500 to 3,000 tokens" a page (``ANTHROPIC_PER_PDF_PAGE`` is the middle).
-* Anything else (a file id, a URL, a file too large to scan): a per-item figure, and the
+* Anything else (a file id, a URL, a PDF whose page count is not in those ends): a per-item figure, and the
   estimate is marked incomplete.
 """
 
@@ -24,8 +24,9 @@ OPENAI_AUDIO_PER_SECOND = 10
 _MP3_BYTES_PER_SECOND = 16_000  # 128 kbit/s
 OPENAI_FILE_ITEM = 64  # a file or document whose content cannot be read here (measured)
 ANTHROPIC_PER_PDF_PAGE = 2_250
-PDF_SCAN_LIMIT = 8_000_000  # bytes of PDF decoded to count pages; larger files: per item
-_PAGE = re.compile(rb"/Type\s*/Page(?!s)")
+_WINDOW = 87_384  # base64 characters of 64 KiB: what is decoded at each end of a PDF
+_LINEARIZED = re.compile(rb"/Linearized[^>]*?/N\s+(\d+)")
+_COUNT = re.compile(rb"/Type\s*/Pages\b[^>]*?/Count\s+(\d+)|/Count\s+(\d+)[^>]*?/Type\s*/Pages\b")
 
 
 def _data(b64: str) -> str:
@@ -55,15 +56,26 @@ def audio_tokens(b64: str, fmt: str | None) -> int:
     return max(1, round(seconds * OPENAI_AUDIO_PER_SECOND))
 
 
-def pdf_pages(b64: str) -> int | None:
-    """Pages of a base64 PDF (None: not a PDF, or too large to scan here)."""
-    data = _data(b64)
-    if decoded_size(data) > PDF_SCAN_LIMIT:
-        return None
+def _slice(data: str, start: int, end: int) -> bytes:
+    """Decoded bytes of base64 characters [start, end), aligned to whole 4-character groups."""
+    start, end = start - start % 4, end - end % 4
     try:
-        raw = base64.b64decode(data, validate=False)
+        return base64.b64decode(data[start:end], validate=False)
     except (binascii.Error, ValueError):
+        return b""
+
+
+def pdf_pages(b64: str) -> int | None:
+    """Pages of a base64 PDF from its first and last 64 KiB only (never the whole file): a
+    linearized PDF's ``/N`` in its first object, else the page tree's ``/Count`` (its root
+    has the largest), which most writers put near the start or the end. None: not found."""
+    data = _data(b64).rstrip()
+    head = _slice(data, 0, _WINDOW)
+    if not head.startswith(b"%PDF"):
         return None
-    if not raw.startswith(b"%PDF"):
-        return None
-    return max(1, len(_PAGE.findall(raw)))
+    found = _LINEARIZED.search(head)
+    if found:
+        return int(found.group(1))
+    tail = _slice(data, max(0, len(data) - _WINDOW), len(data)) if len(data) > _WINDOW else b""
+    counts = [int(a or b) for chunk in (head, tail) for a, b in _COUNT.findall(chunk)]
+    return max(counts) if counts else None
