@@ -44,7 +44,7 @@ class Call:
 
     __slots__ = (
         "operation", "provider", "request_model", "stream", "server_address", "server_port",
-        "conversation_id", "span_name", "attributes", "request", "agent",
+        "conversation_id", "user", "tenant", "span_name", "attributes", "request", "agent",
         "usage", "parts", "response_model", "response_id", "finish_reasons", "error",
         "output_text", "cumulative_key", "billing", "once_key", "pending", "end_attributes",
         "estimate", "request_estimate", "started", "first_chunk_at", "ended_at", "trace_id",
@@ -62,6 +62,8 @@ class Call:
         self.server_address: str | None = None
         self.server_port: int | None = None
         self.conversation_id: str | None = None
+        self.user: str | None = None  # who the call is for (binding or baggage)
+        self.tenant: str | None = None
         self.span_name: str | None = None
         self.attributes: dict[str, Any] | None = None
         self.request: Request | None = None

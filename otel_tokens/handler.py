@@ -22,6 +22,7 @@ from .account.pricing import Pricer
 from .account.settle import Accountant
 from .account.threads import ThreadTotals
 from .call import Call
+from .emit.baggage import who_from_baggage
 from .emit.recorder import Recorder
 from .settings import current
 
@@ -50,7 +51,8 @@ class Handler:
         self.recorder = Recorder(tracer_provider, meter_provider,
                                  max_attribute_values=settings.max_attribute_values,
                                  exemplars=settings.exemplars,
-                                 reuse_genai_span=settings.reuse_genai_span)  # fmt: skip
+                                 reuse_genai_span=settings.reuse_genai_span,
+                                 metric_attributes=settings.metric_attributes)  # fmt: skip
         self.accountant = Accountant(
             pricer if pricer is not None else Pricer.from_settings(settings),
             guard if guard is not None else get_guard(),
@@ -110,14 +112,28 @@ class Handler:
         call.request, call.estimate, call.agent = request, estimate, agent
         call.conversation_id, call.span_name, call.attributes = conversation_id, span_name, attributes
         try:
-            self.accountant.open(call)
+            self.accountant.open(call)  # the agent, and who the bindings say the call is for
         except BudgetExceeded as exc:
             name = call.agent.name if call.agent is not None else "default"
             self.recorder.refused(name, exc.anomaly)
             self._callbacks((exc.anomaly,))
             raise
+        self._who_from_baggage(call)
         self.recorder.start(call)
         return call
+
+    @staticmethod
+    def _who_from_baggage(call: Call) -> None:
+        """Fill in from baggage what neither the capture nor a binding said."""
+        try:
+            who = who_from_baggage()
+        except Exception as exc:
+            faults.report("internal", exc)
+            return
+        if who is not None:
+            call.user = call.user or who[0]
+            call.tenant = call.tenant or who[1]
+            call.conversation_id = call.conversation_id or who[2]
 
     # -- what a Call delegates ------------------------------------------------------------------
     @staticmethod

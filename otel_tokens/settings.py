@@ -91,6 +91,8 @@ class Settings:
     exemplars: bool = True
     # put otel_tokens' attributes on the GenAI span another instrumentation opened for the call
     reuse_genai_span: bool = False
+    # who the calls are for, on metric points too (opt-in: user, tenant, conversation)
+    metric_attributes: frozenset[str] = frozenset()
     # budgets and spikes
     default_budget: Budget | None = None
     agent_budgets: Mapping[str, Budget] = field(default_factory=dict)
@@ -157,6 +159,15 @@ class _Reader:
         except ValueError:
             return self.bad(name, value, accepted or f"a {kind.__name__}", default)
         return number
+
+    def subset(self, name: str, options: tuple[str, ...]) -> frozenset[str]:
+        """A comma-separated subset of ``options`` (empty when unset or unusable)."""
+        _, value = self.raw(name)
+        chosen = frozenset(v.strip().lower() for v in value.split(",") if v.strip())
+        if chosen - set(options):
+            return self.bad(name, value, "a comma-separated list of " + ", ".join(options), None) \
+                or frozenset()  # fmt: skip
+        return chosen
 
     def choice(self, names: tuple[str, ...], options: tuple[str, ...]) -> str | None:
         name, value = self.raw(*names)
@@ -296,6 +307,7 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
                               accepted="seconds, a number 0-3600"),
         exemplars=r.boolean("OTEL_TOKENS_EXEMPLARS", default=True),
         reuse_genai_span=r.boolean("OTEL_TOKENS_REUSE_GENAI_SPAN", default=False),
+        metric_attributes=r.subset("OTEL_TOKENS_METRIC_ATTRIBUTES", ("user", "tenant", "conversation")),
         default_budget=default_budget,
         agent_budgets=agent_budgets,
         spike=spike,

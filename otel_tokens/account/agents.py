@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # imported when the first agent is created (start-up cost)
     from .ledger import UsageLedger
     from .state import TokenState
 
-__all__ = ["AgentEntry", "DEFAULT_AGENT", "agent", "agents", "clear_agents", "current_agent"]
+__all__ = ["AgentEntry", "DEFAULT_AGENT", "agent", "agents", "clear_agents", "current_agent", "current_who"]
 
 DEFAULT_AGENT = "default"
 #: How long an agent's ledger waits for another writer's SQLite lock. Agent ledgers are written
@@ -54,10 +54,38 @@ class AgentEntry:
 
 
 class _Binding(NamedTuple):
-    """One level of binding in a context: the agent, and the binding it covers."""
+    """One level of binding in a context: the agent, the binding it covers, and who the
+    calls are for (user, tenant, conversation; None where this level does not say)."""
 
     entry: AgentEntry
     outer: _Binding | None
+    who: tuple[str | None, str | None, str | None] | None = None
+
+
+def current_who() -> tuple[str | None, str | None, str | None] | None:
+    """(user, tenant, conversation) of the calling context's bindings, the innermost that
+    says each winning; None when no binding says any."""
+    binding = _current.get()
+    found: list[str | None] | None = None
+    while binding is not None:
+        if binding.who is not None:
+            if found is None:
+                found = list(binding.who)
+            else:
+                found = [a if a is not None else b for a, b in zip(found, binding.who)]
+        binding = binding.outer
+    return tuple(found) if found is not None else None  # type: ignore[return-value]
+
+
+def _who(user: Any, tenant: Any, conversation: Any) -> tuple[str | None, str | None, str | None] | None:
+    """The ``agent(...)`` attribution arguments: strings kept, anything else ignored (counted)."""
+    values = []
+    for field, value in (("user", user), ("tenant", tenant), ("conversation", conversation)):
+        if value is not None and not (isinstance(value, str) and value.strip()):
+            faults.report("argument", detail=f"agent(): {field}={value!r} ignored (a non-empty string is needed)")
+            value = None
+        values.append(value)
+    return tuple(values) if any(v is not None for v in values) else None  # type: ignore[return-value]
 
 
 _registry: dict[str, AgentEntry] = {}
@@ -167,10 +195,6 @@ def clear_agents() -> None:
             faults.report("ledger_persistence", exc)
 
 
-def _bind(entry: AgentEntry) -> None:
-    _current.set(_Binding(entry, _current.get()))
-
-
 def _unbind(name: str) -> None:
     """Leave the innermost binding of agent ``name`` in this context (its block ended)."""
     binding = _current.get()
@@ -182,14 +206,18 @@ class agent:  # noqa: N801 - used like a function: ``with agent("x")`` / ``@agen
     """Bind backend calls to the agent ``name`` (a context manager and a decorator).
 
     ``max_input_tokens`` is the agent's context window, used for the displayed percentage.
+    ``user``, ``tenant`` and ``conversation`` say who the calls inside are for (span
+    attributes and ledger rows; on metrics only when ``OTEL_TOKENS_METRIC_ATTRIBUTES`` asks).
     Works with ``with``/``async with`` and on sync and async functions; one object may be
     entered from many threads and tasks at the same time.
     """
 
-    __slots__ = ("_name",)
+    __slots__ = ("_name", "_who")
 
-    def __init__(self, name: str, max_input_tokens: int | None = None) -> None:
+    def __init__(self, name: str, max_input_tokens: int | None = None, *, user: str | None = None,
+                 tenant: str | None = None, conversation: str | None = None) -> None:  # fmt: skip
         self._name = valid_name(name)
+        self._who = _who(user, tenant, conversation)
         get_agent(self._name, max_input_tokens)
 
     @property
@@ -199,7 +227,7 @@ class agent:  # noqa: N801 - used like a function: ``with agent("x")`` / ``@agen
 
     def __enter__(self) -> AgentEntry:
         entry = get_agent(self._name)
-        _bind(entry)
+        _current.set(_Binding(entry, _current.get(), self._who))
         return entry
 
     def __exit__(self, *exc: object) -> None:
@@ -212,12 +240,12 @@ class agent:  # noqa: N801 - used like a function: ``with agent("x")`` / ``@agen
         self.__exit__()
 
     def __call__(self, func: F) -> F:
-        name = self._name
+        name, who = self._name, self._who
         if inspect.iscoroutinefunction(func):
 
             @functools.wraps(func)
             async def async_bound(*args: Any, **kwargs: Any) -> Any:
-                token = _current.set(_Binding(get_agent(name), _current.get()))
+                token = _current.set(_Binding(get_agent(name), _current.get(), who))
                 try:
                     return await func(*args, **kwargs)
                 finally:
@@ -227,7 +255,7 @@ class agent:  # noqa: N801 - used like a function: ``with agent("x")`` / ``@agen
 
         @functools.wraps(func)
         def bound(*args: Any, **kwargs: Any) -> Any:
-            token = _current.set(_Binding(get_agent(name), _current.get()))
+            token = _current.set(_Binding(get_agent(name), _current.get(), who))
             try:
                 return func(*args, **kwargs)
             finally:

@@ -11,12 +11,12 @@ fault sink and never raised; the one deliberate exception is :class:`BudgetExcee
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import faults
 from ..errors import LedgerPersistenceError
 from ..usage import Billing, Usage
-from .agents import current_agent
+from .agents import current_agent, current_who
 from .anomalies import AnomalyGuard, BudgetExceeded
 from .outcome import Line, Outcome, error_type
 from .pricing import PriceResult, Pricer
@@ -24,7 +24,7 @@ from .threads import ThreadTotals
 
 if TYPE_CHECKING:
     from ..call import Call
-    from .agents import AgentEntry
+    from .agents import current_who, AgentEntry
     from .estimate import Estimator
     from .state import Estimate
 
@@ -64,6 +64,10 @@ class Accountant:
         if entry is None:
             try:
                 entry = call.agent = current_agent()
+                who = current_who()
+                if who is not None:
+                    call.user, call.tenant = who[0], who[1]
+                    call.conversation_id = call.conversation_id or who[2]
             except Exception as exc:
                 faults.report("internal", exc)
         if call.estimate is None and call.request is not None:
@@ -282,7 +286,9 @@ class Accountant:
                       failed: bool) -> None:  # fmt: skip
         """The call's ledger rows: one, or one per model of a several-model call."""
         ledger, key = entry.ledger, call.stream_key
-        ids = {"trace_id": call.trace_id, "span_id": call.span_id}
+        ids: dict[str, Any] = {"trace_id": call.trace_id, "span_id": call.span_id}
+        if call.user or call.tenant or call.conversation_id:
+            ids["who"] = (call.user, call.tenant, call.conversation_id)
         if usage.provider is None and _has_tokens(usage):
             usage = usage.replace(provider=call.provider)  # a backend whose usage does not say
         response_id = call.response_id

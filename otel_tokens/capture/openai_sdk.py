@@ -221,6 +221,13 @@ def _responses_request(kwargs: dict[str, Any]) -> Request:
                    chained=chained if isinstance(chained, str) else None)  # fmt: skip
 
 
+def _conversation(kwargs: dict[str, Any]) -> str | None:
+    """A Responses request's ``conversation`` (an id, or ``{"id": ...}``)."""
+    value = _get(kwargs, "conversation")
+    value = _get(value, "id") if value is not None and not isinstance(value, str) else value
+    return value if isinstance(value, str) and value else None
+
+
 _PENDING = frozenset(("queued", "in_progress"))
 
 
@@ -397,7 +404,7 @@ def _run_request(kwargs: dict[str, Any]) -> None:
 _CHAT = Operation("chat", _provider, _server, _chat_request, _chat_response, _ChatAccumulator,
                   prepare=_with_stream_usage)  # fmt: skip
 _RESPONSES = Operation("chat", _provider, _server, _responses_request, _responses_response,
-                       _ResponsesAccumulator, once="openai.responses")  # fmt: skip
+                       _ResponsesAccumulator, once="openai.responses", conversation=_conversation)  # fmt: skip
 _RETRIEVE = Operation("chat", _provider, _server, _run_request, _responses_response,
                       _ResponsesAccumulator, once="openai.responses")  # fmt: skip
 _EMBEDDINGS = Operation("embeddings", _provider, _server, _embeddings_request, _embeddings_response)

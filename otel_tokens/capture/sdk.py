@@ -76,6 +76,8 @@ class Operation:
     once: str | None = None
     #: the failure as recorded (``error.type``), when the exception's class does not say it
     failure: Callable[[BaseException], BaseException | str] | None = None
+    #: the conversation a request names (``gen_ai.conversation.id``)
+    conversation: Callable[[dict[str, Any]], str | None] | None = None
 
 
 _NOT_GIVEN = ("NotGiven", "Omit")  # the "argument not given" sentinels of both SDKs
@@ -136,7 +138,7 @@ def _start(op: Operation, instance: Any, kwargs: dict[str, Any], stream: bool) -
             operation=op.name, provider=op.provider(instance),
             request_model=model if isinstance(model, str) else None,
             stream=stream, server_address=address, server_port=port,
-            request=request,
+            request=request, conversation_id=op.conversation(kwargs) if op.conversation else None,
         )  # fmt: skip
     except BudgetExceeded:
         raise  # the user opted in to being stopped

@@ -85,16 +85,17 @@ def _rows(conn: sqlite3.Connection, path: str) -> list[dict[str, Any]]:
             raise CliError(f"report: cannot read {path}: {_reason(exc)}") from None
         except sqlite3.DatabaseError as exc:
             raise CliError(f"report: cannot read {path}: {_reason(exc)}") from None
-        from ..account.ledger.sqlite import SCHEMA_VERSION
+        from ..account.ledger.sqlite import SCHEMA_VERSION, WHO_COLUMNS
 
-        if version is None or version[0] != str(SCHEMA_VERSION):
+        if version is None or version[0] not in ("1", str(SCHEMA_VERSION)):
             raise CliError(f"report: {path} has ledger schema version "
                            f"{version[0] if version else 'unknown'}, this otel_tokens reads "
-                           f"version {SCHEMA_VERSION}")  # fmt: skip
-        names = [c.strip() for c in _COLUMNS.split(",")]
+                           f"versions 1 to {SCHEMA_VERSION}")  # fmt: skip
+        who = ", ".join(WHO_COLUMNS) if version[0] != "1" else "NULL, NULL, NULL"  # 1: before them
+        names = [c.strip() for c in _COLUMNS.split(",")] + list(WHO_COLUMNS)
         try:
             cursor = conn.execute(
-                f"SELECT {_COLUMNS} FROM otel_tokens_requests WHERE active=1 ORDER BY id")
+                f"SELECT {_COLUMNS}, {who} FROM otel_tokens_requests WHERE active=1 ORDER BY id")
             return [dict(zip(names, row)) for row in cursor]
         except sqlite3.Error as exc:
             raise CliError(f"report: cannot read {path}: {exc}") from None
@@ -179,8 +180,31 @@ def by_model(rows: list[dict[str, Any]], since: float | None) -> dict[str, dict[
     return dict(sorted(models.items(), key=lambda kv: (kv[1]["cost_usd"] is None, -(kv[1]["cost_usd"] or 0))))
 
 
-def build_report(path: str, since: float | None, top_n: int) -> dict[str, Any]:
+#: ``--by`` -> the ledger column it groups by
+GROUPS = {"user": "user_id", "tenant": "tenant_id", "conversation": "conversation_id"}
+
+
+def by_who(rows: list[dict[str, Any]], since: float | None, column: str) -> dict[str, dict[str, Any]]:
+    """Requests, tokens and cost per user, tenant or conversation (``-``: not said), most
+    expensive first."""
+    groups: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if since is not None and row["ts"] < since:
+            continue
+        g = groups.setdefault(str(row.get(column) or "-"), {"requests": 0, "input_tokens": None,
+                              "output_tokens": None, "cost_usd": None})  # fmt: skip
+        g["requests"] += 1
+        for key in ("input_tokens", "output_tokens", "cost_usd"):
+            if row[key] is not None:
+                g[key] = (g[key] or 0) + row[key]
+    return dict(sorted(groups.items(), key=lambda kv: -(kv[1]["cost_usd"] or 0)))
+
+
+def build_report(path: str, since: float | None, top_n: int, by: str | None = None) -> dict[str, Any]:
     rows = read_rows(path)
+    if by is not None:
+        return {"ledger": str(path), "since": _iso(since) if since is not None else None,
+                "by": by, "groups": by_who(rows, since, GROUPS[by])}  # fmt: skip
     ledgers = build_ledgers(rows, since)
     everything = ledgers.pop("*")
     agents = {name: {**lg.cumulative.to_dict(), "total_tokens": lg.cumulative.total_tokens}
@@ -327,14 +351,30 @@ def _print_time_and_top(console: Any, data: dict[str, Any]) -> None:
               help="Only requests since WHEN: a duration ago (30m, 24h, 7d, 2w) or an ISO date.")
 @click.option("--top", "top_n", type=click.IntRange(1, 1000), default=10, show_default=True,
               help="How many of the most expensive requests to list.")
+@click.option("--by", "by", type=click.Choice(sorted(GROUPS)),
+              help="Totals per user, tenant or conversation instead (who the calls were for).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-def report(db: str | None, since: str | None, top_n: int, as_json: bool) -> None:
+def report(db: str | None, since: str | None, top_n: int, by: str | None, as_json: bool) -> None:
     """Totals, percentiles, cost by model and time, top requests of a persisted ledger."""
     if not db:
         raise click.UsageError("no ledger: pass --db PATH or set OTEL_TOKENS_LEDGER_PATH")
     start = parse_since(since) if since else None
-    data = build_report(db, start, top_n)
+    data = build_report(db, start, top_n, by)
     if as_json:
         click.echo(json.dumps(data, indent=2))
+    elif by is not None:
+        print_groups(data)
     else:
         print_report(data)
+
+
+def print_groups(data: dict[str, Any]) -> None:
+    """``--by``: one row per user, tenant or conversation (``-``: calls that did not say)."""
+    from rich.console import Console
+
+    console = Console(highlight=False)
+    scope = f" since {data['since']}" if data["since"] else ""
+    table = _table(f"totals by {data['by']}{scope}", [data["by"], "requests", "input", "output", "cost USD"])
+    for name, g in data["groups"].items():
+        table.add_row(name, str(g["requests"]), _n(g["input_tokens"]), _n(g["output_tokens"]), _n(g["cost_usd"], 4))
+    console.print(table)

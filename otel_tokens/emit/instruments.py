@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable
 
 from opentelemetry.metrics import Histogram, Meter, ObservableGauge, Observation
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _gen_ai
+from opentelemetry.semconv._incubating.attributes import user_attributes as _user
 from opentelemetry.semconv.attributes import error_attributes as _error
 from opentelemetry.semconv.attributes import server_attributes as _server
 
@@ -41,6 +42,8 @@ USAGE_REASONING = _gen_ai.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS
 SERVER_ADDRESS = _server.SERVER_ADDRESS
 SERVER_PORT = _server.SERVER_PORT
 ERROR_TYPE = _error.ERROR_TYPE
+USER_ID = _user.USER_ID  # who the call is for
+TENANT_ID = "tenant.id"  # no semantic-conventions name yet
 
 ESTIMATE_INPUT = "otel_tokens.estimate.input_tokens"
 ESTIMATE_SOURCE = "otel_tokens.estimate.source"

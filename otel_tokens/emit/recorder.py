@@ -52,7 +52,8 @@ class Recorder:
 
     def __init__(self, tracer_provider: Any = None, meter_provider: Any = None, *,
                  max_attribute_values: int = 200, exemplars: bool = True,
-                 reuse_genai_span: bool = False) -> None:  # fmt: skip
+                 reuse_genai_span: bool = False,
+                 metric_attributes: frozenset[str] = frozenset()) -> None:  # fmt: skip
         self.tracer = trace.get_tracer(SCOPE, __version__, tracer_provider, _SCHEMA_URL)
         meter = metrics.get_meter(SCOPE, __version__, meter_provider, _SCHEMA_URL)
         self.instruments = Instruments.create(meter, self._observe_utilization)
@@ -65,6 +66,12 @@ class Recorder:
         # argument records without
         self.exemplars = exemplars and _takes_context(self.instruments.duration)
         self.reuse_genai_span = reuse_genai_span
+        #: who the calls are for, also on metric points (opt-in: unbounded by nature)
+        self.who_labels = tuple(
+            (key, attr) for key, attr in (("user", names.USER_ID), ("tenant", names.TENANT_ID),
+                                          ("conversation", names.CONVERSATION_ID))
+            if key in metric_attributes
+        )  # fmt: skip
         faults.sink().bind(self.instruments.errors)
 
     # -- the start ------------------------------------------------------------------------------
@@ -80,6 +87,11 @@ class Recorder:
             labels[names.REQUEST_MODEL] = call.request_model
         if call.server_address:
             labels[names.SERVER_ADDRESS] = call.server_address
+        if self.who_labels:
+            for key, attr in self.who_labels:
+                value = call.user if key == "user" else call.tenant if key == "tenant" else call.conversation_id
+                if value:
+                    labels[attr] = value
         emission = call.emission = _Emission(None, labels)
         try:
             attrs = dict(labels)  # spans keep the real values
@@ -88,6 +100,10 @@ class Recorder:
                 attrs[names.SERVER_PORT] = call.server_port
             if call.conversation_id:
                 attrs[names.CONVERSATION_ID] = call.conversation_id
+            if call.user:
+                attrs[names.USER_ID] = call.user
+            if call.tenant:
+                attrs[names.TENANT_ID] = call.tenant
             estimate = call.estimate
             if estimate is not None:
                 attrs[names.ESTIMATE_INPUT] = estimate.input_tokens

@@ -59,6 +59,9 @@ _MAX_INCREMENTAL_REMOVALS = 128
 _NEW_FRACTION_REBUILDS = 8
 
 
+_ACTIVE = 14  # the active flag's place in a stored row (sqlite.StoredRow)
+
+
 def _as_id(value: int | str | None, bits: int, name: str) -> int:
     """A trace/span id given as int or hex string, as an int (0 = none)."""
     if value is None:
@@ -113,7 +116,7 @@ class UsageLedger:
         # figure -> (window, physical lo, physical hi, (compactions, truncations)) it reflects
         self._windows: dict[str, tuple[RankWindow, int, int, tuple[int, int]]] = {}
         self._store: Any = None  # a SqliteStore when persisted
-        self._pending: dict[int, list[Any]] = {}  # lid -> row not yet written (last item: active)
+        self._pending: dict[int, list[Any]] = {}  # lid -> row not yet written (item 14: active)
         self._pending_deactivate: list[int] = []
         if path is not None:
             from .sqlite import SqliteStore  # sqlite3 only when persistence is asked for
@@ -135,8 +138,12 @@ class UsageLedger:
         timestamp: float | None = None,
         trace_id: int | str | None = None,
         span_id: int | str | None = None,
+        who: tuple[str | None, str | None, str | None] | None = None,
     ) -> int:
         """Record one finalized request; returns its index in the timeline.
+
+        ``who`` (user, tenant, conversation) is written with the persisted row (the report
+        groups by it); the in-memory history does not keep it.
 
         ``cost_usd`` is the request's cost (computed by pricing); it defaults to the cost the
         backend reported in ``usage``. With persistence on, a write failure raises
@@ -163,6 +170,8 @@ class UsageLedger:
         with self._lock:
             index = self._append_locked(usage, cost, float(timestamp), request_id, trace, span)
             if self._store is not None:
+                if who is not None:
+                    self._pending[self._next_lid - 1].extend(who)  # after the active flag
                 self._flush_locked()
         return index
 
@@ -395,7 +404,7 @@ class UsageLedger:
             if self._store is not None:
                 pending = self._pending.get(h.lid[phys])
                 if pending is not None:
-                    pending[-1] = 0
+                    pending[_ACTIVE] = 0
                 else:
                     self._pending_deactivate.append(h.rowid[phys])
         h.truncate(position)

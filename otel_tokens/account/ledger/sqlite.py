@@ -13,9 +13,9 @@ from typing import Iterable, Iterator, Sequence
 
 from ...errors import LedgerPersistenceError
 
-__all__ = ["SCHEMA_VERSION", "SqliteStore", "StoredRow"]
+__all__ = ["SCHEMA_VERSION", "SqliteStore", "StoredRow", "WHO_COLUMNS"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: user_id, tenant_id, conversation_id (version 1 files are migrated)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS otel_tokens_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -36,7 +36,10 @@ CREATE TABLE IF NOT EXISTS otel_tokens_requests (
     premium_requests REAL,
     trace_id TEXT,
     span_id TEXT,
-    active INTEGER NOT NULL DEFAULT 1
+    active INTEGER NOT NULL DEFAULT 1,
+    user_id TEXT,
+    tenant_id TEXT,
+    conversation_id TEXT
 );
 CREATE INDEX IF NOT EXISTS otel_tokens_requests_by_ledger
     ON otel_tokens_requests (ledger, id);
@@ -47,7 +50,12 @@ _COLUMNS = (
     "cache_write_tokens, reasoning_tokens, cost_usd, premium_requests, trace_id, span_id, active"
 )
 
-#: (request_id, ts, model, provider, source, 5 token counts, cost, premium, trace, span, active)
+#: who each request was for (written with every row; read by ``otel-tokens report --by``)
+WHO_COLUMNS = ("user_id", "tenant_id", "conversation_id")
+_MIGRATIONS = {"1": [f"ALTER TABLE otel_tokens_requests ADD COLUMN {c} TEXT" for c in WHO_COLUMNS]}
+
+#: (request_id, ts, model, provider, source, 5 token counts, cost, premium, trace, span, active,
+#: user, tenant, conversation); ``load`` returns the first 15
 StoredRow = tuple
 
 
@@ -79,6 +87,11 @@ class SqliteStore:
                         "INSERT INTO otel_tokens_meta VALUES ('schema_version', ?)",
                         (str(SCHEMA_VERSION),),
                     )
+                elif row[0] in _MIGRATIONS:  # an older file: brought up to date in place
+                    for statement in _MIGRATIONS[row[0]]:
+                        self._conn.execute(statement)
+                    self._conn.execute("UPDATE otel_tokens_meta SET value=? WHERE key='schema_version'",
+                                       (str(SCHEMA_VERSION),))  # fmt: skip
                 elif row[0] != str(SCHEMA_VERSION):
                     raise LedgerPersistenceError(
                         f"usage ledger {self.path!r} has schema version {row[0]}, "
@@ -124,9 +137,9 @@ class SqliteStore:
                 ids = []
                 for row in rows:
                     cur = self._conn.execute(
-                        f"INSERT INTO otel_tokens_requests (ledger, {_COLUMNS}) "
-                        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                        (self.ledger, *row),
+                        f"INSERT INTO otel_tokens_requests (ledger, {_COLUMNS}, {', '.join(WHO_COLUMNS)}) "
+                        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        (self.ledger, *row, *(None,) * (18 - len(row))),
                     )
                     ids.append(cur.lastrowid)
                 self._conn.executemany(
