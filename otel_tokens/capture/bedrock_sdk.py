@@ -30,12 +30,10 @@ from urllib.parse import urlsplit
 import wrapt
 
 from .. import faults
-from ..account.anomalies import BudgetExceeded
 from ..call import Call
-from ..handler import get_handler
 from ..request import Request
 from ..usage import Billing, Usage
-from .sdk import inside_gateway, sdk_field
+from .sdk import inside_gateway, open_call, sdk_field
 from .stream import Accumulator, observe
 
 __all__ = ["wrapper"]
@@ -114,7 +112,8 @@ def _body_usage(body: Any) -> tuple[Usage | None, Billing | None, tuple[str, ...
         reason = body.get("stop_reason")
         return (found.replace(provider=None) if found else None), _billing(fields), ((str(reason),) if reason else ())
     if isinstance(usage, dict):  # Nova: Converse's shape
-        return converse_usage(usage), converse_billing(usage), ((str(body["stopReason"]),) if body.get("stopReason") else ())
+        reason = body.get("stopReason")
+        return converse_usage(usage), converse_billing(usage), ((str(reason),) if reason else ())
     if "prompt_token_count" in body or "generation_token_count" in body:  # Llama
         reason = body.get("stop_reason")
         return (Usage(input_tokens=body.get("prompt_token_count"), output_tokens=body.get("generation_token_count")),
@@ -259,23 +258,11 @@ def _failure(exc: BaseException) -> BaseException | str:
 
 
 def _open(instance: Any, operation: str, params: dict[str, Any]) -> Call | None:
-    try:
-        model = params.get("modelId")
-        address, port = _server(instance)
-        request = None
-        try:
-            request = _request(operation, params)
-        except Exception as exc:
-            faults.report("estimate", exc)
-        return get_handler().start(
-            operation="chat", provider=PROVIDER, request_model=model if isinstance(model, str) else None,
-            stream=_STREAMED[operation], server_address=address, server_port=port, request=request,
-        )  # fmt: skip
-    except BudgetExceeded:
-        raise  # the user opted in to being stopped
-    except Exception as exc:
-        faults.report("internal", exc)
-        return None
+    model = params.get("modelId")
+    address, port = _server(instance)
+    return open_call(lambda given: _request(operation, given), params, operation="chat", provider=PROVIDER,
+                     request_model=model if isinstance(model, str) else None, stream=_STREAMED[operation],
+                     server_address=address, server_port=port)  # fmt: skip
 
 
 def _finish(operation: str, call: Call, result: Any) -> None:

@@ -16,11 +16,9 @@ from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from .. import faults
-from ..account.anomalies import BudgetExceeded
 from ..call import Call
-from ..handler import get_handler
 from .openai_sdk import _chat_request, _chat_response, _ChatAccumulator
-from .sdk import inside_gateway, stop_with
+from .sdk import inside_gateway, open_call, stop_with
 from .stream import observe
 
 __all__ = ["wrapper"]
@@ -58,19 +56,12 @@ def _open(kwargs: dict[str, Any]) -> Call | None:
     try:
         provider, model = _route(kwargs)
         address, port = _server(kwargs)
-        try:
-            request = _chat_request({**kwargs, "model": model})
-        except Exception as exc:
-            faults.report("estimate", exc)
-            request = None
-        return get_handler().start(operation="chat", provider=provider, request_model=model,
-                                   stream=kwargs.get("stream") is True, server_address=address,
-                                   server_port=port, request=request)  # fmt: skip
-    except BudgetExceeded:
-        raise
     except Exception as exc:
         faults.report("internal", exc)
         return None
+    return open_call(_chat_request, {**kwargs, "model": model}, operation="chat",
+                     provider=provider, request_model=model, stream=kwargs.get("stream") is True,
+                     server_address=address, server_port=port)  # fmt: skip
 
 
 class _Accumulator(_ChatAccumulator):

@@ -121,6 +121,24 @@ _servers: dict[int, tuple[Any, str | None, int | None]] = {}
 inside_gateway: ContextVar[bool] = ContextVar("otel_tokens_inside_gateway", default=False)
 
 
+def open_call(describe: Callable[[Any], Request | None], given: Any, **start: Any) -> Call | None:
+    """Open a call on the process-wide handler with the request ``describe(given)`` returns (a
+    failure there only loses the estimate); None when instrumentation itself failed, so the
+    backend call goes on unrecorded. Raises only an enforced budget's ``BudgetExceeded``."""
+    try:
+        request = None
+        try:
+            request = describe(given)
+        except Exception as exc:
+            faults.report("estimate", exc)
+        return get_handler().start(request=request, **start)
+    except BudgetExceeded:
+        raise  # the user opted in to being stopped
+    except Exception as exc:
+        faults.report("internal", exc)
+        return None
+
+
 def _start(op: Operation, instance: Any, kwargs: dict[str, Any], stream: bool) -> Call | None:
     """Open the call; None when instrumentation itself failed or an outer gateway call
     records it (the SDK call goes on)."""
@@ -129,22 +147,16 @@ def _start(op: Operation, instance: Any, kwargs: dict[str, Any], stream: bool) -
     try:
         model = kwargs.get("model")
         address, port = op.server(instance)
-        request = None
-        try:
-            request = op.request(kwargs)
-        except Exception as exc:
-            faults.report("estimate", exc)
-        return get_handler().start(
-            operation=op.name, provider=op.provider(instance),
-            request_model=model if isinstance(model, str) else None,
-            stream=stream, server_address=address, server_port=port,
-            request=request, conversation_id=op.conversation(kwargs) if op.conversation else None,
-        )  # fmt: skip
-    except BudgetExceeded:
-        raise  # the user opted in to being stopped
+        provider = op.provider(instance)
+        conversation = op.conversation(kwargs) if op.conversation else None
     except Exception as exc:
         faults.report("internal", exc)
         return None
+    return open_call(
+        op.request, kwargs, operation=op.name, provider=provider,
+        request_model=model if isinstance(model, str) else None, stream=stream,
+        server_address=address, server_port=port, conversation_id=conversation,
+    )  # fmt: skip
 
 
 def _prepared(op: Operation, kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -8,8 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -21,6 +19,7 @@ import genai_prices  # noqa: E402
 from otel_tokens.capture import litellm_patches, openai_sdk  # noqa: E402
 from otel_tokens.handler import set_handler  # noqa: E402
 
+from ..local_server import LocalServer  # noqa: E402
 from ..telemetry.conftest import make_telemetry  # noqa: E402
 
 CHAT = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini-2024-07-18",
@@ -42,29 +41,10 @@ def chat_stream() -> bytes:
     return ("".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n").encode()
 
 
-class Server:
+class Server(LocalServer):
     def __init__(self) -> None:
         self.queue: list[tuple[str, bytes]] = []
-        self.paths: list[str] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                self.rfile.read(int(self.headers.get("content-length") or 0))
-                outer.paths.append(self.path)
-                kind, payload = outer.queue.pop(0)
-                self.send_response(200)
-                self.send_header("content-type", kind)
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args) -> None:  # type: ignore[no-untyped-def]
-                pass
-
-        self.http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.http.server_address[1]}"
-        threading.Thread(target=self.http.serve_forever, daemon=True).start()
+        super().__init__(lambda path, body: (200, *self.queue.pop(0), {}))
 
     def json(self, body: dict) -> None:
         self.queue.append(("application/json", json.dumps(body).encode()))
@@ -74,8 +54,7 @@ class Server:
 def server():
     s = Server()
     yield s
-    s.http.shutdown()
-    s.http.server_close()
+    s.close()
 
 
 @pytest.fixture

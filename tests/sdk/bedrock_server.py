@@ -12,10 +12,10 @@ from __future__ import annotations
 import base64
 import json
 import struct
-import threading
 from binascii import crc32
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from ..local_server import Answer, LocalServer
 
 
 def _header(name: str, value: str) -> bytes:
@@ -48,40 +48,18 @@ class Reply:
         self.body, self.headers, self.status, self.frames = body, headers or {}, status, frames
 
 
-class BedrockServer:
+class BedrockServer(LocalServer):
     def __init__(self) -> None:
         self.queue: list[Reply] = []
-        self.paths: list[str] = []
-        server = self
+        super().__init__(self._answer)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802
-                self.rfile.read(int(self.headers.get("content-length") or 0))
-                server.paths.append(self.path)
-                reply = server.queue.pop(0) if server.queue else Reply({"message": "nothing queued"}, status=500)
-                if reply.frames is not None:
-                    payload, kind = b"".join(reply.frames), "application/vnd.amazon.eventstream"
-                else:
-                    payload, kind = json.dumps(reply.body).encode(), "application/json"
-                self.send_response(reply.status)
-                self.send_header("content-type", kind)
-                self.send_header("x-amzn-requestid", f"req-{len(server.paths)}")
-                for key, value in reply.headers.items():
-                    self.send_header(key, value)
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    def _answer(self, path: str, body: Any) -> Answer:
+        reply = self.queue.pop(0) if self.queue else Reply({"message": "nothing queued"}, status=500)
+        if reply.frames is not None:
+            payload, kind = b"".join(reply.frames), "application/vnd.amazon.eventstream"
+        else:
+            payload, kind = json.dumps(reply.body).encode(), "application/json"
+        return reply.status, kind, payload, {"x-amzn-requestid": f"req-{len(self.requests)}", **reply.headers}
 
     def client(self) -> Any:
         import boto3

@@ -9,9 +9,9 @@ No recording of Gemini traffic is available here, so the bodies follow the docum
 from __future__ import annotations
 
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+from ..local_server import Answer, LocalServer
 
 
 def answer(text: str, usage: dict[str, Any] | None, model: str = "gemini-2.5-flash",
@@ -26,44 +26,21 @@ def answer(text: str, usage: dict[str, Any] | None, model: str = "gemini-2.5-fla
     return body
 
 
-class GeminiServer:
+class GeminiServer(LocalServer):
     """Answers each request with the next queued body (a dict, or a list of chunks for a
     stream); records the requests' paths and JSON bodies."""
 
     def __init__(self) -> None:
         self.queue: list[Any] = []
-        self.requests: list[tuple[str, Any]] = []
-        server = self
+        super().__init__(self._answer)
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-                length = int(self.headers.get("content-length") or 0)
-                server.requests.append((self.path, json.loads(self.rfile.read(length) or b"null")))
-                body = server.queue.pop(0) if server.queue else {"error": {"code": 500, "message": "nothing queued"}}
-                status = 200
-                if isinstance(body, list):  # a stream: one SSE event per chunk
-                    payload = "".join(f"data: {json.dumps(chunk)}\r\n\r\n" for chunk in body).encode()
-                    kind = "text/event-stream"
-                else:
-                    payload, kind = json.dumps(body).encode(), "application/json"
-                    if "error" in body:
-                        status = body["error"]["code"]
-                self.send_response(status)
-                self.send_header("content-type", kind)
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    def _answer(self, path: str, body: Any) -> Answer:
+        reply = self.queue.pop(0) if self.queue else {"error": {"code": 500, "message": "nothing queued"}}
+        if isinstance(reply, list):  # a stream: one SSE event per chunk
+            payload = "".join(f"data: {json.dumps(chunk)}\r\n\r\n" for chunk in reply).encode()
+            return 200, "text/event-stream", payload, {}
+        status = reply["error"]["code"] if "error" in reply else 200
+        return status, "application/json", json.dumps(reply).encode(), {}
 
     def client(self, vertexai: bool = False) -> Any:
         """A real ``google.genai.Client`` talking to this server (Vertex AI in express mode)."""

@@ -5,10 +5,11 @@
   user audio at about one token per 100 ms); the duration from a WAV header (byte rate and
   data size), else from the size at 128 kbit/s (MP3 and the like).
 * PDFs: the page count from the first and last 64 KiB of the file (a linearized PDF's page
-  count, or the page tree's ``/Count``), never decoding the rest; Anthropic counts each page as text plus an image, "typically
-  1,500 to 3,000 tokens" a page (``ANTHROPIC_PER_PDF_PAGE`` is the middle).
-* Anything else (a file id, a URL, a PDF whose page count is not in those ends): a per-item figure, and the
-  estimate is marked incomplete.
+  count, or the page tree's ``/Count``), never decoding the rest; Anthropic counts each page
+  as text plus an image, "typically 1,500 to 3,000 tokens" a page (``ANTHROPIC_PER_PDF_PAGE``
+  is the middle).
+* Anything else (a file id, a URL, a PDF whose page count is not in those ends): a per-item
+  figure, and the estimate is marked incomplete.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import binascii
 import re
 import struct
 
-__all__ = ["audio_tokens", "pdf_pages", "decoded_size"]
+__all__ = ["audio_tokens", "decoded_size", "pdf_pages"]
 
 OPENAI_AUDIO_PER_SECOND = 10
 _MP3_BYTES_PER_SECOND = 16_000  # 128 kbit/s
