@@ -116,10 +116,8 @@ class RawEnding:
             self.body("".join(_text(c) for c in self.chunks))
             return
         try:
-            joiner = "\n" if self.lines else ""
-            data = (joiner.join(_text(c) for c in self.chunks) + joiner).encode("utf-8")
-            self.chunks = []
-            for item in _events(self.call, data):
+            chunks, self.chunks = self.chunks, []
+            for item in _events(self.call, chunks, self.lines):
                 self.acc.add(item)
         except Exception as exc:
             faults.report("parse", exc)
@@ -150,12 +148,23 @@ def _text(chunk: Any) -> str:
     return chunk.decode("utf-8", "replace") if isinstance(chunk, (bytes, bytearray)) else chunk
 
 
-def _events(call: Call, data: bytes) -> Iterator[Any]:
-    """The JSON payloads of a server-sent-events body, decoded by the SDK's own decoder."""
+_decoders: dict[str, Any] = {}  # SDK module -> its SSEDecoder class
+
+
+def _events(call: Call, chunks: list[Any], lines: bool) -> Iterator[Any]:
+    """The JSON payloads of a server-sent-events body, decoded by the SDK's own decoder: line
+    by line when the caller read lines, else from the bytes."""
     module = "anthropic" if call.provider.startswith(("anthropic", "aws", "gcp")) else "openai"
-    decoder = importlib.import_module(f"{module}._streaming").SSEDecoder()
-    for event in decoder.iter_bytes(iter([data])):
-        payload = event.data
+    decoder_class = _decoders.get(module)
+    if decoder_class is None:
+        decoder_class = _decoders[module] = importlib.import_module(f"{module}._streaming").SSEDecoder
+    decoder = decoder_class()
+    if lines:
+        events = (decoder.decode(_text(line).rstrip("\r\n")) for line in [*chunks, ""])
+    else:
+        events = decoder.iter_bytes(iter(["".join(_text(c) for c in chunks).encode("utf-8")]))
+    for event in events:
+        payload = event.data if event is not None else None
         if payload and payload != "[DONE]":
             try:
                 yield json.loads(payload)
