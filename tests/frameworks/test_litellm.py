@@ -17,10 +17,9 @@ litellm = pytest.importorskip("litellm", reason="litellm is an optional extra (p
 import genai_prices  # noqa: E402
 
 from otel_tokens.capture import litellm_patches, openai_sdk  # noqa: E402
-from otel_tokens.handler import set_handler  # noqa: E402
 
 from ..local_server import LocalServer  # noqa: E402
-from ..telemetry.conftest import make_telemetry  # noqa: E402
+from ..telemetry.conftest import handling  # noqa: E402
 
 CHAT = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini-2024-07-18",
         "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
@@ -59,14 +58,9 @@ def server():
 
 @pytest.fixture
 def telemetry():
-    t = make_telemetry()
-    previous = set_handler(t.handler)
-    openai_sdk.install()  # as under instrument(): litellm's own SDK use must not count twice
-    litellm_patches.install()
-    yield t
-    litellm_patches.uninstall()
-    openai_sdk.uninstall()
-    set_handler(previous)
+    # openai_sdk too, as under instrument(): litellm's own SDK use must not count twice
+    with handling(openai_sdk, litellm_patches) as t:
+        yield t
 
 
 def price(model: str, provider: str, **usage: int) -> float:

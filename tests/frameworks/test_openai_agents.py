@@ -14,10 +14,9 @@ agents = pytest.importorskip("agents", reason="openai-agents is an optional extr
 
 import otel_tokens  # noqa: E402
 from otel_tokens.capture import openai_agents_patches, openai_sdk  # noqa: E402
-from otel_tokens.handler import set_handler  # noqa: E402
 
 from ..sdk.replay import http_module  # noqa: E402
-from ..telemetry.conftest import make_telemetry  # noqa: E402
+from ..telemetry.conftest import handling  # noqa: E402
 
 
 def completion(message: dict, prompt: int, completion_tokens: int) -> dict:
@@ -57,14 +56,8 @@ def telemetry(request):
 
     set_trace_processors([])  # tracing runs, exporting nowhere (no network)
     set_tracing_disabled(request.param == "tracing off")
-    t = make_telemetry()
-    previous = set_handler(t.handler)
-    openai_sdk.install()
-    openai_agents_patches.install()
-    yield t
-    openai_agents_patches.uninstall()
-    openai_sdk.uninstall()
-    set_handler(previous)
+    with handling(openai_sdk, openai_agents_patches) as t:
+        yield t
     set_tracing_disabled(False)
 
 

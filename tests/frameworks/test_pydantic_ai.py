@@ -12,22 +12,15 @@ pytest.importorskip("pydantic_ai", reason="pydantic-ai is an optional extra (pip
 
 import otel_tokens  # noqa: E402
 from otel_tokens.capture import openai_sdk, pydantic_ai_patches  # noqa: E402
-from otel_tokens.handler import set_handler  # noqa: E402
 
-from ..telemetry.conftest import make_telemetry  # noqa: E402
+from ..telemetry.conftest import handling  # noqa: E402
 from .test_openai_agents import Endpoint, completion, recorded, tool_call  # noqa: E402
 
 
 @pytest.fixture
 def telemetry():
-    t = make_telemetry()
-    previous = set_handler(t.handler)
-    openai_sdk.install()
-    pydantic_ai_patches.install()
-    yield t
-    pydantic_ai_patches.uninstall()
-    openai_sdk.uninstall()
-    set_handler(previous)
+    with handling(openai_sdk, pydantic_ai_patches) as t:
+        yield t
 
 
 def model(endpoint: Endpoint):  # type: ignore[no-untyped-def]

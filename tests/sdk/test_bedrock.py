@@ -15,9 +15,8 @@ boto3 = pytest.importorskip("boto3", reason="boto3 is an optional extra (pip ins
 import genai_prices  # noqa: E402
 
 from otel_tokens.capture import bedrock_patches  # noqa: E402
-from otel_tokens.handler import set_handler  # noqa: E402
 
-from ..telemetry.conftest import make_telemetry  # noqa: E402
+from ..telemetry.conftest import handling  # noqa: E402
 from .bedrock_server import BedrockServer, Reply, chunk, frame  # noqa: E402
 
 MODEL = "us.anthropic.claude-3-5-haiku-20241022-v1:0"
@@ -36,12 +35,8 @@ def server():
 
 @pytest.fixture
 def telemetry():
-    t = make_telemetry()
-    previous = set_handler(t.handler)
-    bedrock_patches.install()
-    yield t
-    bedrock_patches.uninstall()
-    set_handler(previous)
+    with handling(bedrock_patches) as t:
+        yield t
 
 
 def billed(usage: dict, model: str = MODEL) -> float:

@@ -16,9 +16,8 @@ genai = pytest.importorskip("google.genai", reason="google-genai is an optional 
 import genai_prices  # noqa: E402
 
 from otel_tokens.capture import google_genai_patches  # noqa: E402
-from otel_tokens.handler import set_handler  # noqa: E402
 
-from ..telemetry.conftest import make_telemetry  # noqa: E402
+from ..telemetry.conftest import handling  # noqa: E402
 from .gemini_server import GeminiServer, answer  # noqa: E402
 
 USAGE = {"promptTokenCount": 1200, "cachedContentTokenCount": 1000, "candidatesTokenCount": 300,
@@ -34,12 +33,8 @@ def server():
 
 @pytest.fixture
 def telemetry():
-    t = make_telemetry()
-    previous = set_handler(t.handler)
-    google_genai_patches.install()
-    yield t
-    google_genai_patches.uninstall()
-    set_handler(previous)
+    with handling(google_genai_patches) as t:
+        yield t
 
 
 def billed(body: dict) -> float:

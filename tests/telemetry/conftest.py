@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
@@ -92,9 +93,23 @@ def make_telemetry(pricer: Pricer | None = None, guard: AnomalyGuard | None = No
     return telemetry
 
 
-@pytest.fixture
-def telemetry():
+@contextmanager
+def handling(*patches: Any) -> Iterator[Telemetry]:
+    """A fresh in-memory telemetry as the process's handler, with these capture modules'
+    patches installed (in order) for the duration; all undone after."""
     t = make_telemetry()
     previous = set_handler(t.handler)
-    yield t
-    set_handler(previous)
+    for module in patches:
+        module.install()
+    try:
+        yield t
+    finally:
+        for module in reversed(patches):
+            module.uninstall()
+        set_handler(previous)
+
+
+@pytest.fixture
+def telemetry():
+    with handling() as t:
+        yield t
