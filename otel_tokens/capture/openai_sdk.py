@@ -151,6 +151,8 @@ class _ChatAccumulator(Accumulator):
         self.hide_usage_chunk = sent is not given and not asked
 
     def add(self, chunk: Any) -> bool:
+        if type(chunk) is dict:  # decoded from a raw body: no attributes to try first
+            return self._add_any(chunk)
         try:  # SDK chunk objects: plain attribute access, this runs for every chunk
             choices, usage = chunk.choices, chunk.usage
             if self.model is None:

@@ -100,14 +100,14 @@ class RawEnding:
             faults.report("parse", exc)
             self.end(None, "error")
 
-    def seen(self, chunk: Any, line: bool = False) -> None:
+    def seen(self, chunk: Any) -> None:
         """One chunk (or line) of the body the caller iterates."""
-        if self._done or self.size > _MAX_BODY:
+        size = self.size
+        if size > _MAX_BODY or self._done:
             return
-        if self.call.first_chunk_at is None:
+        if not size and self.call.first_chunk_at is None:
             self.call.first_chunk()
-        self.size += len(chunk)
-        self.lines = line
+        self.size = size + len(chunk)
         self.chunks.append(chunk)
 
     def done(self, how: str = "exhausted") -> None:
@@ -160,7 +160,8 @@ def _events(call: Call, chunks: list[Any], lines: bool) -> Iterator[Any]:
         decoder_class = _decoders[module] = importlib.import_module(f"{module}._streaming").SSEDecoder
     decoder = decoder_class()
     if lines:
-        events = (decoder.decode(_text(line).rstrip("\r\n")) for line in [*chunks, ""])
+        decode = decoder.decode
+        events = (decode((line if type(line) is str else _text(line)).rstrip("\r\n")) for line in [*chunks, ""])
     else:
         events = decoder.iter_bytes(iter(["".join(_text(c) for c in chunks).encode("utf-8")]))
     for event in events:
@@ -180,9 +181,11 @@ class _Base(wrapt.ObjectProxy):  # type: ignore[misc]
 
     def _self_iterated(self, chunks: Iterator[Any], line: bool = False) -> Iterator[Any]:
         ending = self._self_ending
+        ending.lines = line
+        seen = ending.seen
         try:
             for chunk in chunks:
-                ending.seen(chunk, line)
+                seen(chunk)
                 yield chunk
         except GeneratorExit:
             raise
@@ -284,9 +287,11 @@ class AsyncRawResponseProxy(_Base):
 
     async def _self_aiterated(self, chunks: AsyncIterator[Any], line: bool = False) -> AsyncIterator[Any]:
         ending = self._self_ending
+        ending.lines = line
+        seen = ending.seen
         try:
             async for chunk in chunks:
-                ending.seen(chunk, line)
+                seen(chunk)
                 yield chunk
         except GeneratorExit:
             raise
