@@ -33,7 +33,10 @@ if TYPE_CHECKING:  # imported when the first agent is created (start-up cost)
     from .ledger import UsageLedger
     from .state import TokenState
 
-__all__ = ["AgentEntry", "DEFAULT_AGENT", "agent", "agents", "clear_agents", "current_agent", "current_who"]
+__all__ = [
+    "AgentEntry", "DEFAULT_AGENT", "FrameworkRun", "agent", "agents", "clear_agents", "current_agent",
+    "current_attribution", "current_who",
+]  # fmt: skip
 
 DEFAULT_AGENT = "default"
 #: How long an agent's ledger waits for another writer's SQLite lock. Agent ledgers are written
@@ -143,38 +146,70 @@ def _open_ledger(name: str) -> UsageLedger:
         return UsageLedger(name, max_history=settings.ledger_max_history)
 
 
-#: where agent names come from when the code binds none: one reader per agent framework the
-#: application imported (registered by its capture module), each returning the innermost
-#: framework agent running in the calling context, or None
-_name_sources: list[Callable[[], str | None]] = []
+class FrameworkRun(NamedTuple):
+    """What an agent framework's run context says of the call in progress: the innermost
+    running agent's name and the framework's own conversation (thread, session) id."""
+
+    agent: str | None
+    conversation: str | None = None
 
 
-def add_name_source(source: Callable[[], str | None]) -> None:
-    """Let ``source`` name the agent of calls made outside any ``agent(...)`` binding."""
-    if source not in _name_sources:
-        _name_sources.append(source)
+#: where agent names and conversations come from when the code binds none: one reader per
+#: agent framework the application imported (registered by its capture module), each saying
+#: what the framework run in the calling context is (None outside any run)
+_framework_sources: list[Callable[[], FrameworkRun | None]] = []
 
 
-def remove_name_source(source: Callable[[], str | None]) -> None:
-    if source in _name_sources:
-        _name_sources.remove(source)
+def add_framework_source(source: Callable[[], FrameworkRun | None]) -> None:
+    """Let ``source`` name the agent (and conversation) of calls no ``agent(...)`` binding names."""
+    if source not in _framework_sources:
+        _framework_sources.append(source)
+
+
+def remove_framework_source(source: Callable[[], FrameworkRun | None]) -> None:
+    if source in _framework_sources:
+        _framework_sources.remove(source)
+
+
+def _framework_run() -> FrameworkRun | None:
+    """The first framework run in the calling context (its internals moved: counted, skipped)."""
+    for source in _framework_sources:
+        try:
+            run = source()
+        except Exception as exc:
+            faults.report("internal", exc)
+            continue
+        if run is not None:
+            return run
+    return None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
 
 
 def current_agent() -> AgentEntry:
     """The agent bound to the calling context (``agent(...)`` in the code wins), else the
     framework agent making the call, else the ``default`` agent."""
+    return current_attribution()[0]
+
+
+def current_attribution() -> tuple[AgentEntry, tuple[str | None, str | None, str | None] | None]:
+    """The agent a call is for, and who it is for (user, tenant, conversation; None when
+    nothing says). The innermost ``agent(...)`` binding wins, then the framework running
+    the call: its innermost agent, its conversation id where no binding gives one."""
     binding = _current.get()
+    run = _framework_run() if _framework_sources else None
     if binding is not None:
-        return binding.entry
-    for source in _name_sources:
-        try:
-            name = source()
-        except Exception as exc:  # a framework's internals moved: the call goes on as default
-            faults.report("internal", exc)
-            continue
-        if isinstance(name, str) and name.strip():
-            return get_agent(name)
-    return get_agent(DEFAULT_AGENT)
+        entry = binding.entry
+    else:
+        name = _text(run.agent) if run is not None else None
+        entry = get_agent(name or DEFAULT_AGENT)
+    who = current_who()
+    conversation = _text(run.conversation) if run is not None else None
+    if conversation is not None and (who is None or who[2] is None):
+        who = (who[0], who[1], conversation) if who is not None else (None, None, conversation)
+    return entry, who
 
 
 def agents() -> list[AgentEntry]:

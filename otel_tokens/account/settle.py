@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from .. import faults
 from ..errors import LedgerPersistenceError
 from ..usage import Billing, Usage
-from .agents import current_agent, current_who
+from .agents import current_attribution
 from .anomalies import AnomalyGuard, BudgetExceeded
 from .outcome import Line, Outcome, error_type
 from .pricing import PriceResult, Pricer
@@ -24,7 +24,7 @@ from .threads import ThreadTotals
 
 if TYPE_CHECKING:
     from ..call import Call
-    from .agents import current_who, AgentEntry
+    from .agents import AgentEntry
     from .estimate import Estimator
     from .state import Estimate
 
@@ -63,8 +63,8 @@ class Accountant:
         entry = call.agent
         if entry is None:
             try:
-                entry = call.agent = current_agent()
-                who = current_who()
+                entry, who = current_attribution()
+                call.agent = entry
                 if who is not None:
                     call.user, call.tenant = who[0], who[1]
                     call.conversation_id = call.conversation_id or who[2]

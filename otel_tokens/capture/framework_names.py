@@ -1,6 +1,6 @@
-"""Agent names read from an agent framework's own run context: installed when the
-application imports the framework, nothing imported or patched before (see
-:func:`otel_tokens.account.agents.add_name_source`)."""
+"""Agent names and conversation ids read from an agent framework's own run context:
+installed when the application imports the framework, nothing imported or patched before
+(see :func:`otel_tokens.account.agents.add_framework_source`)."""
 
 from __future__ import annotations
 
@@ -10,21 +10,22 @@ from typing import Callable
 
 import wrapt
 
-from ..account.agents import add_name_source, remove_name_source
+from ..account.agents import FrameworkRun, add_framework_source, remove_framework_source
 
 __all__ = ["FrameworkNames"]
 
 
 class FrameworkNames:
-    """``reader`` names the calls once ``module`` (the framework's run-context module) is imported."""
+    """``reader`` says what framework run the calls are in once ``module`` (the framework's
+    run-context module) is imported."""
 
-    def __init__(self, module: str, reader: Callable[[], str | None]) -> None:
+    def __init__(self, module: str, reader: Callable[[], FrameworkRun | None]) -> None:
         self.module, self.reader = module, reader
         self.installed = self._hooked = False
 
     def _on_import(self, _module: object) -> None:
         if self.installed:
-            add_name_source(self.reader)
+            add_framework_source(self.reader)
 
     def install(self) -> bool:
         """False when the framework is not installed."""
@@ -36,7 +37,7 @@ class FrameworkNames:
             return False
         self.installed = True
         if self.module in sys.modules:
-            add_name_source(self.reader)
+            add_framework_source(self.reader)
         elif not self._hooked:
             wrapt.register_post_import_hook(self._on_import, self.module)
             self._hooked = True
@@ -44,4 +45,4 @@ class FrameworkNames:
 
     def uninstall(self) -> None:
         self.installed = False
-        remove_name_source(self.reader)
+        remove_framework_source(self.reader)

@@ -1,7 +1,9 @@
 """Agent names from the OpenAI Agents SDK (``openai-agents``), without code changes.
 
 A call made while an ``Agent(name="triage")`` runs is recorded under agent ``triage``; with
-handoffs and agents used as tools, the innermost agent making the call. The SDK keeps the
+handoffs and agents used as tools, the innermost agent making the call. Its conversation is
+the run's trace ``group_id`` (``RunConfig(group_id=...)``, the SDK's id "linking traces from
+the same conversation, e.g. a chat thread"; tracing on). The SDK keeps the
 span it is in (agent, then response or generation span inside it) in a context variable,
 whether tracing exports anything or is disabled; each span remembers the span that was
 current when it started, so the agent is found by walking outward from the current span.
@@ -14,6 +16,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from ..account.agents import FrameworkRun
 from .framework_names import FrameworkNames
 
 __all__ = ["DEPENDENCIES", "install", "uninstall"]
@@ -23,10 +26,20 @@ _SCOPE = "agents.tracing.scope"
 _MAX_HOPS = 16  # spans between a model call and its agent (function, handoff, guardrail spans)
 
 
-def agent_name() -> str | None:
-    """The innermost running agent's name, or None outside any agent run."""
+def current_run() -> FrameworkRun | None:
+    """The innermost running agent's name and the run's group id, or None outside any run."""
     scope = sys.modules.get(_SCOPE)
-    span = scope.Scope.get_current_span() if scope is not None else None
+    if scope is None:
+        return None
+    name = _agent_name(scope.Scope.get_current_span())
+    group = getattr(scope.Scope.get_current_trace(), "group_id", None)
+    if name is None and not isinstance(group, str):
+        return None
+    return FrameworkRun(name, group if isinstance(group, str) else None)
+
+
+def _agent_name(span: Any) -> str | None:
+    """The name of the agent span at or around ``span``."""
     for _ in range(_MAX_HOPS):
         if span is None:
             return None
@@ -41,7 +54,7 @@ def agent_name() -> str | None:
     return None
 
 
-_NAMES = FrameworkNames(_SCOPE, agent_name)
+_NAMES = FrameworkNames(_SCOPE, current_run)
 
 
 def install(**_: Any) -> bool:

@@ -112,3 +112,34 @@ def test_outside_any_run_the_call_is_the_default_agent(telemetry):
     endpoint = Endpoint(completion({"content": "plain"}, 12, 2))
     asyncio.run(endpoint.client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "x"}]))
     assert recorded(telemetry) == [("default", 12)]
+
+
+def test_the_run_group_id_is_the_conversation_of_every_call(telemetry, request):
+    from agents import Agent, RunConfig, Runner
+
+    endpoint = Endpoint(completion(tool_call("transfer_to_billing", {}), 100, 10),
+                        completion({"content": "Paid."}, 200, 20))  # fmt: skip
+    billing = Agent(name="billing", instructions="Billing.", model=endpoint.model())
+    triage = Agent(name="triage", instructions="Route.", model=endpoint.model(), handoffs=[billing])
+    asyncio.run(Runner.run(triage, "Is my invoice paid?", run_config=RunConfig(group_id="thread-7")))
+    conversations = [s.attributes.get("gen_ai.conversation.id") for s in telemetry.finished()]
+    if request.node.callspec.params["telemetry"] == "tracing on":
+        assert conversations == ["thread-7", "thread-7"]
+    else:  # no trace, no group: nothing said, nothing guessed
+        assert conversations == [None, None]
+
+
+def test_a_binding_conversation_wins_over_the_group_id(telemetry, request):
+    from agents import Agent, RunConfig, Runner
+
+    endpoint = Endpoint(completion({"content": "ok"}, 30, 3))
+    helper = Agent(name="helper", instructions="Help.", model=endpoint.model())
+
+    async def run():
+        with otel_tokens.agent("support", conversation="ticket-42"):
+            await Runner.run(helper, "hi", run_config=RunConfig(group_id="thread-7"))
+
+    asyncio.run(run())
+    [span] = telemetry.finished()
+    assert span.attributes["gen_ai.conversation.id"] == "ticket-42"
+    assert span.attributes["gen_ai.agent.name"] == "support"

@@ -60,3 +60,17 @@ def test_a_binding_in_the_code_wins(telemetry):
 
     asyncio.run(run())
     assert recorded(telemetry) == [("batch", 30)]
+
+
+def test_the_run_conversation_id_is_on_every_call(telemetry):
+    from pydantic_ai import Agent
+
+    endpoint = Endpoint(completion({"content": "one"}, 30, 3), completion({"content": "two"}, 50, 5))
+    helper = Agent(model(endpoint), name="helper")
+
+    async def run():
+        first = await helper.run("hi", conversation_id="conv-9")
+        await helper.run("again", message_history=first.all_messages())  # the history carries it
+
+    asyncio.run(run())
+    assert [s.attributes.get("gen_ai.conversation.id") for s in telemetry.finished()] == ["conv-9", "conv-9"]
