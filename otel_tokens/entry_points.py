@@ -18,8 +18,8 @@ from . import registry
 
 __all__ = [
     "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AnthropicInstrumentor", "BedrockInstrumentor",
-    "GoogleGenAIInstrumentor", "LiteLLMInstrumentor", "OpenAIAgentsInstrumentor", "OpenAIInstrumentor",
-    "PydanticAIInstrumentor",
+    "GoogleGenAIInstrumentor", "LangGraphInstrumentor", "LiteLLMInstrumentor", "OpenAIAgentsInstrumentor",
+    "OpenAIInstrumentor", "PydanticAIInstrumentor",
 ]  # fmt: skip
 
 
@@ -89,6 +89,12 @@ class GoogleGenAIInstrumentor(_Delegating):
     sync and async, Gemini API and Vertex AI (each billed request)."""
 
     name = "google_genai"
+
+
+class LangGraphInstrumentor(_Delegating):
+    """Agent names and threads from LangGraph: each call is recorded under the graph's agent."""
+
+    name = "langgraph"
 
 
 class LiteLLMInstrumentor(_Delegating):

@@ -21,7 +21,7 @@ LAZY = (
     "otel_tokens.capture.anthropic_sdk", "otel_tokens.capture.agent_cli",
     "otel_tokens.capture.agent_runs", "otel_tokens.capture.backend",
     "otel_tokens.capture.parsers.run", "otel_tokens.capture.google_genai_sdk", "google.genai",
-    "otel_tokens.capture.bedrock_sdk", "botocore", "agents", "pydantic_ai",
+    "otel_tokens.capture.bedrock_sdk", "botocore", "agents", "pydantic_ai", "langgraph", "langchain_core",
     "otel_tokens.capture.litellm_sdk", "litellm",
 )  # fmt: skip
 #: loaded by the first instrumented openai call
