@@ -122,7 +122,11 @@ def _warm_up(delay: float = 0.5) -> None:
     time.sleep(delay)
     try:
         from .account.estimate import warm_up as warm_up_tokenizers
-        from .handler import get_handler
+        from .emit.setup import providers_closed
+        from .handler import get_handler, handler_is_unset
+
+        if handler_is_unset() and providers_closed():
+            return  # the process is ending: no handler to build on shut-down providers
 
         get_handler().pricer.warm_up(background=False)
         warm_up_tokenizers()

@@ -38,6 +38,13 @@ from .. import settings as _settings
 __all__ = ["Setup", "configure"]
 
 _log = logging.getLogger("otel_tokens")
+_closed = threading.Event()  # set when providers configure() built are shut down
+
+
+def providers_closed() -> bool:
+    """True once providers that configure() built have been shut down: nothing more is built
+    on them (the start-up warm-up of a process that ends at once, e.g. ``otel-tokens check``)."""
+    return _closed.is_set()
 _lock = threading.Lock()
 _setup: Setup | None = None
 _arguments: dict[str, Any] = {}  # what the first configure() was given
@@ -72,6 +79,8 @@ class Setup:
         if self._done.is_set():
             return True
         self._done.set()
+        if self.own_providers:
+            _closed.set()
         wait = self.exit_timeout if timeout is None else timeout
         deadline = time.monotonic() + wait
         threads = [threading.Thread(target=_close, args=(close,), daemon=True,
