@@ -150,6 +150,14 @@ def _text(chunk: Any) -> str:
 
 _decoders: dict[str, Any] = {}  # SDK module -> its SSEDecoder class
 
+try:  # the SDKs' own JSON parser (both depend on it): under half json's instructions per event
+    from jiter import from_json as _from_json
+
+    def _loads(payload: str) -> Any:
+        return _from_json(payload.encode())
+except ImportError:  # pragma: no cover - an SDK without jiter
+    _loads = json.loads
+
 
 def _events(call: Call, chunks: list[Any], lines: bool) -> Iterator[Any]:
     """The JSON payloads of a server-sent-events body, decoded by the SDK's own decoder: line
@@ -168,7 +176,7 @@ def _events(call: Call, chunks: list[Any], lines: bool) -> Iterator[Any]:
         payload = event.data if event is not None else None
         if payload and payload != "[DONE]":
             try:
-                yield json.loads(payload)
+                yield _loads(payload)
             except ValueError:
                 faults.report("parse", detail="an unreadable server-sent event")
 

@@ -88,11 +88,16 @@ def given(value: Any) -> Any:
     return None if value is not None and type(value).__name__ in _NOT_GIVEN else value
 
 
+_PLAIN = frozenset((str, int, float, bool, list, dict, tuple))  # never an SDK sentinel
+
+
 def sdk_field(obj: Any, name: str) -> Any:
     """A field of a dict or an SDK object; SDK "not given" sentinels read as None (``given``
     inlined: this runs for every field of a chunk decoded from a raw stream)."""
     value = obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
-    return None if value is not None and type(value).__name__ in _NOT_GIVEN else value
+    if value is None or type(value) in _PLAIN or type(value).__name__ not in _NOT_GIVEN:
+        return value
+    return None
 
 
 def server_of(url: Any) -> tuple[str | None, int | None]:
