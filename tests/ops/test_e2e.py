@@ -113,21 +113,30 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _prometheus_config(tmp, long_targets: list[str], short_targets: list[str]):
+def _short_targets(tmp, targets: list[str]) -> None:
+    """The short job's targets, a file Prometheus watches: a short process is listed only once
+    its calls are done, so its first scrape holds all of its usage (left listed all along, a
+    scrape in the middle of its calls, then its exit, would lose the rest on a loaded machine)."""
+    (tmp / "short.json.new").write_text(json.dumps([{"targets": targets}] if targets else []))
+    (tmp / "short.json.new").replace(tmp / "short.json")  # atomic: never read half-written
+
+
+def _prometheus_config(tmp, long_targets: list[str]):
     config = tmp / "prometheus.yml"
+    _short_targets(tmp, [])
     config.write_text(json.dumps({  # JSON is YAML
         "global": {"scrape_interval": f"{SCRAPE_SECONDS}s", "evaluation_interval": f"{SCRAPE_SECONDS}s"},
         "rule_files": [str(p) for p in RULE_FILES],
         "scrape_configs": [
             {"job_name": "otel-tokens-local", "static_configs": [{"targets": long_targets}]},
             {"job_name": "otel-tokens-short", "scrape_interval": f"{SHORT_SCRAPE_SECONDS}s",
-             "static_configs": [{"targets": short_targets}]},
+             "file_sd_configs": [{"files": [str(tmp / "short.json")]}]},
         ],
     }))  # fmt: skip
     return config
 
 
-def _short_run(base: str, port: int, service: str, seed: int, deadline: float) -> tuple[list, int]:
+def _short_run(base: str, tmp, port: int, service: str, seed: int, deadline: float) -> tuple[list, int]:
     """One short process: its calls, one scrape, exit. Its rows and how many samples it left."""
     env = _env(OTEL_TOKENS_PROMETHEUS_PORT=str(port), OTEL_SERVICE_NAME=service,
                OTEL_RESOURCE_ATTRIBUTES="deployment.environment=ci",  # the pre-1.27 name
@@ -137,10 +146,12 @@ def _short_run(base: str, port: int, service: str, seed: int, deadline: float) -
     try:
         recorded = json.loads(proc.stdout.readline())
         selector = f'otel_tokens_tokens_total{{service_instance_id="{recorded["instance"]}"}}'
+        _short_targets(tmp, [f"127.0.0.1:{port}"])
         wait_for(f"a scrape of {service}", lambda: query(base, selector), deadline, pause=0.05)
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)
+        _short_targets(tmp, [])
     samples = query(base, f"max(count_over_time({selector}[10m]))")
     return recorded["rows"], int(float(samples[0]["value"][1]))
 
@@ -204,8 +215,7 @@ def stack(prometheus_bin, tmp_path_factory):
         targets = [urllib.parse.urlparse(info["url"]), urllib.parse.urlparse(demo_url)]
         assert all(t.hostname == "127.0.0.1" and t.path == "/metrics" for t in targets)
         once_port, runs_port = free_port(), free_port()
-        config = _prometheus_config(tmp, [t.netloc for t in targets],
-                                    [f"127.0.0.1:{once_port}", f"127.0.0.1:{runs_port}"])  # fmt: skip
+        config = _prometheus_config(tmp, [t.netloc for t in targets])
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         log = open(tmp / "prometheus.log", "w")
@@ -220,10 +230,10 @@ def stack(prometheus_bin, tmp_path_factory):
         stack = Stack(base, tmp, start=started)
         t1, first = _paused_truth(workload)
         _steer(workload, "resume")
-        stack.truths["once"], stack.samples["once"] = _short_run(base, once_port, SERVICES["once"], 1, deadline)
+        stack.truths["once"], stack.samples["once"] = _short_run(base, tmp, once_port, SERVICES["once"], 1, deadline)
         stack.truths["runs"] = []
         for seed in range(RUNS):  # one after the other, on one port, as cron would start them
-            rows, stack.samples[f"runs {seed}"] = _short_run(base, runs_port, SERVICES["runs"], seed, deadline)
+            rows, stack.samples[f"runs {seed}"] = _short_run(base, tmp, runs_port, SERVICES["runs"], seed, deadline)
             stack.truths["runs"] += rows
         time.sleep(max(0.0, t1 + 20 - time.time()))  # (b)'s window: 20 s or more of calls
         t2, last = _paused_truth(workload)
