@@ -87,15 +87,15 @@ class RawEnding:
     def body(self, data: Any) -> None:
         """The whole body, read by the caller: JSON, or a stream's server-sent events."""
         try:
-            if isinstance(data, (bytes, bytearray)):
-                data = bytes(data).decode("utf-8", "replace")
-            if self.acc is not None and not data.lstrip().startswith("{"):
+            if isinstance(data, bytearray):
+                data = bytes(data)
+            if self.acc is not None and not data.lstrip().startswith(b"{" if isinstance(data, bytes) else "{"):
                 self.chunks, self.lines = [data], False
                 if data and self.call.first_chunk_at is None:
                     self.call.first_chunk()
                 self.done("read")
                 return
-            self.finish_parsed(json.loads(data) if isinstance(data, str) else data)
+            self.finish_parsed(_loads(data) if isinstance(data, (str, bytes)) else data)
         except Exception as exc:
             faults.report("parse", exc)
             self.end(None, "error")
@@ -150,11 +150,18 @@ def _text(chunk: Any) -> str:
 
 _decoders: dict[str, Any] = {}  # SDK module -> its SSEDecoder class
 
-try:  # the SDKs' own JSON parser (both depend on it): under half json's instructions per event
+try:  # the SDKs' own JSON parser (both depend on it): under half json's instructions
     from jiter import from_json as _from_json
 
-    def _loads(payload: str) -> Any:
-        return _from_json(payload.encode())
+    def _loads(payload: str | bytes) -> Any:
+        """JSON from text or raw bytes (not decoded to text first); ValueError when invalid.
+        Bytes that are not UTF-8 are read as json reads them decoded with replacement."""
+        try:
+            return _from_json(payload if type(payload) is bytes else payload.encode("utf-8", "replace"))
+        except ValueError:
+            if type(payload) is not bytes:
+                raise
+            return json.loads(payload.decode("utf-8", "replace"))
 except ImportError:  # pragma: no cover - an SDK without jiter
     _loads = json.loads
 
