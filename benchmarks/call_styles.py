@@ -70,7 +70,7 @@ def worker(variant: str, style: str, n: int) -> None:
         otel_tokens.instrument()
     for _ in range(30):
         _one(client, style)
-    time.sleep(1.0)  # the background warm-up is over before counting
+    harness.settle()  # the background warm-up is over before counting
     for _ in range(n):
         _one(client, style)
 

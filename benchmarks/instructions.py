@@ -175,6 +175,20 @@ def _floor(tp, mp, null, client):  # type: ignore[no-untyped-def]
     wrapt.wrap_function_wrapper(openai.resources.chat.completions.Completions, "create", wrapper)
 
 
+def settle() -> None:
+    """Wait until otel_tokens' background warm-up (price data, tiktoken encodings) is over.
+
+    A fixed pause is not enough under callgrind, which runs ~50x slower: loading an encoding
+    then ran on into the counted calls of one run or another, a lump of up to ~1 M
+    instructions per call in the figures."""
+    import threading
+
+    time.sleep(1.0)
+    for thread in threading.enumerate():
+        if thread.name.startswith("otel_tokens-") and thread is not threading.current_thread():
+            thread.join()
+
+
 def worker(variant: str, kind: str, n: int) -> None:
     """``n`` calls of ``kind`` after a warm-up, in this process (run under callgrind)."""
     sys.path.insert(0, ROOT)
@@ -192,7 +206,7 @@ def worker(variant: str, kind: str, n: int) -> None:
     elif variant == "floor":
         _floor(tp, mp, null, client)
     _run(client, kind, 30)
-    time.sleep(1.0)  # the background warm-up (price data, tokenizer) is over before counting
+    settle()  # the background warm-up (price data, tokenizer) is over before counting
     _run(client, kind, n)
 
 
