@@ -89,7 +89,7 @@ class RawEnding:
         try:
             if isinstance(data, bytearray):
                 data = bytes(data)
-            if self.acc is not None and not data.lstrip().startswith(b"{" if isinstance(data, bytes) else "{"):
+            if self.acc is not None and data.lstrip()[:1] not in (b"{", "{"):  # events, not JSON
                 self.chunks, self.lines = [data], False
                 if data and self.call.first_chunk_at is None:
                     self.call.first_chunk()
@@ -157,7 +157,8 @@ try:  # the SDKs' own JSON parser (both depend on it): under half json's instruc
         """JSON from text or raw bytes (not decoded to text first); ValueError when invalid.
         Bytes that are not UTF-8 are read as json reads them decoded with replacement."""
         try:
-            return _from_json(payload if type(payload) is bytes else payload.encode("utf-8", "replace"))
+            raw = payload if type(payload) is bytes else payload.encode("utf-8", "replace")
+            return _from_json(raw)
         except ValueError:
             if type(payload) is not bytes:
                 raise

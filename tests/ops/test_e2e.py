@@ -136,7 +136,8 @@ def _prometheus_config(tmp, long_targets: list[str]):
     return config
 
 
-def _short_run(base: str, tmp, port: int, service: str, seed: int, deadline: float) -> tuple[list, int]:
+def _short_run(base: str, tmp, port: int, service: str, seed: int,
+               deadline: float) -> tuple[list, int]:  # fmt: skip
     """One short process: its calls, one scrape, exit. Its rows and how many samples it left."""
     env = _env(OTEL_TOKENS_PROMETHEUS_PORT=str(port), OTEL_SERVICE_NAME=service,
                OTEL_RESOURCE_ATTRIBUTES="deployment.environment=ci",  # the pre-1.27 name
@@ -230,10 +231,14 @@ def stack(prometheus_bin, tmp_path_factory):
         stack = Stack(base, tmp, start=started)
         t1, first = _paused_truth(workload)
         _steer(workload, "resume")
-        stack.truths["once"], stack.samples["once"] = _short_run(base, tmp, once_port, SERVICES["once"], 1, deadline)
+        stack.truths["once"], stack.samples["once"] = _short_run(
+            base, tmp, once_port, SERVICES["once"], 1, deadline
+        )
         stack.truths["runs"] = []
         for seed in range(RUNS):  # one after the other, on one port, as cron would start them
-            rows, stack.samples[f"runs {seed}"] = _short_run(base, tmp, runs_port, SERVICES["runs"], seed, deadline)
+            rows, stack.samples[f"runs {seed}"] = _short_run(
+                base, tmp, runs_port, SERVICES["runs"], seed, deadline
+            )
             stack.truths["runs"] += rows
         time.sleep(max(0.0, t1 + 20 - time.time()))  # (b)'s window: 20 s or more of calls
         t2, last = _paused_truth(workload)
