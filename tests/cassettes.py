@@ -78,6 +78,14 @@ def _text(value: Any) -> str:
     return value or ""
 
 
+def _body(side: dict) -> str:
+    """A recorded body as text: ``body`` as recorded, or ``parsed_body`` (pydantic-ai's
+    recordings keep JSON bodies parsed) serialized back to JSON."""
+    if side.get("parsed_body") is not None:
+        return json.dumps(side["parsed_body"])
+    return _text(side.get("body"))
+
+
 def load(path: pathlib.Path) -> list[Interaction]:
     """Every interaction of one cassette file."""
     import yaml
@@ -86,7 +94,7 @@ def load(path: pathlib.Path) -> list[Interaction]:
     out = []
     for i, item in enumerate(data.get("interactions") or []):
         req, resp = item["request"], item["response"]
-        body = _text(req.get("body"))
+        body = _body(req)
         try:
             parsed = json.loads(body) if body else None
         except ValueError:
@@ -95,7 +103,7 @@ def load(path: pathlib.Path) -> list[Interaction]:
             cassette=f"{path.parent.name}/{path.name}", index=i, method=req["method"],
             uri=req["uri"], request_body=parsed, status=int(resp["status"]["code"]),
             response_headers={k: v for k, v in (resp.get("headers") or {}).items()},
-            response_text=_text(resp.get("body")),
+            response_text=_body(resp),
         ))  # fmt: skip
     return out
 

@@ -51,8 +51,42 @@ def _usage(body: dict[str, Any], endpoint: str, provider: str) -> Any:
         audio = (usage.get("input_token_details") or {}).get("audio_tokens")
         return genai_prices.Usage(input_tokens=usage["input_tokens"], output_tokens=usage.get("output_tokens"),
                                   input_audio_tokens=audio)  # fmt: skip
-    flavor = "default" if provider == "anthropic" else _FLAVORS.get(endpoint, "chat")  # runs: chat's
+    # "openai responses/<id>" (retrieve) and "openai responses/compact" are Responses bodies
+    flavor = "default" if provider == "anthropic" else _FLAVORS.get(endpoint.split("/")[0], "chat")
     return genai_prices.extract_usage(body, provider_id=provider, api_flavor=flavor).usage
+
+
+#: Anthropic ``usage.iterations`` billed on top of the top-level usage (which holds only the
+#: message iterations): a compaction at the request's model, an advisor's at its own model
+_APART = ("compaction", "advisor_message")
+
+
+def iterations_apart(it: cassettes.Interaction) -> list[dict[str, Any]]:
+    """Anthropic iterations billed apart from the top-level usage (the last value of the stream)."""
+    if not it.uri.startswith("https://api.anthropic.com") and "anthropic" not in it.uri:
+        return []
+    usage = final_body(it, True).get("usage") or {}
+    return [item for item in usage.get("iterations") or () if item.get("type") in _APART]
+
+
+def apart_tokens(it: cassettes.Interaction) -> dict[str, int]:
+    """Token classes of the iterations billed apart (input with its cache reads and writes)."""
+    out = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0}
+    for item in iterations_apart(it):
+        read, write = item.get("cache_read_input_tokens") or 0, item.get("cache_creation_input_tokens") or 0
+        out["input"] += (item.get("input_tokens") or 0) + read + write
+        out["output"] += item.get("output_tokens") or 0
+        out["cache_read"] += read
+        out["cache_write"] += write
+    return out
+
+
+def _apart_bill(it: cassettes.Interaction, model: str | None) -> float:
+    total = 0.0
+    for item in iterations_apart(it):
+        usage = genai_prices.extract_usage({"usage": item}, provider_id="anthropic").usage
+        total += float(genai_prices.calc_price(usage, item.get("model") or model, provider_id="anthropic").total_price)
+    return total
 
 
 def full_bill(it: cassettes.Interaction, endpoint: str, model: str | None) -> float | None:
@@ -73,4 +107,4 @@ def full_bill(it: cassettes.Interaction, endpoint: str, model: str | None) -> fl
     files = sum(1 for item in items if item.get("type") == "file_search_call")
     rates = priced.model_price
     fees = (searches * float(rates.web_searches_kcount or 0) + files * float(rates.storage_searches_kcount or 0)) / 1000
-    return float(priced.total_price) + fees
+    return float(priced.total_price) + fees + _apart_bill(it, model)
