@@ -7,7 +7,8 @@ real ``openai``/``anthropic`` client (chat, Responses, legacy completions, embed
 transcriptions, Messages, Assistants runs; streamed or not), and must yield one span whose
 tokens by class equal the truth (0 where the API sent 0, absent where it sent nothing), with
 the response id and model, and whose cost equals the provider's bill computed independently
-(:mod:`.bill`; Anthropic compaction and advisor iterations billed on top of the message). The test prints a one-line score (the README quotes it).
+(:mod:`.bill`; Anthropic compaction and advisor iterations billed on top of the message).
+The test prints a one-line score (the README quotes it).
 """
 
 from __future__ import annotations
