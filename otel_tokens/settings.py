@@ -77,6 +77,8 @@ class Settings:
     max_attribute_values: int = 200
     prometheus_port: int = 9464
     prometheus_host: str = "127.0.0.1"
+    # the folder the processes of one /metrics port share (None: <tmp>/otel_tokens-<uid>-<port>)
+    prometheus_workers_dir: str | None = None
     service_name: str | None = None
     resource_attributes: str | None = None  # OTEL_RESOURCE_ATTRIBUTES as given
     traces_exporter: str | None = None  # otlp | console | none (None: decided by the endpoint)
@@ -293,6 +295,7 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
                                  accepted="a port number 0-65535 (0: any free port)"),
         prometheus_host=r.text("OTEL_TOKENS_PROMETHEUS_HOST", "OTEL_EXPORTER_PROMETHEUS_HOST")
         or "127.0.0.1",
+        prometheus_workers_dir=r.text("OTEL_TOKENS_PROMETHEUS_WORKERS_DIR"),
         service_name=r.text("OTEL_SERVICE_NAME"),
         resource_attributes=r.text("OTEL_RESOURCE_ATTRIBUTES"),
         traces_exporter=r.choice(("OTEL_TRACES_EXPORTER",), exporters),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -136,12 +137,17 @@ class CounterSums:
     Exported names, units, attributes and values are those of a synchronous counter.
     """
 
-    __slots__ = ("_values", "_lock", "_held")
+    __slots__ = ("_values", "_lock", "_held", "__weakref__")
 
     def __init__(self) -> None:
         self._values: dict[AttributeKey, float] = {}
         self._lock = threading.Lock()
         self._held: set[AttributeKey] = set()  # sums held at the int64 limit (counted once each)
+        _every_sum.add(self)
+
+    def reset(self) -> None:
+        """Start from zero (a forked child: its counts are its own, never the parent's)."""
+        self._values, self._lock, self._held = {}, threading.Lock(), set()
 
     def add(self, amount: float, key: AttributeKey) -> None:
         """Add ``amount`` (>= 0) to the sum of attribute set ``key``."""
@@ -171,6 +177,15 @@ class CounterSums:
                 value = _INT64_MAX
             points.append(Observation(value, dict(key)))
         return points
+
+
+_every_sum: weakref.WeakSet[CounterSums] = weakref.WeakSet()
+
+
+def reset_counter_sums() -> None:
+    """Every counter's sums back to zero (see :meth:`CounterSums.reset`)."""
+    for sums in list(_every_sum):
+        sums.reset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -47,6 +47,7 @@ def providers_closed() -> bool:
     return _closed.is_set()
 _lock = threading.Lock()
 _setup: Setup | None = None
+_endpoints: list[Any] = []  # the /metrics endpoint _build started (emit.workers.Endpoint)
 _arguments: dict[str, Any] = {}  # what the first configure() was given
 #: resource attributes the embedded /metrics puts on every series, as the collector's
 #: transform/resource_labels keeps them (collector-config/otel-collector.yaml)
@@ -68,6 +69,12 @@ class Setup:
     _closers: list[Any] = field(default_factory=list, repr=False)
     exit_timeout: float = 1.5  # seconds shutdown() waits (OTEL_TOKENS_EXIT_TIMEOUT)
     _done: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+    endpoint: Any = field(default=None, repr=False, compare=False)  # workers.Endpoint of /metrics
+
+    @property
+    def shutting_down(self) -> bool:
+        """True once :meth:`shutdown` has begun."""
+        return self._done.is_set()
 
     def shutdown(self, timeout: float | None = None) -> bool:
         """Flush and stop what configure() started (providers it built, the /metrics server),
@@ -79,6 +86,8 @@ class Setup:
         if self._done.is_set():
             return True
         self._done.set()
+        if self.endpoint is not None:  # before the providers stop: what /metrics shows now
+            self.endpoint.leave_final_metrics()
         if self.own_providers:
             _closed.set()
         wait = self.exit_timeout if timeout is None else timeout
@@ -90,6 +99,9 @@ class Setup:
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         late = sum(thread.is_alive() for thread in threads)
+        from .process import deliver_deferred_signal
+
+        deliver_deferred_signal()  # a SIGTERM that came during the flush (a forked child)
         if late:
             _log.warning("otel_tokens: telemetry not sent within %.1f s at shutdown (exporter "
                          "down or not answering); exiting without it (OTEL_TOKENS_EXIT_TIMEOUT "
@@ -179,7 +191,10 @@ def configure(
         settings = _settings.with_arguments(_settings.current(), **arguments)
         _setup = _build(settings)
         if _setup.own_providers:
+            from . import process
+
             atexit.register(_shutdown_at_exit)
+            process.install(lambda: _setup)
         _log.info("otel_tokens: traces -> %s; metrics -> %s", _setup.traces, _setup.metrics)
         return _setup
 
@@ -212,7 +227,7 @@ def _build(settings: _settings.Settings) -> Setup:
                                                                            closers)  # fmt: skip
         metrics.set_meter_provider(meter_provider)
     return Setup(tracer_provider, meter_provider, traces_to, metrics_to, prometheus_url, own,
-                 closers, settings.exit_timeout)  # fmt: skip
+                 closers, settings.exit_timeout, endpoint=_endpoints[-1] if _endpoints else None)  # fmt: skip
 
 
 def _build_tracer_provider(settings: _settings.Settings, resource: Any,
@@ -289,7 +304,8 @@ def _prometheus(settings: _settings.Settings, closers: list[Any]) -> tuple[Any, 
     port, host = settings.prometheus_port, settings.prometheus_host
     try:
         from opentelemetry.exporter.prometheus import PrometheusMetricReader
-        from prometheus_client import start_http_server
+
+        from . import workers
     except ImportError:
         _log.warning(
             "otel_tokens: no metrics exporter: install otel-tokens[prometheus] for the embedded "
@@ -300,15 +316,13 @@ def _prometheus(settings: _settings.Settings, closers: list[Any]) -> tuple[Any, 
         reader = PrometheusMetricReader(resource_attribute_filter=_RESOURCE_LABELS.__contains__)
     except TypeError:  # exporter releases before the option existed
         reader = PrometheusMetricReader()
-    try:
-        started = start_http_server(port, addr=host)
+    try:  # the port's front, or a worker of it (several processes: emit.workers)
+        endpoint = workers.serve(host, port, settings.prometheus_workers_dir)
     except OSError as exc:
         why = f"port {host}:{port} unavailable: {exc.strerror or exc}; {port_fix(exc)}"
         faults.report("exporter", exc, f"cannot serve /metrics: {why}")
         return reader, f"nowhere ({why})", None
-    if isinstance(started, tuple):  # prometheus_client >= 0.16 returns (server, thread)
-        server = started[0]
-        port = server.server_port
-        closers.append(server.shutdown)
-    url = f"http://{host}:{port}/metrics"
-    return reader, f"prometheus {url}", url
+    closers.append(endpoint.close)
+    _endpoints.append(endpoint)
+    role = "" if endpoint.role == "front" else " (as a worker of the process serving the port)"
+    return reader, f"prometheus {endpoint.url}{role}", endpoint.url

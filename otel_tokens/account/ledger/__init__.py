@@ -80,8 +80,10 @@ class UsageLedger:
     """History and totals of one agent's requests; thread-safe.
 
     ``max_history`` bounds the in-memory history (None: unbounded). ``path`` persists every
-    record to SQLite under ``name`` (many ledgers can share a file); on open the history and
-    the cumulative and lifetime totals are restored.
+    record to SQLite under ``name`` (many ledgers can share a file). Opening reads nothing, and
+    recording only writes, so a ledger of a million rows costs a call no more than an empty
+    one: the first query restores the cumulative and lifetime totals by SQL aggregates and
+    the ``max_history`` newest records into memory.
     """
 
     def __init__(
@@ -118,15 +120,12 @@ class UsageLedger:
         self._store: Any = None  # a SqliteStore when persisted
         self._pending: dict[int, list[Any]] = {}  # lid -> row not yet written (item 14: active)
         self._pending_deactivate: list[int] = []
+        self._unread = False
         if path is not None:
             from .sqlite import SqliteStore  # sqlite3 only when persistence is asked for
 
             self._store = SqliteStore(path, name, busy_timeout)
-            try:
-                self._load()
-            except BaseException:
-                self._store.close()
-                raise
+            self._unread = True  # the file's rows are read on the first query, not on open
 
     # -- recording ------------------------------------------------------------------------
     def append(
@@ -265,13 +264,13 @@ class UsageLedger:
     @property
     def cumulative(self) -> UsageTotals:
         """Totals of the current timeline (follows rollbacks), in-flight requests included."""
-        with self._lock:
+        with self._loaded():
             return self._with_in_flight(self._cumulative)
 
     @property
     def lifetime(self) -> UsageTotals:
         """Everything ever consumed (never reduced by rollbacks), in-flight included."""
-        with self._lock:
+        with self._loaded():
             acc = self._cumulative.copy()
             acc.merge(self._discarded)
             return self._with_in_flight(acc)
@@ -279,16 +278,18 @@ class UsageLedger:
     # -- history --------------------------------------------------------------------------
     def __len__(self) -> int:
         """Records retained in memory (evicted ones not counted)."""
-        return len(self._history)
+        with self._loaded():
+            return len(self._history)
 
     @property
     def evicted(self) -> int:
         """How many of the oldest records the bounded history has dropped."""
-        return self._evicted
+        with self._loaded():
+            return self._evicted
 
     def history(self) -> list[UsageRecord]:
         """Every retained record, oldest first."""
-        with self._lock:
+        with self._loaded():
             return [self._record(p) for p in range(len(self._history))]
 
     def __iter__(self) -> Iterator[UsageRecord]:
@@ -298,7 +299,7 @@ class UsageLedger:
         """The ``n`` newest records, oldest first."""
         if n < 0:
             raise ValueError(f"n must not be negative, got {n}")
-        with self._lock:
+        with self._loaded():
             size = len(self._history)
             return [self._record(p) for p in range(max(0, size - n), size)]
 
@@ -308,7 +309,7 @@ class UsageLedger:
     # -- checkpoints and rollback ---------------------------------------------------------
     def checkpoint(self) -> Checkpoint:
         """An opaque restore point for :meth:`restore`."""
-        with self._lock:
+        with self._loaded():
             h = self._history
             last = h.lid[h.physical(len(h) - 1)] if len(h) else self._evicted_last_lid
             return Checkpoint(self._id, last)
@@ -319,7 +320,7 @@ class UsageLedger:
         if not isinstance(checkpoint, Checkpoint) or checkpoint._ledger_id != self._id:
             raise LedgerError("restore() needs a checkpoint taken from this same ledger")
         last = checkpoint._last_lid
-        with self._lock:
+        with self._loaded():
             position = self._history.find_lid(last) if last else None
             if position is not None:
                 return self._truncate_locked(position + 1)
@@ -339,7 +340,7 @@ class UsageLedger:
         """Undo every request from timeline ``index`` on (back to just before it)."""
         if isinstance(index, bool) or not isinstance(index, int):
             raise TypeError(f"index must be an int, got {type(index).__name__}")
-        with self._lock:
+        with self._loaded():
             end = self._evicted + len(self._history)
             if index < 0 or index > end:
                 raise LedgerError(f"request index {index} is outside the timeline 0..{end}")
@@ -352,7 +353,7 @@ class UsageLedger:
 
     def rollback_to_request_id(self, request_id: str) -> list[UsageRecord]:
         """Undo request ``request_id`` and every request after it."""
-        with self._lock:
+        with self._loaded():
             h = self._history
             position = None
             if request_id.startswith(self._id_prefix):
@@ -376,7 +377,7 @@ class UsageLedger:
     def rollback_to_timestamp(self, timestamp: float) -> list[UsageRecord]:
         """Return to the ledger as it was at ``timestamp``: the first request recorded after
         that moment and every request following it are undone."""
-        with self._lock:
+        with self._loaded():
             if self._evicted and self._evicted_last_ts > timestamp:
                 raise HistoryEvictedError(
                     f"cannot roll back to {timestamp}: evicted requests are newer than that "
@@ -452,24 +453,24 @@ class UsageLedger:
     def percentile(self, figure: str, q: float) -> float | None:
         """The ``q``-th percentile (0..100) of ``figure`` over the retained history."""
         check_percentile(q)
-        with self._lock:
+        with self._loaded():
             return self._window(figure, q).percentile(q)
 
     def statistics(self) -> dict[str, ClassStats]:
         """Count, sum, mean, min, max and p50/p90/p95/p99 of every figure (retained history)."""
-        with self._lock:
+        with self._loaded():
             return {figure: class_stats(self._window(figure, None).values) for figure in FIGURES}
 
     def cost_by_model(self) -> dict[str | None, float]:
         """USD per model over the whole current timeline (exact, evicted requests included)."""
-        with self._lock:
+        with self._loaded():
             return {m: c / COST_SCALE for m, (c, n) in self._model_cost.items() if n > 0}
 
     def totals_between(self, start: float | None = None, end: float | None = None) -> UsageTotals:
         """Totals of the requests with ``start <= timestamp < end`` (None: unbounded)."""
         lo = -math.inf if start is None else start
         hi = math.inf if end is None else end
-        with self._lock:
+        with self._loaded():
             if self._evicted and lo <= self._evicted_last_ts:
                 raise HistoryEvictedError(
                     "the range reaches into evicted history; its total would be wrong "
@@ -487,7 +488,7 @@ class UsageLedger:
         """The ``n`` retained requests with the largest ``by`` (unknown values excluded)."""
         if by not in FIGURES:
             raise ValueError(f"unknown figure {by!r}; choose from {', '.join(FIGURES)}")
-        with self._lock:
+        with self._loaded():
             h = self._history
             keyed = []
             for p in range(len(h)):
@@ -526,32 +527,90 @@ class UsageLedger:
         self._pending.clear()
         self._pending_deactivate = []
 
-    def _load(self) -> None:
-        assert self._store is not None
-        for rowid, row in self._store.load():
-            (rid, ts, model, provider, source, i, o, cr, cw, r, cost, prem, trace, span, active) = row
-            if source not in USAGE_SOURCES:
-                raise LedgerPersistenceError(
-                    f"usage ledger {self._store.path!r}: row {rowid} has unknown source {source!r}"
-                )
-            try:
-                usage = Usage(
-                    input_tokens=i, output_tokens=o, cache_read_tokens=cr, cache_write_tokens=cw,
-                    reasoning_tokens=r, premium_requests=prem, model=model, provider=provider,
-                    source=source,
-                )  # fmt: skip
-                cost = check_amount("cost_usd", cost)
-            except ValueError as exc:
-                raise LedgerPersistenceError(
-                    f"usage ledger {self._store.path!r}: row {rowid} is invalid: {exc}"
-                ) from None
-            if active:
-                self._append_locked(
-                    usage, cost, ts, rid, _as_id(trace, 128, "trace_id"),
-                    _as_id(span, 64, "span_id"), rowid=rowid, persist=False,
-                )  # fmt: skip
-            else:
-                self._discarded.add(scaled_values(usage, cost))
+    def _loaded(self) -> _Loaded:
+        """The lock, with the file's rows read first when they have not been yet."""
+        return _Loaded(self)
+
+    def _load_locked(self) -> None:
+        """Rebuild memory from the file: totals of what is not kept in memory by SQL
+        aggregates, the ``max_history`` newest active rows as the history; then what this
+        process recorded but could not write yet, on top."""
+        store = self._store
+        assert store is not None
+        unwritten = list(self._pending.values())
+        self._reset_memory()
+        newest = list(store.load(self.max_history))
+        first = newest[0][0] if newest else None
+        evicted = store.totals(True, first)
+        if first is not None or evicted is None or evicted[0]:
+            self._add_evicted(store, first, evicted)
+        discarded = store.totals(False)
+        if discarded is None:
+            for row in store.rows(False):
+                self._discarded.add(scaled_values(self._usage_of(row, "?"), row[10]))
+        else:
+            _add_sums(self._discarded, discarded)
+        self._next_lid = self._evicted + 1
+        self._evicted_last_lid = self._evicted
+        for rowid, row in newest:
+            self._restore_row(rowid, row)
+        for row in unwritten:
+            self._restore_row(-1, row[:15], persist=row)
+        self._unread = False
+
+    def _reset_memory(self) -> None:
+        self._history = History()
+        self._cumulative, self._discarded = TotalsAccumulator(), TotalsAccumulator()
+        self._evicted, self._evicted_last_ts, self._evicted_last_lid = 0, -math.inf, 0
+        self._model_cost = {}
+        self._pending = {}
+        self._windows = {}
+        self._truncations += 1
+
+    def _add_evicted(self, store: Any, first: int | None, sums: list[Any] | None) -> None:
+        """Active rows older than the history kept in memory: in the totals only."""
+        if sums is None:  # past 64-bit sums: row by row
+            for row in store.rows(True, first):
+                self._cumulative.add(scaled_values(self._usage_of(row, "?"), row[10]))
+                self._evicted += 1
+        else:
+            _add_sums(self._cumulative, sums)
+            self._evicted = sums[0]
+        for model, cost, priced in store.cost_by_model(first):
+            if priced:
+                self._model_cost[model] = [cost, priced]
+        if self._evicted and first is not None:
+            self._evicted_last_ts = store.newest_ts(first)
+
+    def _usage_of(self, row: Any, rowid: Any) -> Usage:
+        source = row[4]
+        if source not in USAGE_SOURCES:
+            raise LedgerPersistenceError(
+                f"usage ledger {self.path!r}: row {rowid} has unknown source {source!r}"
+            )
+        try:
+            return Usage(
+                input_tokens=row[5], output_tokens=row[6], cache_read_tokens=row[7],
+                cache_write_tokens=row[8], reasoning_tokens=row[9], premium_requests=row[11],
+                model=row[2], provider=row[3], source=source,
+            )  # fmt: skip
+        except ValueError as exc:
+            raise LedgerPersistenceError(
+                f"usage ledger {self.path!r}: row {rowid} is invalid: {exc}"
+            ) from None
+
+    def _restore_row(self, rowid: int, row: Any, persist: list[Any] | None = None) -> None:
+        usage = self._usage_of(row, rowid)
+        try:
+            cost = check_amount("cost_usd", row[10])
+        except ValueError as exc:
+            raise LedgerPersistenceError(
+                f"usage ledger {self.path!r}: row {rowid} is invalid: {exc}"
+            ) from None
+        self._append_locked(usage, cost, row[1], row[0], _as_id(row[12], 128, "trace_id"),
+                            _as_id(row[13], 64, "span_id"), rowid=rowid, persist=False)  # fmt: skip
+        if persist is not None:  # recorded by this process, not written yet: still pending
+            self._pending[self._next_lid - 1] = persist
 
     def close(self) -> None:
         """Write anything pending and close the file (idempotent); a no-op in memory."""
@@ -572,4 +631,34 @@ class UsageLedger:
     def __repr__(self) -> str:
         where = f", path={self.path!r}" if self._store is not None else ""
         return f"<UsageLedger {self.name!r}: {len(self)} records, {self._evicted} evicted{where}>"
+
+
+def _add_sums(acc: TotalsAccumulator, sums: list[Any]) -> None:
+    """Add an SQL aggregate row (:meth:`SqliteStore.totals`) to ``acc``."""
+    acc.requests += sums[0]
+    for i in range(7):
+        acc.sums[i] += sums[1 + 2 * i] or 0
+        acc.known[i] += sums[2 + 2 * i]
+
+
+class _Loaded:
+    """``with ledger._loaded():`` the ledger's lock, the file's rows read first if needed."""
+
+    __slots__ = ("_ledger",)
+
+    def __init__(self, ledger: UsageLedger) -> None:
+        self._ledger = ledger
+
+    def __enter__(self) -> None:
+        ledger = self._ledger
+        ledger._lock.acquire()
+        if ledger._unread and ledger._store is not None:
+            try:
+                ledger._load_locked()
+            except BaseException:
+                ledger._lock.release()
+                raise
+
+    def __exit__(self, *exc: object) -> None:
+        self._ledger._lock.release()
 

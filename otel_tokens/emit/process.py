@@ -1,0 +1,145 @@
+"""Forked children: each starts clean and gets its usage out however it ends.
+
+A child made by ``os.fork`` (``multiprocessing``'s fork start method, gunicorn ``--preload``,
+Celery prefork) inherits the parent's providers, metric state and ``/metrics`` socket. For the
+providers ``configure()`` built, right after the fork the child:
+
+* gets its own ``service.instance.id`` (its series are its own, never the parent's);
+* starts with empty metric state: the SDK's aggregations and otel_tokens' counter sums are
+  dropped, so it never exports the parent's counts again (the SDK's own fork hook restarts
+  the export threads);
+* serves no inherited port: it joins the port's front as a worker (:mod:`.workers`);
+* sends its telemetry before it ends, however it ends: at interpreter exit, at a
+  ``multiprocessing`` worker's exit (``os._exit`` after its finalizers, where ``atexit`` never
+  runs), and on SIGTERM when nothing else handles it (a pool's ``terminate()``): the signal
+  is then delivered as before, after the flush (at most ``OTEL_TOKENS_EXIT_TIMEOUT``).
+
+The ledger needs nothing here: its rows are written per call, and a child opens its own
+SQLite connection (:mod:`otel_tokens.account.ledger.sqlite`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import uuid
+from typing import Any, Callable
+
+from .. import faults
+
+__all__ = ["deliver_deferred_signal", "install"]
+
+_log = logging.getLogger("otel_tokens")
+_installed = False
+_deferred: list[int] = []  # a SIGTERM that arrived while the process was already flushing
+_get_setup: Callable[[], Any] | None = None
+
+
+def install(get_setup: Callable[[], Any]) -> None:
+    """Register the fork hook once (``get_setup`` returns the current ``Setup``)."""
+    global _installed, _get_setup
+    _get_setup = get_setup
+    if not _installed and hasattr(os, "register_at_fork"):
+        _installed = True
+        os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _after_fork_in_child() -> None:
+    setup = _get_setup() if _get_setup is not None else None
+    if setup is None or not setup.own_providers:
+        return
+    try:
+        instance = str(uuid.uuid4())
+        _new_instance(setup, instance)
+        _drop_metric_state(setup.meter_provider)
+        from .instruments import reset_counter_sums
+
+        reset_counter_sums()
+        if setup.endpoint is not None:
+            setup.endpoint.after_fork_in_child()
+        _flush_at_any_exit(setup)
+    except Exception as exc:  # never into the host's child
+        faults.report("internal", exc, f"forked child: telemetry not reset: {exc!r}")
+
+
+def _new_instance(setup: Any, instance: str) -> None:
+    """The child's own ``service.instance.id`` on its metrics and on spans of tracers made
+    after the fork."""
+    from opentelemetry.sdk.resources import Resource
+
+    update = Resource({"service.instance.id": instance})
+    config = getattr(setup.meter_provider, "_sdk_config", None)
+    if config is not None and getattr(config, "resource", None) is not None:
+        config.resource = config.resource.merge(update)
+    tracer_provider = setup.tracer_provider
+    if getattr(tracer_provider, "_resource", None) is not None:
+        tracer_provider._resource = tracer_provider._resource.merge(update)
+
+
+def _drop_metric_state(meter_provider: Any) -> None:
+    """Empty the SDK's per-reader aggregations (they are rebuilt at the next measurement)."""
+    consumer = getattr(meter_provider, "_measurement_consumer", None)
+    storages = getattr(consumer, "_reader_storages", None)
+    if not isinstance(storages, dict):
+        raise RuntimeError("this opentelemetry-sdk keeps metric state where otel_tokens cannot reset it")
+    # locks another thread of the parent held at the fork stay held for ever in the child
+    consumer._lock = threading.Lock()
+    for reader in storages:
+        for name, kind in (("_export_lock", threading.Lock), ("_lock", threading.RLock)):
+            if hasattr(reader, name):
+                setattr(reader, name, kind())
+    for storage in storages.values():
+        if not isinstance(getattr(storage, "_instrument_view_instrument_matches", None), dict):
+            raise RuntimeError("this opentelemetry-sdk keeps metric state where otel_tokens cannot reset it")
+        storage._lock = threading.RLock()
+        storage._instrument_view_instrument_matches = {}
+
+
+def _flush_at_any_exit(setup: Any) -> None:
+    """``multiprocessing`` finalizers (run before a worker's ``os._exit``) and SIGTERM."""
+    if "multiprocessing" in sys.modules:
+        from multiprocessing import util
+
+        # a multiprocessing child clears its finalizers after the fork, then runs the
+        # after-fork callbacks: the finalizer is registered from one of those
+        util.register_after_fork(setup, _finalize_at_exit)
+        _finalize_at_exit(setup)
+    try:
+        if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _flush_then_terminate)
+    except (ValueError, OSError):  # not the main thread: no signal handler can be set
+        pass
+
+
+def _finalize_at_exit(setup: Any) -> None:
+    from multiprocessing import util
+
+    util.Finalize(None, setup.shutdown, exitpriority=-100)  # after the pool's own
+
+
+def _flush_then_terminate(signum: int, frame: Any) -> None:
+    """SIGTERM in a forked child nobody else handles: flush (on another thread, so a lock the
+    interrupted code holds cannot stall it), then die by the signal as before."""
+    setup = _get_setup() if _get_setup is not None else None
+    if setup is not None:
+        if setup.shutting_down:  # the exit's own flush was interrupted: it delivers the signal
+            _deferred.append(signum)
+            return
+        worker = threading.Thread(target=setup.shutdown, name="otel_tokens-sigterm", daemon=True)
+        worker.start()
+        worker.join(setup.exit_timeout + 0.5)
+    _terminate(signum)
+
+
+def deliver_deferred_signal() -> None:
+    """After a flush a SIGTERM interrupted: the signal, as it would have been."""
+    if _deferred:
+        _terminate(_deferred.pop())
+
+
+def _terminate(signum: int) -> None:
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)

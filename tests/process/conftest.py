@@ -1,0 +1,159 @@
+"""Real processes against a fake LLM server, telemetry read as Prometheus and a collector do.
+
+``FakeLLM`` answers chat completions with a different, known usage each time and sums what it
+answered (the truth). ``Collector`` is an OTLP/HTTP receiver that keeps the last cumulative
+value of each series (resource ``service.instance.id`` + metric + attributes), as a collector
+does. ``scraped_input`` reads one ``/metrics`` scrape.
+"""
+
+from __future__ import annotations
+
+import gzip
+import http.server
+import itertools
+import json
+import os
+import pathlib
+import socket
+import threading
+import time
+import urllib.request
+import zlib
+
+import pytest
+
+from ..local_server import LocalServer
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+APPS = pathlib.Path(__file__).resolve().parent / "apps"
+
+
+class FakeLLM:
+    """Chat completions with prompt_tokens 100, 101, 102, ... (sum kept: the truth)."""
+
+    def __init__(self) -> None:
+        self._counter = itertools.count(100)
+        self._lock = threading.Lock()
+        self.input_total = 0
+        self.calls = 0
+        self.server = LocalServer(self._answer)
+        self.url = self.server.url + "/v1"
+
+    def _answer(self, path: str, body: object) -> tuple[int, str, bytes, dict[str, str]]:
+        with self._lock:
+            tokens = next(self._counter)
+            self.input_total += tokens
+            self.calls += 1
+        payload = {"id": "chatcmpl-x", "object": "chat.completion", "created": 0, "model": "gpt-4o-mini",
+                   "choices": [{"index": 0, "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": "hi"}}],
+                   "usage": {"prompt_tokens": tokens, "completion_tokens": 7, "total_tokens": tokens + 7}}  # fmt: skip
+        return 200, "application/json", json.dumps(payload).encode(), {}
+
+
+class Collector(http.server.ThreadingHTTPServer):
+    """OTLP/HTTP metrics receiver keeping the last cumulative value per series."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _OtlpHandler)
+        self.last: dict[tuple, float] = {}
+        self.lock = threading.Lock()
+        self.url = f"http://127.0.0.1:{self.server_address[1]}"
+        threading.Thread(target=self.serve_forever, daemon=True).start()
+
+    def input_total(self, metric: str = "otel_tokens.tokens") -> float:
+        with self.lock:
+            return sum(v for (_, name, attrs), v in self.last.items()
+                       if name == metric and ("gen_ai.token.type", "input") in attrs)  # fmt: skip
+
+    def instances(self) -> set[str]:
+        with self.lock:
+            return {key[0] for key in self.last}
+
+
+class _OtlpHandler(http.server.BaseHTTPRequestHandler):
+    def do_POST(self) -> None:  # noqa: N802
+        from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
+
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        encoding = self.headers.get("Content-Encoding", "")
+        body = gzip.decompress(body) if encoding == "gzip" else zlib.decompress(body) if encoding == "deflate" else body
+        if self.path == "/v1/metrics":
+            request = metrics_service_pb2.ExportMetricsServiceRequest()
+            request.ParseFromString(body)
+            _keep_last(self.server, request)  # type: ignore[arg-type]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/x-protobuf")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def _keep_last(collector: Collector, request: object) -> None:
+    for resource_metrics in request.resource_metrics:  # type: ignore[attr-defined]
+        resource = {a.key: a.value.string_value for a in resource_metrics.resource.attributes}
+        instance = resource.get("service.instance.id", "")
+        for scope in resource_metrics.scope_metrics:
+            for metric in scope.metrics:
+                if not metric.HasField("sum"):
+                    continue
+                for point in metric.sum.data_points:
+                    attrs = frozenset((a.key, a.value.string_value) for a in point.attributes)
+                    value = point.as_int if point.HasField("as_int") else point.as_double
+                    with collector.lock:
+                        collector.last[(instance, metric.name, attrs)] = value
+
+
+def scraped_input(url: str) -> float:
+    """Input tokens of ``otel_tokens_tokens_total`` in one scrape of ``url`` (each series once:
+    a duplicate series would make Prometheus reject the scrape, so it fails here too)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = urllib.request.urlopen(url, timeout=10).read().decode()
+    total, seen = 0.0, set()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            key = (sample.name, tuple(sorted(sample.labels.items())))
+            assert key not in seen, f"duplicate series {key}"
+            seen.add(key)
+            if sample.name == "otel_tokens_tokens_total" and sample.labels.get("gen_ai_token_type") == "input":
+                total += sample.value
+    return total
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for(predicate, timeout: float = 30.0, every: float = 0.2):  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(every)
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PROMETHEUS_"))}
+    env.update(PYTHONPATH=str(APPS), OTEL_TRACES_EXPORTER="none", **extra)
+    return env
+
+
+@pytest.fixture
+def llm():
+    server = FakeLLM()
+    yield server
+    server.server.close()
+
+
+@pytest.fixture
+def collector():
+    receiver = Collector()
+    yield receiver
+    receiver.shutdown()
+    receiver.server_close()

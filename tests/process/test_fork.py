@@ -1,0 +1,56 @@
+"""A program forking a multiprocessing Pool under the one-line set-up (the parent calls
+before the fork; the workers run short tasks, which end before an export interval, and long
+ones, which live past several), the pool ended by ``terminate()`` (``with Pool``: SIGTERM to
+the workers) or by ``close()``/``join()`` (workers leave through ``os._exit``). Every call's
+input tokens reach the collector exactly once: no child re-exports the parent's pre-fork
+counts, each child has its own ``service.instance.id``, and none is lost at its end; on the
+default ``/metrics`` the parent's port shows them all once."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from .conftest import APPS, clean_env, free_port, scraped_input, wait_for
+
+ENDINGS = ("terminate", "close")
+
+
+def _run(ending: str, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(APPS / "pool_app.py"), ending], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_forked_pool_over_otlp_every_call_once(llm, collector, ending):
+    env = clean_env(FAKE_LLM_URL=llm.url, OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
+                    OTEL_METRIC_EXPORT_INTERVAL="300", LONG_TASK_SECONDS="1.5",
+                    OTEL_TOKENS_EXIT_TIMEOUT="10")  # a loaded machine: exports may be slow
+    proc = _run(ending, env)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    seen = json.loads(out.strip().splitlines()[-1])["seen"]
+    assert seen == llm.input_total and llm.calls == 2 + 2 * 8
+    assert collector.input_total() == llm.input_total, (collector.input_total(), llm.input_total)
+    assert len(collector.instances()) >= 4  # the parent and its workers, each under its own id
+
+
+@pytest.mark.parametrize("ending", ENDINGS)
+def test_forked_pool_on_the_parents_metrics_port_every_call_once(llm, tmp_path, ending):
+    metrics = free_port()
+    env = clean_env(FAKE_LLM_URL=llm.url, OTEL_TOKENS_PROMETHEUS_PORT=str(metrics), HOLD_SECONDS="30",
+                    OTEL_TOKENS_PROMETHEUS_WORKERS_DIR=str(tmp_path / "workers"), LONG_TASK_SECONDS="1.5")  # fmt: skip
+    proc = _run(ending, env)
+    try:
+        line = proc.stdout.readline()  # printed once the pool has ended
+        assert line, proc.stderr.read()
+        assert json.loads(line)["seen"] == llm.input_total
+        url = f"http://127.0.0.1:{metrics}/metrics"
+        assert wait_for(lambda: scraped_input(url) == llm.input_total, 10), (scraped_input(url), llm.input_total)
+    finally:
+        proc.kill()
+        proc.wait()

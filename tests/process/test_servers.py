@@ -1,0 +1,99 @@
+"""Multi-worker servers with the one-line set-up in the app module: gunicorn ``-w 3`` with and
+without ``--preload`` (and workers restarted by ``--max-requests``), uvicorn ``--workers 2``.
+After real requests through the real ``openai`` client to a fake LLM server, the default
+``/metrics`` port shows every worker's input tokens exactly once (each series once, the sum
+equal to what the server answered), and over OTLP the collector's last values add up to the
+same, before and after the server stops."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import urllib.request
+
+import pytest
+
+from .conftest import APPS, clean_env, free_port, scraped_input, wait_for
+
+BIN = os.path.dirname(sys.executable)
+REQUESTS = 24
+
+
+def _server(kind: str, port: int, workers: int, env: dict[str, str], *extra: str) -> subprocess.Popen:
+    exe = os.path.join(BIN, kind)
+    if not os.path.exists(exe):
+        pytest.skip(f"{kind} is not installed in this environment (the test extra installs it)")
+    if kind == "gunicorn":
+        args = [exe, "-w", str(workers), "-b", f"127.0.0.1:{port}", "--graceful-timeout", "10", *extra, "llm_app:wsgi"]
+    else:
+        args = [exe, "--workers", str(workers), "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
+                *extra, "llm_app:asgi"]  # fmt: skip
+    return subprocess.Popen(args, cwd=APPS, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _ready(port: int) -> bool:
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=5).read()
+        return True
+    except OSError:
+        return False
+
+
+def _drive(proc: subprocess.Popen, port: int, requests: int) -> set[int]:
+    assert wait_for(lambda: proc.poll() is not None or _ready(port), 60), "server did not start"
+    assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
+    pids = set()
+    for _ in range(requests - 1):  # _ready made one
+        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30).read()
+        pids.add(int(body.split(b'"pid": ')[1].rstrip(b"}")))
+    return pids
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGTERM if "gunicorn" in proc.args[0] else signal.SIGINT)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
+CASES = [
+    pytest.param("gunicorn", 3, (), id="gunicorn -w 3"),
+    pytest.param("gunicorn", 3, ("--preload",), id="gunicorn -w 3 --preload"),
+    pytest.param("gunicorn", 3, ("--max-requests", "5"), id="gunicorn -w 3, workers restarted"),
+    pytest.param("uvicorn", 2, (), id="uvicorn --workers 2"),
+]
+
+
+@pytest.mark.parametrize(("kind", "workers", "extra"), CASES)
+def test_one_scrape_of_the_port_shows_every_workers_usage_once(llm, tmp_path, kind, workers, extra):
+    port, metrics = free_port(), free_port()
+    env = clean_env(FAKE_LLM_URL=llm.url, OTEL_TOKENS_PROMETHEUS_PORT=str(metrics),
+                    OTEL_TOKENS_PROMETHEUS_WORKERS_DIR=str(tmp_path / "workers"))  # fmt: skip
+    proc = _server(kind, port, workers, env, *extra)
+    try:
+        pids = _drive(proc, port, REQUESTS)
+        url = f"http://127.0.0.1:{metrics}/metrics"
+        assert wait_for(lambda: scraped_input(url) == llm.input_total, 20), (scraped_input(url), llm.input_total)
+        assert llm.calls >= REQUESTS and len(pids) >= 2, pids  # several workers served
+    finally:
+        _stop(proc)
+        shutil.rmtree(tmp_path / "workers", ignore_errors=True)
+
+
+@pytest.mark.parametrize(("kind", "workers", "extra"), CASES)
+def test_over_otlp_every_workers_usage_arrives_once(llm, collector, tmp_path, kind, workers, extra):
+    port = free_port()
+    env = clean_env(FAKE_LLM_URL=llm.url, OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
+                    OTEL_METRIC_EXPORT_INTERVAL="500")  # fmt: skip
+    proc = _server(kind, port, workers, env, *extra)
+    try:
+        _drive(proc, port, REQUESTS)
+        assert wait_for(lambda: collector.input_total() == llm.input_total, 20), (collector.input_total(), llm.input_total)
+    finally:
+        _stop(proc)
+    assert collector.input_total() == llm.input_total  # what the workers sent at exit adds nothing twice
