@@ -19,7 +19,7 @@ from . import faults
 from .capture import BACKENDS
 
 __all__ = ["active", "dependencies_of", "disable", "enable", "instrument", "is_active",
-           "uninstrument"]  # fmt: skip
+           "uninstrument", "use_providers"]  # fmt: skip
 
 _lock = threading.RLock()
 _active: dict[str, Any] = {}  # backend name -> its patches module, while patched
@@ -96,9 +96,18 @@ def _enable(name: str, options: dict[str, Any]) -> bool:
     return True
 
 
+def use_providers(tracer_provider: Any = None, meter_provider: Any = None) -> None:
+    """Record to these providers from now on (the process-wide handler is rebuilt on them),
+    whichever backends are on; an instrumentor already on calls this for its providers."""
+    with _lock:
+        _use_providers(tracer_provider, meter_provider)
+
+
 def _use_providers(tracer_provider: Any, meter_provider: Any) -> None:
-    """Explicit providers: a handler on them now. Otherwise the settings are checked now, and
-    the handler is built on the global providers by the first call or the warm-up."""
+    """Explicit providers: a handler on them now (sharing the instruments an earlier handler
+    made on the same meter provider: see :mod:`otel_tokens.emit.recorder`). Otherwise the
+    settings are checked now, and the handler is built on the global providers by the first
+    call or the warm-up."""
     global _warmed
     from .settings import current
 
