@@ -17,6 +17,7 @@ from typing import Any
 
 from . import faults
 from .capture import BACKENDS
+from .dependencies import usable
 
 __all__ = ["active", "dependencies_of", "disable", "enable", "instrument", "is_active",
            "uninstrument", "use_providers"]  # fmt: skip
@@ -43,6 +44,8 @@ def active() -> list[str]:
 
 def enable(name: str, tracer_provider: Any = None, meter_provider: Any = None, **options: Any) -> bool:
     """Patch backend ``name`` (once); False when its library is not installed."""
+    if not usable():  # installed packages below otel_tokens' floors: one line said so
+        return False
     with _lock:
         _use_providers(tracer_provider, meter_provider)
         return _enable(name, options)
@@ -65,8 +68,11 @@ def instrument(tracer_provider: Any = None, meter_provider: Any = None, **option
     Like every ``BaseInstrumentor``, explicit ``tracer_provider``/``meter_provider`` are used
     when given, else the global ones. The settings are read and checked now (a bad one is one
     line, never an exception). A backend whose library is not imported yet is patched when
-    the application imports it.
+    the application imports it. With installed packages older than otel_tokens needs, nothing
+    is turned on (one line says which, and what to install).
     """
+    if not usable():  # installed packages below otel_tokens' floors: one line said so
+        return []
     with _lock:
         _use_providers(tracer_provider, meter_provider)
         for name in BACKENDS:
