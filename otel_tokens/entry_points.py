@@ -50,6 +50,10 @@ class _Delegating(BaseInstrumentor):  # type: ignore[misc]
             from .emit.setup import configure
 
             configure()
+        providers = kwargs.get("tracer_provider"), kwargs.get("meter_provider")
+        if registry.is_active(self.name) and providers != (None, None):
+            # already on (through either API): BaseInstrumentor would ignore the providers
+            registry.use_providers(*providers)
         return super().instrument(**kwargs)
 
     def _instrument(self, **kwargs: Any) -> None:

@@ -17,9 +17,10 @@ from typing import Any
 
 from . import faults
 from .capture import BACKENDS
+from .dependencies import usable
 
 __all__ = ["active", "dependencies_of", "disable", "enable", "instrument", "is_active",
-           "uninstrument"]  # fmt: skip
+           "uninstrument", "use_providers"]  # fmt: skip
 
 _lock = threading.RLock()
 _active: dict[str, Any] = {}  # backend name -> its patches module, while patched
@@ -43,6 +44,8 @@ def active() -> list[str]:
 
 def enable(name: str, tracer_provider: Any = None, meter_provider: Any = None, **options: Any) -> bool:
     """Patch backend ``name`` (once); False when its library is not installed."""
+    if not usable():  # installed packages below otel_tokens' floors: one line said so
+        return False
     with _lock:
         _use_providers(tracer_provider, meter_provider)
         return _enable(name, options)
@@ -65,8 +68,11 @@ def instrument(tracer_provider: Any = None, meter_provider: Any = None, **option
     Like every ``BaseInstrumentor``, explicit ``tracer_provider``/``meter_provider`` are used
     when given, else the global ones. The settings are read and checked now (a bad one is one
     line, never an exception). A backend whose library is not imported yet is patched when
-    the application imports it.
+    the application imports it. With installed packages older than otel_tokens needs, nothing
+    is turned on (one line says which, and what to install).
     """
+    if not usable():  # installed packages below otel_tokens' floors: one line said so
+        return []
     with _lock:
         _use_providers(tracer_provider, meter_provider)
         for name in BACKENDS:
@@ -96,9 +102,18 @@ def _enable(name: str, options: dict[str, Any]) -> bool:
     return True
 
 
+def use_providers(tracer_provider: Any = None, meter_provider: Any = None) -> None:
+    """Record to these providers from now on (the process-wide handler is rebuilt on them),
+    whichever backends are on; an instrumentor already on calls this for its providers."""
+    with _lock:
+        _use_providers(tracer_provider, meter_provider)
+
+
 def _use_providers(tracer_provider: Any, meter_provider: Any) -> None:
-    """Explicit providers: a handler on them now. Otherwise the settings are checked now, and
-    the handler is built on the global providers by the first call or the warm-up."""
+    """Explicit providers: a handler on them now (sharing the instruments an earlier handler
+    made on the same meter provider: see :mod:`otel_tokens.emit.recorder`). Otherwise the
+    settings are checked now, and the handler is built on the global providers by the first
+    call or the warm-up."""
     global _warmed
     from .settings import current
 

@@ -18,7 +18,8 @@ from typing import Any
 import click
 
 _PACKAGES = ("otel-tokens", "opentelemetry-api", "opentelemetry-sdk",
-             "opentelemetry-instrumentation", "opentelemetry-exporter-otlp",
+             "opentelemetry-semantic-conventions", "opentelemetry-instrumentation",
+             "opentelemetry-exporter-otlp",
              "opentelemetry-exporter-prometheus", "genai-prices", "openai", "anthropic",
              "tiktoken")  # fmt: skip
 _STALE_DAYS = 180
@@ -54,6 +55,7 @@ def check() -> None:
     click.echo(f"python {platform.python_version()} ({sys.executable})")
     for name in _PACKAGES:
         click.echo(f"  {name:<34} {_version(name) or 'not installed'}")
+    _floors(problems)
     logging.getLogger("otel_tokens").setLevel(logging.CRITICAL)  # check reports faults itself
     found = settings.current()
     _settings(found, problems)
@@ -67,6 +69,19 @@ def check() -> None:
     if problems:
         raise click.ClickException(f"check: {len(problems)} problem(s): " + "; ".join(problems))
     click.echo("ok")
+
+
+def _floors(problems: list[str]) -> None:
+    """Installed packages older than otel_tokens needs (it stays off with them)."""
+    from otel_tokens.dependencies import too_old
+
+    unmet = too_old()
+    for name, installed, spec in unmet:
+        click.echo(f"  {name} {installed or 'not installed'}: otel_tokens needs {spec}")
+    if unmet:
+        fix = " ".join(f"'{name}{spec}'" for name, _, spec in unmet)
+        problems.append(f"otel_tokens is off: installed packages are older than it needs "
+                        f"(pip install {fix})")  # fmt: skip
 
 
 def _settings(found: Any, problems: list[str]) -> None:

@@ -10,6 +10,8 @@ here raises into the host: each step's fault goes to the fault sink.
 
 from __future__ import annotations
 
+import threading
+import weakref
 from typing import TYPE_CHECKING, Any, Iterator
 
 from opentelemetry import context as otel_context
@@ -55,8 +57,7 @@ class Recorder:
                  reuse_genai_span: bool = False,
                  metric_attributes: frozenset[str] = frozenset()) -> None:  # fmt: skip
         self.tracer = trace.get_tracer(SCOPE, __version__, tracer_provider, _SCHEMA_URL)
-        meter = metrics.get_meter(SCOPE, __version__, meter_provider, _SCHEMA_URL)
-        self.instruments = Instruments.create(meter, self._observe_utilization)
+        self.instruments = _instruments_of(meter_provider, self)
         self.cardinality = CardinalityGuard(
             max_attribute_values,
             lambda key: faults.report("cardinality", detail=f"{key}: too many values"),
@@ -327,6 +328,49 @@ class Recorder:
         except Exception as exc:
             faults.report("metrics", exc)
             return iter(())
+
+
+class _Shared:
+    """One meter provider's instruments, shared by every recorder on it.
+
+    The SDK registers an instrument name once per meter: registering it again returns the
+    first instrument and drops the new callbacks. A recorder with instruments of its own on a
+    provider already used (``instrument()`` again with the same providers) would record spans
+    and lose every counter; sharing records each point once, whichever handler made it."""
+
+    __slots__ = ("instruments", "recorder", "__weakref__")
+
+    def __init__(self, meter: Any, recorder: Recorder) -> None:
+        self.recorder = recorder  # the newest on this provider: its guard bounds the gauge
+        self.instruments = Instruments.create(meter, self._observe_utilization)
+
+    def _observe_utilization(self, options: Any) -> Iterator[metrics.Observation]:
+        return self.recorder._observe_utilization(options)
+
+
+_shared: weakref.WeakKeyDictionary[Any, _Shared] = weakref.WeakKeyDictionary()
+_shared_lock = threading.Lock()
+
+
+def _instruments_of(meter_provider: Any, recorder: Recorder) -> Instruments:
+    """The instruments of ``meter_provider`` (None: the global one), created on its meter the
+    first time; a global proxy counts as the provider it was later set to."""
+    provider = meter_provider if meter_provider is not None else metrics.get_meter_provider()
+    provider = getattr(provider, "_real_meter_provider", None) or provider
+    with _shared_lock:
+        try:
+            shared = _shared.get(provider) or next(
+                (entry for proxy, entry in _shared.items()
+                 if getattr(proxy, "_real_meter_provider", None) is provider), None)  # fmt: skip
+        except TypeError:  # a provider that cannot be a weak key: instruments of its own
+            shared = _Shared(metrics.get_meter(SCOPE, __version__, provider, _SCHEMA_URL), recorder)
+            return shared.instruments
+        if shared is None:
+            meter = metrics.get_meter(SCOPE, __version__, provider, _SCHEMA_URL)
+            shared = _Shared(meter, recorder)
+        shared.recorder = recorder
+        _shared[provider] = shared
+        return shared.instruments
 
 
 def _takes_context(histogram: Histogram) -> bool:

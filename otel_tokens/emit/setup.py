@@ -15,7 +15,8 @@ buckets as Views (otel_tokens' own meter only), and exporters chosen by the sett
   ``none``) override the choice.
 
 A second ``configure()`` returns the first one's set-up; arguments that differ from it cannot
-take effect (the providers exist) and are refused with a warning.
+take effect (the providers exist) and are refused with a warning. With installed packages
+older than otel_tokens needs, it sets nothing up (one line says which, and what to install).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from urllib.parse import urlparse
 
 from .. import faults
 from .. import settings as _settings
+from ..dependencies import usable
 
 __all__ = ["Setup", "configure"]
 
@@ -187,6 +189,8 @@ def configure(
         if _setup is not None:
             _refuse_changes(arguments)
             return _setup
+        if not usable():  # installed packages below otel_tokens' floors: one line said so
+            return _untouched()
         _arguments.update(arguments)
         settings = _settings.with_arguments(_settings.current(), **arguments)
         _setup = _build(settings)
@@ -197,6 +201,15 @@ def configure(
             process.install(lambda: _setup)
         _log.info("otel_tokens: traces -> %s; metrics -> %s", _setup.traces, _setup.metrics)
         return _setup
+
+
+def _untouched() -> Setup:
+    """What configure() returns when otel_tokens is off: the providers as they are, unchanged."""
+    from opentelemetry import metrics, trace
+
+    off = "nowhere (otel_tokens is off: installed packages older than it needs)"
+    return Setup(trace.get_tracer_provider(), metrics.get_meter_provider(), off, off,
+                 own_providers=False)  # fmt: skip
 
 
 def _refuse_changes(arguments: dict[str, Any]) -> None:

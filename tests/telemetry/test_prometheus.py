@@ -13,6 +13,9 @@ import urllib.request
 
 import pytest
 
+pytest.importorskip("opentelemetry.exporter.prometheus",
+                    reason="no prometheus extra (otel-tokens[prometheus])")
+
 WORKLOAD = pathlib.Path(__file__).with_name("workload.py")
 
 #: The "Prometheus name" column of docs/telemetry-contract.md.
