@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 from .. import faults
 from ..errors import LedgerPersistenceError
 from ..usage import Billing, Usage
-from .agents import current_attribution
 from .anomalies import AnomalyGuard, BudgetExceeded
 from .outcome import Line, Outcome, error_type
 from .pricing import PriceResult, Pricer
-from .threads import ThreadTotals
+from .conversation_totals import ConversationTotals
 
 if TYPE_CHECKING:
     from ..call import Call
@@ -44,32 +43,23 @@ class Accountant:
     counted as ``usage_invalid`` and never billed, so that no counter, TokenState or ledger
     total is poisoned for the life of the process."""
 
-    __slots__ = ("pricer", "guard", "estimator", "max_tokens", "threads", "_counted")
+    __slots__ = ("pricer", "guard", "estimator", "max_tokens", "conversations", "_counted")
 
     def __init__(self, pricer: Pricer, guard: AnomalyGuard, estimator: Estimator,
-                 max_tokens: int = 100_000_000, threads: ThreadTotals | None = None) -> None:  # fmt: skip
+                 max_tokens: int = 100_000_000, conversations: ConversationTotals | None = None) -> None:  # fmt: skip
         self.pricer = pricer
         self.guard = guard
         self.estimator = estimator
         self.max_tokens = max_tokens
-        self.threads = threads if threads is not None else ThreadTotals()
+        self.conversations = conversations if conversations is not None else ConversationTotals()
         self._counted: dict[tuple[str, str], None] = {}  # once-keys whose usage was counted
 
     # -- before and during the call -------------------------------------------------------------
     def open(self, call: Call) -> None:
-        """The agent, the pre-call estimate, the budget check and the agent's streaming state.
+        """The pre-call estimate, the budget check and the agent's streaming state.
 
         Raises only :class:`BudgetExceeded` (enforcement opted in)."""
-        entry = call.agent
-        if entry is None:
-            try:
-                entry, who = current_attribution()
-                call.agent = entry
-                if who is not None:
-                    call.user, call.tenant = who[0], who[1]
-                    call.conversation_id = call.conversation_id or who[2]
-            except Exception as exc:
-                faults.report("internal", exc)
+        entry = call.agent  # who the call is for: resolved by the handler
         if call.estimate is None and call.request is not None:
             try:
                 estimated = self.estimator.estimate(
@@ -121,16 +111,20 @@ class Accountant:
         """The finished call's outcome; the agent's state, ledger and budget brought up to date."""
         failed = call.error is not None
         missing = not failed and not call.pending and _no_usage(call)
-        usage, parts = self._usage(call, failed)
+        usage, parts, again = self._usage(call, failed)
+        # the same response read again: billed once, counted once (the record is left as is)
+        billing, attributes = call.billing, call.end_attributes
+        if again:
+            billing, attributes = None, {**(attributes or {}), COUNTED_BEFORE: True}
         response_model = call.response_model or usage.model
         default_model = response_model or call.request_model
-        prices, price = self._prices(call, usage, parts, default_model)
+        prices, price = self._prices(call, usage, parts, default_model, billing)
         entry = call.agent
         state = None
         anomalies: tuple = ()
         if entry is not None:
             # a poll of work still under way, or a response counted before: no turn, no row
-            idle = not _has_tokens(usage) and (call.pending or COUNTED_BEFORE in (call.end_attributes or ()))
+            idle = not _has_tokens(usage) and (call.pending or again)
             self._complete_state(entry, call, usage, failed or idle)
             if not idle:
                 self._write_ledger(entry, call, usage, parts, prices, price, default_model, failed)
@@ -149,11 +143,12 @@ class Accountant:
             tuple(map(str, call.finish_reasons)) if call.finish_reasons else (), call.estimate,
             self._estimate_error(call, usage, failed), ended - call.started,
             None if call.first_chunk_at is None else call.first_chunk_at - call.started,
-            call.stream, state, anomalies, call.end_attributes, missing,
+            call.stream, state, anomalies, attributes, missing,
         )  # fmt: skip
 
-    def _usage(self, call: Call, failed: bool) -> tuple[Usage, tuple[Usage, ...]]:
-        """(the call's total usage, its per-model parts); what no backend reported is absent."""
+    def _usage(self, call: Call, failed: bool) -> tuple[Usage, tuple[Usage, ...], bool]:
+        """(the call's total usage, its per-model parts, whether the response was counted
+        before); what no backend reported is absent."""
         usage, parts = call.usage, call.parts
         valid: tuple[Usage, ...] = ()
         if parts:
@@ -180,14 +175,13 @@ class Accountant:
             usage, valid = Usage(), ()
         elif call.cumulative_key is not None and not valid:
             try:  # a conversation's running total: this call's own share
-                usage = self.threads.own(call.cumulative_key, usage)
+                usage = self.conversations.own(call.cumulative_key, usage)
             except Exception as exc:
                 faults.report("ledger", exc)
         elif call.once_key is not None and self._counted_before(call.once_key):
-            usage, valid = Usage(), ()  # the same response read again: billed once, counted once
-            call.billing = None
-            call.end_attributes = {**(call.end_attributes or {}), COUNTED_BEFORE: True}
-        return usage, valid or (usage,)
+            empty = Usage()
+            return empty, (empty,), True  # the same response read again
+        return usage, valid or (usage,), False
 
     def _counted_before(self, key: tuple[str, str]) -> bool:
         """True when this response's usage was counted already; else remember it (bounded)."""
@@ -234,14 +228,14 @@ class Accountant:
         return usage.replace(output_tokens=max(estimated, usage.reasoning_tokens or 0),
                              source="estimated")  # fmt: skip
 
-    def _prices(self, call: Call, usage: Usage, parts: tuple[Usage, ...],
-                default_model: str | None) -> tuple[list[PriceResult], PriceResult]:  # fmt: skip
+    def _prices(self, call: Call, usage: Usage, parts: tuple[Usage, ...], default_model: str | None,
+                billing: Billing | None) -> tuple[list[PriceResult], PriceResult]:  # fmt: skip
         """One price per part, and the call's: the backend's own total when it gave one.
 
         The response's billing goes with its first part (the model that answered: hosted-tool
         fees, billed units); its price context (service tier) applies to every part."""
         prices: list[PriceResult] = []
-        provider, billing = call.provider, call.billing
+        provider = call.provider
         for part in parts:
             if part.input_tokens is None and part.output_tokens is None and part.cost_usd is None \
                     and not (billing and billing.units):  # fmt: skip
@@ -294,8 +288,10 @@ class Accountant:
         response_id = call.response_id
         try:
             if failed and usage.input_tokens is None and usage.output_tokens is None:
+                # a failed call with no usage is still a request: a row, its tokens unknown
                 if key is not None:
                     ledger.stream_discard(key)
+                ledger.append(usage, request_id=response_id, **ids)
             elif len(parts) == 1:
                 if key is not None:
                     ledger.stream_finalize(key, usage, cost_usd=price.cost_usd,

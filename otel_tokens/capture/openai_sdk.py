@@ -32,7 +32,7 @@ from ..request import Request
 from ..handler import get_handler
 from ..usage import Billing, Usage
 from .openai_patches import DEPENDENCIES, install, uninstall
-from .sdk import (
+from .operations import (
     _NOT_GIVEN, Operation, Response, async_wrapper, given, sdk_field, server_of, sync_wrapper,
 )
 from .managers import managed

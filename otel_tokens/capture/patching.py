@@ -8,13 +8,35 @@ import importlib.util
 import inspect
 import sys
 import threading
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 import wrapt
 
 from .. import faults
 
-__all__ = ["SdkPatches", "deferred", "report_load_failure", "unwrap"]
+__all__ = ["Backend", "SdkPatches", "deferred", "report_load_failure", "unwrap"]
+
+@dataclass(frozen=True)
+class Backend:
+    """One backend's description, the ``BACKEND`` of its ``capture/<name>_patches.py``: the
+    registry, the ``opentelemetry-instrument`` entry point's class and the pip extra are all
+    read from it (``tests/layout`` checks ``pyproject.toml`` against every description).
+
+    ``instrumentor``: the entry point's class name (``otel_tokens.entry_points``);
+    ``summary``: its docstring; ``requirements``: the library it patches, as
+    ``instrumentation_dependencies()`` reports it; ``extra``: the pip extra installing that
+    library (None: nothing to install); ``apis``: the request shapes its calls describe
+    (:data:`otel_tokens.request.Api`), each rendered for the estimate by
+    ``account/estimate/requests.py``.
+    """
+
+    instrumentor: str
+    summary: str
+    requirements: tuple[str, ...] = ()
+    extra: str | None = None
+    apis: tuple[str, ...] = ()
+
 
 # wrapt >= 2 puts function wrappers under BaseObjectProxy; wrapt 1 has only ObjectProxy
 _PROXY = getattr(wrapt, "BaseObjectProxy", wrapt.ObjectProxy)
