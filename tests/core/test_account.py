@@ -57,14 +57,16 @@ def test_a_reported_call_becomes_tokens_cost_state_and_one_ledger_row():
     assert (row.trace_id, row.span_id) == (f"{7:032x}", f"{9:016x}")
 
 
-def test_a_failed_call_counts_no_turn_and_writes_no_row():
+def test_a_failed_call_counts_no_turn_and_writes_a_row_its_tokens_unknown():
     acc = accountant()
     with otel_tokens.agent("a") as entry:
         outcome = settled(acc, record(error=TimeoutError("slow")))
     assert outcome.failed and outcome.error_type == "TimeoutError"
     assert outcome.error_message == "slow"
     assert outcome.usage.is_empty and outcome.lines[0].cost_usd is None
-    assert entry.state.turn_count == 0 and len(entry.ledger) == 0
+    assert entry.state.turn_count == 0
+    (row,) = entry.ledger.history()  # the request was made: a row, never 0 tokens
+    assert (row.input_tokens, row.output_tokens, row.cost_usd) == (None, None, None)
 
 
 def test_no_usage_is_unknown_and_counted_never_zero():
