@@ -96,13 +96,15 @@ class Call:
         self.span_id: int | None = None
         self.stream_handle: StreamHandle | None = None
         self.stream_key: object | None = None
-        self.emission: Any = None  # the recorder's own handle (the span)
+        self.emission: Any = None  # the recorder's own handle (the span; a context manager)
         self._ended = False
 
     # -- during the call ----------------------------------------------------------------------
     def activate(self) -> Any:
-        """A context manager making the call's span current while the backend runs."""
-        return self._handler.activate(self)
+        """A context manager making the call's span current while the backend runs (the
+        recorder's emission is one; the handler answers before it exists)."""
+        emission = self.emission
+        return emission if emission is not None else self._handler.activate(self)
 
     def first_chunk(self) -> None:
         """Note the first streamed chunk (time to first chunk); later calls are ignored."""
@@ -152,8 +154,18 @@ class Call:
         """
         if self._ended:
             return
-        self._fill(usage, response_model, response_id, finish_reasons, attributes, parts,
-                   output_text)  # fmt: skip
+        if attributes or parts or output_text is not None:
+            self._fill(usage, response_model, response_id, finish_reasons, attributes, parts,
+                       output_text)  # fmt: skip
+        else:  # the common end, inlined: this runs on every call
+            if usage is not None:
+                self.usage = usage
+            if response_model is not None:
+                self.response_model = response_model
+            if response_id is not None:
+                self.response_id = response_id
+            if finish_reasons:
+                self.finish_reasons = finish_reasons
         if billing is not None:
             self.billing = billing
         if once is not None and self.response_id:

@@ -112,7 +112,18 @@ class Handler:
         call = Call(self, operation, provider, request_model, stream, time.perf_counter(),
                     server_address, server_port, conversation_id, span_name, attributes, request,
                     estimate, agent)  # fmt: skip
-        _attribute(call)
+        try:  # who the call is for, resolved once, here (see _from_baggage)
+            if agent is None:
+                call.agent, who = current_attribution()
+                if who is not None:
+                    call.user, call.tenant = who[0], who[1]
+                    call.conversation_id = conversation_id or who[2]
+            if call.user is None or call.tenant is None or call.conversation_id is None:
+                entries = baggage.get_all()
+                if entries:
+                    _from_baggage(call, entries)
+        except Exception as exc:
+            faults.report("internal", exc)
         try:
             self.accountant.open(call)  # the estimate, the budget, the streaming state
         except BudgetExceeded as exc:
@@ -161,29 +172,17 @@ class Handler:
                     faults.report("callback", exc)
 
 
-def _attribute(call: Call) -> None:
-    """Who the call is for, resolved once, here: the agent (given, else the innermost
-    ``agent(...)`` binding or framework run, else ``default``); user, tenant and conversation
-    from the bindings, the capture's conversation id before theirs, and OpenTelemetry
-    baggage set upstream (``user.id``, ``tenant.id``, ``gen_ai.conversation.id`` or
-    ``session.id``) for what neither says."""
-    try:
-        who = None
-        if call.agent is None:
-            call.agent, who = current_attribution()
-        if who is not None:
-            call.user, call.tenant = who[0], who[1]
-            call.conversation_id = call.conversation_id or who[2]
-        if call.user is not None and call.tenant is not None and call.conversation_id is not None:
-            return
-        entries = baggage.get_all()
-        if entries:
-            call.user = call.user or _text(entries.get("user.id"))
-            call.tenant = call.tenant or _text(entries.get("tenant.id"))
-            call.conversation_id = call.conversation_id or _text(
-                entries.get("gen_ai.conversation.id") or entries.get("session.id"))  # fmt: skip
-    except Exception as exc:
-        faults.report("internal", exc)
+def _from_baggage(call: Call, entries: Any) -> None:
+    """Who the call is for, resolved once in :meth:`Handler.start`: the agent (given, else the
+    innermost ``agent(...)`` binding or framework run, else ``default``); user, tenant and
+    conversation from the bindings, the capture's conversation id before theirs; then, here,
+    from OpenTelemetry baggage set upstream (``user.id``, ``tenant.id``,
+    ``gen_ai.conversation.id`` or ``session.id``, the current context's ``entries``) for
+    what neither says."""
+    call.user = call.user or _text(entries.get("user.id"))
+    call.tenant = call.tenant or _text(entries.get("tenant.id"))
+    call.conversation_id = call.conversation_id or _text(
+        entries.get("gen_ai.conversation.id") or entries.get("session.id"))  # fmt: skip
 
 
 def _text(value: Any) -> str | None:

@@ -110,7 +110,10 @@ class Accountant:
     def settle(self, call: Call) -> Outcome:
         """The finished call's outcome; the agent's state, ledger and budget brought up to date."""
         failed = call.error is not None
-        missing = not failed and not call.pending and _no_usage(call)
+        reported = call.usage  # tokens reported: not missing (the common case, inlined)
+        missing = not failed and not call.pending and not (
+            type(reported) is Usage and (reported.input_tokens is not None or reported.output_tokens is not None)
+        ) and _no_usage(call)  # fmt: skip
         usage, parts, again = self._usage(call, failed)
         # the same response read again: billed once, counted once (the record is left as is)
         billing, attributes = call.billing, call.end_attributes
@@ -124,8 +127,14 @@ class Accountant:
         anomalies: tuple = ()
         if entry is not None:
             # a poll of work still under way, or a response counted before: no turn, no row
-            idle = not _has_tokens(usage) and (call.pending or again)
-            self._complete_state(entry, call, usage, failed or idle)
+            idle = (call.pending or again) and not _has_tokens(usage)
+            try:
+                if failed or idle:
+                    entry.state.fail(call.stream_handle)
+                else:
+                    entry.state.complete(usage, call.stream_handle)
+            except Exception as exc:
+                faults.report("state", exc)
             if not idle:
                 self._write_ledger(entry, call, usage, parts, prices, price, default_model, failed)
             anomalies = self._anomalies(entry, usage, price, response_model)
@@ -171,7 +180,8 @@ class Accountant:
                     and (usage is None or not usage.is_empty):  # fmt: skip
                 faults.report("usage_missing", detail=f"{call.provider} returned no token usage")
             usage = usage if usage is not None else Usage()
-        elif not self._plausible(call, usage, valid):
+        elif ((usage.input_tokens or 0) > self.max_tokens or (usage.output_tokens or 0) > self.max_tokens
+              or valid) and not self._plausible(call, usage, valid):  # fmt: skip
             usage, valid = Usage(), ()
         elif call.cumulative_key is not None and not valid:
             try:  # a conversation's running total: this call's own share
@@ -263,16 +273,6 @@ class Accountant:
             components=tuple(dict.fromkeys(c for x in prices for c in x.components)),
             unpriced_components=tuple(dict.fromkeys(c for x in prices for c in x.unpriced_components)),
         )  # fmt: skip
-
-    @staticmethod
-    def _complete_state(entry: AgentEntry, call: Call, usage: Usage, failed: bool) -> None:
-        try:
-            if failed:
-                entry.state.fail(call.stream_handle)
-            else:
-                entry.state.complete(usage, call.stream_handle)
-        except Exception as exc:
-            faults.report("state", exc)
 
     @staticmethod
     def _write_ledger(entry: AgentEntry, call: Call, usage: Usage, parts: tuple[Usage, ...],

@@ -22,6 +22,7 @@ from contextvars import ContextVar
 from typing import Any, Callable
 
 from .. import faults
+from .. import handler as _handlers
 from ..account.anomalies import BudgetExceeded
 from ..call import Call
 from ..handler import get_handler
@@ -49,7 +50,7 @@ def open_call(describe: Callable[[Any], Request | None], given: Any, **start: An
             request = describe(given)
         except Exception as exc:
             faults.report("estimate", exc)
-        return get_handler().start(request=request, **start)
+        return (_handlers._handler or get_handler()).start(request=request, **start)
     except BudgetExceeded:
         raise  # the user opted in to being stopped
     except Exception as exc:

@@ -59,8 +59,9 @@ class Operation:
     ``server(instance)`` its address and port; ``request(kwargs)`` describes the request for
     the estimator; ``response(result)`` reads a non-streamed result;
     ``accumulator(given, sent)`` reads stream items (``given``: the caller's kwargs, ``sent``:
-    what ``prepare`` made of them); ``prepare(kwargs)`` may adjust the call (e.g. ask for
-    stream usage) and returns the kwargs to call with; ``failure(exc)`` names a failure
+    what ``prepare`` made of them); ``prepare(kwargs)`` may adjust a streamed call (ask for
+    stream usage) and returns the kwargs to call with; ``is_stream(kwargs)``: the call
+    streams (None: ``stream=True`` was given); ``failure(exc)`` names a failure
     whose exception class is too general (an HTTP status for one ``APIError`` class).
     """
 
@@ -71,12 +72,14 @@ class Operation:
     response: Callable[[Any], Response]
     accumulator: Callable[[dict[str, Any], dict[str, Any]], Accumulator] | None = None
     prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
-    is_stream: Callable[[dict[str, Any]], bool] = lambda kwargs: kwargs.get("stream") is True
+    is_stream: Callable[[dict[str, Any]], bool] | None = None
     once: str | None = None
     #: the failure as recorded (``error.type``), when the exception's class does not say it
     failure: Callable[[BaseException], BaseException | str] | None = None
     #: the conversation a request names (``gen_ai.conversation.id``)
     conversation: Callable[[dict[str, Any]], str | None] | None = None
+    #: (provider, address, port) in one step, in place of ``provider`` and ``server``
+    client: Callable[[Any], tuple[str, str | None, int | None]] | None = None
 
 
 _NOT_GIVEN = ("NotGiven", "Omit")  # the "argument not given" sentinels of both SDKs
@@ -127,20 +130,24 @@ def _open(op: Operation, is_async: bool, instance: Any, args: tuple,
     """Open the call (:data:`.lifecycle.Start`); None when instrumentation itself failed."""
     try:
         model = kwargs.get("model")
-        address, port = op.server(instance)
-        provider = op.provider(instance)
+        if op.client is not None:
+            provider, address, port = op.client(instance)
+        else:
+            address, port = op.server(instance)
+            provider = op.provider(instance)
         conversation = op.conversation(kwargs) if op.conversation else None
     except Exception as exc:
         faults.report("internal", exc)
         return None
+    stream = kwargs.get("stream") is True if op.is_stream is None else op.is_stream(kwargs)
     call = open_call(
         op.request, kwargs, operation=op.name, provider=provider,
-        request_model=model if isinstance(model, str) else None, stream=op.is_stream(kwargs),
+        request_model=model if isinstance(model, str) else None, stream=stream,
         server_address=address, server_port=port, conversation_id=conversation,
     )  # fmt: skip
     if call is None:
         return None
-    send = _prepared(op, kwargs) if op.prepare is not None else kwargs
+    send = _prepared(op, kwargs) if stream and op.prepare is not None else kwargs
     return call, args, send, (kwargs, send)
 
 
@@ -163,7 +170,11 @@ def _read(op: Operation, is_async: bool, call: Call, result: Any, context: tuple
                         acc, is_async, op.once)  # fmt: skip
     if call.stream and op.accumulator is not None and hasattr(result, "__anext__" if is_async else "__next__"):
         return wrap_stream(result, call, op.accumulator(*context), is_async, op.once)
-    stop_with(call, op.response(result), op.once)
+    answer = op.response(result)  # stop_with, inlined: this runs on every call
+    call.stop(None if answer.parts else answer.usage, response_model=answer.model,
+              response_id=answer.response_id, finish_reasons=answer.finish_reasons or None,
+              parts=answer.parts or None, billing=answer.billing, once=op.once,
+              pending=answer.pending)  # fmt: skip
     return result
 
 
