@@ -317,7 +317,7 @@ class Accountant:
         if usage.input_tokens is None and usage.output_tokens is None and price.cost_usd is None:
             return ()
         try:
-            return tuple(self.guard.observe(entry.name, usage.total_tokens, price.cost_usd,
+            return tuple(self.guard.check_after(entry.name, usage.total_tokens, price.cost_usd,
                                             response_model))  # fmt: skip
         except Exception as exc:
             faults.report("internal", exc)

@@ -84,7 +84,7 @@ class Recorder:
                  metric_attributes: frozenset[str] = frozenset()) -> None:  # fmt: skip
         self.tracer = trace.get_tracer(SCOPE, __version__, tracer_provider, _SCHEMA_URL)
         meter = metrics.get_meter(SCOPE, __version__, meter_provider, _SCHEMA_URL)
-        self.instruments = Instruments.create(meter, self._observe_utilization)
+        self.instruments = Instruments.create(meter, self._utilization)
         self.cardinality = CardinalityGuard(
             max_attribute_values,
             lambda key: faults.report("cardinality", detail=f"{key}: too many values"),
@@ -346,7 +346,7 @@ class Recorder:
             self._attribute_sets[cache_key] = found
         return found
 
-    def _observe_utilization(self, options: Any) -> Iterator[metrics.Observation]:
+    def _utilization(self, options: Any) -> Iterator[metrics.Observation]:
         """``otel_tokens.context.utilization``: each agent's displayed share of its context."""
         try:
             points = []
