@@ -111,9 +111,9 @@ class Accountant:
         """The finished call's outcome; the agent's state, ledger and budget brought up to date."""
         failed = call.error is not None
         reported = call.usage  # tokens reported: not missing (the common case, inlined)
-        missing = not failed and not call.pending and not (
-            type(reported) is Usage and (reported.input_tokens is not None or reported.output_tokens is not None)
-        ) and _no_usage(call)  # fmt: skip
+        tokens = type(reported) is Usage and (
+            reported.input_tokens is not None or reported.output_tokens is not None)  # fmt: skip
+        missing = not failed and not call.pending and not tokens and _no_usage(call)
         usage, parts, again = self._usage(call, failed)
         # the same response read again: billed once, counted once (the record is left as is)
         billing, attributes = call.billing, call.end_attributes
@@ -180,8 +180,9 @@ class Accountant:
                     and (usage is None or not usage.is_empty):  # fmt: skip
                 faults.report("usage_missing", detail=f"{call.provider} returned no token usage")
             usage = usage if usage is not None else Usage()
-        elif ((usage.input_tokens or 0) > self.max_tokens or (usage.output_tokens or 0) > self.max_tokens
-              or valid) and not self._plausible(call, usage, valid):  # fmt: skip
+        elif (valid or (usage.input_tokens or 0) > self.max_tokens
+              or (usage.output_tokens or 0) > self.max_tokens) \
+                and not self._plausible(call, usage, valid):  # fmt: skip
             usage, valid = Usage(), ()
         elif call.cumulative_key is not None and not valid:
             try:  # a conversation's running total: this call's own share

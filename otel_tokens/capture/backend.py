@@ -19,7 +19,7 @@ import importlib
 import inspect
 import json
 import threading
-from typing import Any, Callable, Collection
+from typing import Any, Callable
 
 import wrapt
 

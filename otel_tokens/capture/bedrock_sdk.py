@@ -292,9 +292,11 @@ def _open(instance: Any, args: tuple, kwargs: dict) -> tuple[Call, tuple, dict, 
         address, port = _server(instance)
     except Exception:
         return None
-    call = open_call(lambda given: _request(operation, given), params, operation="chat", provider=PROVIDER,
-                     request_model=model if isinstance(model, str) else None, stream=_STREAMED[operation],
-                     server_address=address, server_port=port)  # fmt: skip
+    call = open_call(
+        lambda given: _request(operation, given), params, operation="chat", provider=PROVIDER,
+        request_model=model if isinstance(model, str) else None, stream=_STREAMED[operation],
+        server_address=address, server_port=port,
+    )  # fmt: skip
     return None if call is None else (call, args, kwargs, operation)
 
 

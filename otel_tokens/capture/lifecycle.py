@@ -86,8 +86,10 @@ def _innermost(wrapped: Any, instance: Any, record: Callable[..., Any]) -> Calla
     if type(inner).__name__ == _WRAPPER:
         below = _innermost(inner, instance, record)
     else:
+
         def below(*args: Any, **kwargs: Any) -> Any:
             return record(inner, instance, args, kwargs)
+
     return lambda *args, **kwargs: theirs(below, bound_to, args, kwargs)
 
 

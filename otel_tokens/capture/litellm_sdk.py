@@ -54,7 +54,8 @@ def _server(kwargs: dict[str, Any]) -> tuple[str | None, int | None]:
     return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
 
 
-def _open(instance: Any, args: tuple, kwargs: dict[str, Any]) -> tuple[Call, tuple, dict, dict] | None:
+def _open(instance: Any, args: tuple,
+          kwargs: dict[str, Any]) -> tuple[Call, tuple, dict, dict] | None:  # fmt: skip
     """Open the call as litellm routes it (:data:`.lifecycle.Start`)."""
     try:
         provider, model = _route(kwargs)

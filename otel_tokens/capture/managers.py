@@ -91,7 +91,8 @@ def _sdk_manager(manager: Any) -> tuple[Any, str | None]:
             if attribute is not None:
                 return obj, attribute
             try:
-                found.extend(v for v in vars(obj).values() if hasattr(v, "__dict__") and not isinstance(v, type))
+                found.extend(value for value in vars(obj).values()
+                             if hasattr(value, "__dict__") and not isinstance(value, type))
             except TypeError:  # no __dict__
                 continue
         seen += len(found)

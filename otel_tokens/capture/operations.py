@@ -168,7 +168,8 @@ def _read(op: Operation, is_async: bool, call: Call, result: Any, context: tuple
         acc = op.accumulator(given, sent) if call.stream and op.accumulator is not None else None
         return wrap_raw(result, call, lambda parsed: stop_with(call, op.response(parsed), op.once),
                         acc, is_async, op.once)  # fmt: skip
-    if call.stream and op.accumulator is not None and hasattr(result, "__anext__" if is_async else "__next__"):
+    streamed = hasattr(result, "__anext__" if is_async else "__next__")
+    if call.stream and op.accumulator is not None and streamed:
         return wrap_stream(result, call, op.accumulator(*context), is_async, op.once)
     answer = op.response(result)  # stop_with, inlined: this runs on every call
     call.stop(None if answer.parts else answer.usage, response_model=answer.model,

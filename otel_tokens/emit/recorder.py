@@ -200,7 +200,9 @@ class Recorder:
                     self.anomaly(span, anomaly, main.key)
                 # histogram points in the call's span's context: the SDK's exemplar filter
                 # attaches its trace id (None: exemplars off, the current context)
-                context = trace.set_span_in_context(span) if self.exemplars and span is not None else None
+                context = None
+                if self.exemplars and span is not None:
+                    context = trace.set_span_in_context(span)
                 self._metrics(emission.labels, main, outcome, context)
         except Exception as exc:
             faults.report("internal", exc)
@@ -294,7 +296,9 @@ class Recorder:
                 if token_type == "input" or token_type == "output":
                     inst.token_usage.record(value, points.by_type[token_type], context)
                 key = points.counter_keys.get((token_type, source))  # built once per set
-                counted.append((key if key is not None else points.token_key(token_type, source), value))
+                if key is None:
+                    key = points.token_key(token_type, source)
+                counted.append((key, value))
         if line.cost_usd is not None:
             cost_source = line.cost_source or "computed"
             key = points.cost_keys.get(cost_source)

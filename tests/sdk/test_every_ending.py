@@ -30,7 +30,13 @@ from ..telemetry.conftest import handling
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
 
-OK, INVALID, CUT, DROPPED, RAISES = "ok", "invalid usage", "cut body", "dropped un-iterated", "caller raises"
+OK, INVALID, CUT, DROPPED, RAISES = (
+    "ok",
+    "invalid usage",
+    "cut body",
+    "dropped un-iterated",
+    "caller raises",
+)
 BAD = -7  # a usage value that is not a token count
 
 
@@ -48,14 +54,18 @@ class Server(LocalServer):
 
     def json(self, body: Any, cut: bool = False) -> None:
         payload = json.dumps(body).encode()
-        self.queue.append(("application/json", payload[: len(payload) // 2] if cut else payload, cut))
+        self.queue.append(
+            ("application/json", payload[: len(payload) // 2] if cut else payload, cut)
+        )
 
     def sse(self, events: list[Any], cut: bool = False) -> None:
         # an event name as Anthropic's API sends it (its SDK reads events by name)
         text = "".join((f"event: {e['type']}\n" if "type" in e and "choices" not in e else "")
                        + f"data: {json.dumps(e)}\n\n" for e in events)  # fmt: skip
         payload = text.encode()
-        self.queue.append(("text/event-stream", payload[: len(payload) * 2 // 3] if cut else payload, cut))
+        self.queue.append(
+            ("text/event-stream", payload[: len(payload) * 2 // 3] if cut else payload, cut)
+        )
 
     def raw(self, kind: str, payload: bytes, cut: bool = False) -> None:
         self.queue.append((kind, payload[: len(payload) * 2 // 3] if cut else payload, cut))
@@ -84,7 +94,12 @@ def _chat(usage: dict) -> dict:
 
 
 def _chat_chunks(usage: dict) -> list[dict]:
-    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini"}
+    base = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4o-mini",
+    }
     words = [{**base, "choices": [{"index": 0, "delta": {"content": w}, "finish_reason": None}]}
              for w in ("one ", "two ", "three ", "four")]  # fmt: skip
     stop = {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
@@ -103,7 +118,9 @@ class OpenAIDriver:
 
     def call(self, usage: dict, cut: bool = False) -> None:
         self.server.json(_chat(usage), cut)
-        self.client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+        self.client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
+        )
 
     def stream(self, usage: dict, cut: bool = False) -> Any:
         self.server.sse(_chat_chunks(usage), cut)
@@ -181,7 +198,9 @@ class GeminiDriver:
         from google.genai import types
 
         self.server = server
-        options = types.HttpOptions(base_url=server.url, retry_options=types.HttpRetryOptions(attempts=1))
+        options = types.HttpOptions(
+            base_url=server.url, retry_options=types.HttpRetryOptions(attempts=1)
+        )
         self.client = genai.Client(api_key="test-key", http_options=options)
 
     def call(self, usage: dict, cut: bool = False) -> None:
@@ -247,7 +266,9 @@ class BedrockConverseDriver(BedrockInvokeDriver):
     def call(self, usage: dict, cut: bool = False) -> None:
         self.server.json({"output": {"message": {"role": "assistant", "content": [{"text": "hi"}]}},
                           "stopReason": "end_turn", "usage": usage, "metrics": {"latencyMs": 1}}, cut)  # fmt: skip
-        self.client.converse(modelId=BEDROCK_MODEL, messages=[{"role": "user", "content": [{"text": "hi"}]}])
+        self.client.converse(
+            modelId=BEDROCK_MODEL, messages=[{"role": "user", "content": [{"text": "hi"}]}]
+        )
 
     def stream(self, usage: dict, cut: bool = False) -> Any:
         frames = [_frame("messageStart", {"role": "assistant"}),
@@ -357,7 +378,11 @@ def driven(request, tmp_path):
     from importlib import import_module
 
     driver_class = DRIVERS[name]
-    patches = [import_module(f"otel_tokens.capture.{driver_class.patches}")] if driver_class.patches else []
+    patches = (
+        [import_module(f"otel_tokens.capture.{driver_class.patches}")]
+        if driver_class.patches
+        else []
+    )
     if name == "litellm":  # as under instrument(): litellm's own SDK use must not count twice
         patches.insert(0, import_module("otel_tokens.capture.openai_patches"))
     server = Server()
@@ -404,7 +429,11 @@ def test_every_call_ends_once_with_a_span_a_request_and_a_ledger_row(driven, sce
         assert telemetry.finished() == [] and _ledger_rows() == 0  # nothing was sent
         return
     if scenario in (OK, INVALID, CUT):  # the non-streamed form too, where the backend has one
-        _run(driver.call, driver.bad_usage if scenario == INVALID else driver.ok_usage, scenario == CUT)
+        _run(
+            driver.call,
+            driver.bad_usage if scenario == INVALID else driver.ok_usage,
+            scenario == CUT,
+        )
         _check(telemetry, scenario, streamed=False, parsed=parsed)
         if not driver.streams:
             return
@@ -442,7 +471,9 @@ def _check(telemetry: Any, scenario: str, streamed: bool, calls: int = 1, rows: 
     elif scenario == INVALID:
         assert "gen_ai.usage.input_tokens" not in attrs
         assert errors.get("usage_invalid"), errors
-        assert not telemetry.points("otel_tokens.usage.missing"), "unusable usage is not missing usage"
+        assert not telemetry.points("otel_tokens.usage.missing"), (
+            "unusable usage is not missing usage"
+        )
     elif scenario == OK:
         assert attrs.get("gen_ai.usage.input_tokens") is not None, attrs
         assert span.status.status_code is not StatusCode.ERROR
@@ -460,6 +491,7 @@ def test_async_litellm_and_openai_streams_dropped_unread_end_once():
     server = Server()
     try:
         with handling(openai_patches, litellm_patches) as telemetry:
+
             async def main() -> None:
                 server.sse(_chat_chunks(CHAT_USAGE))
                 stream = await litellm.acompletion(
@@ -467,16 +499,22 @@ def test_async_litellm_and_openai_streams_dropped_unread_end_once():
                     messages=[{"role": "user", "content": "hi"}], stream_options={"include_usage": True})  # fmt: skip
                 del stream
                 server.sse(_chat_chunks(CHAT_USAGE))
-                client = openai.AsyncOpenAI(api_key="test", base_url=server.url + "/v1", max_retries=0)
+                client = openai.AsyncOpenAI(
+                    api_key="test", base_url=server.url + "/v1", max_retries=0
+                )
                 stream = await client.chat.completions.create(
-                    model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True)
+                    model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True
+                )
                 del stream
                 gc.collect()
 
             asyncio.run(main())
             gc.collect()
             spans = telemetry.finished()
-            assert [s.attributes["otel_tokens.stream.end"] for s in spans] == ["abandoned", "abandoned"]
+            assert [s.attributes["otel_tokens.stream.end"] for s in spans] == [
+                "abandoned",
+                "abandoned",
+            ]
             assert _ledger_rows() == 2
     finally:
         server.close()
