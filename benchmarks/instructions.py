@@ -15,12 +15,19 @@ out. Variants:
 * ``official``: ``opentelemetry-instrumentation-openai-v2`` (with ``opentelemetry-util-genai``),
   when importable by ``--official-python`` (default: this interpreter). It needs a venv of its
   own next to otel_tokens: ``pip install -e . opentelemetry-instrumentation-openai-v2
-  'opentelemetry-util-genai==1.1b0' httpx`` (2.4b0 imports with util-genai <= 1.1b0).
+  'opentelemetry-util-genai==1.1b0' httpx`` (2.4b0 imports with util-genai <= 1.1b0);
+* ``openllmetry``: OpenLLMetry's ``opentelemetry-instrumentation-openai``, when importable by
+  ``--openllmetry-python`` (the same venv serves: ``.ci/run``'s ``.venv-coexist``);
+* ``openlit``: ``openlit.init()`` on the same providers (its defaults: message content
+  recorded), prices from a local file (it fetches them otherwise), when importable by
+  ``--openlit-python`` (a venv of its own: ``pip install openlit httpx openai`` and
+  ``pip install -e .``).
 
 Each figure is the mean over ``--seeds`` hash seeds (``PYTHONHASHSEED``: dict and set layouts
 move a few thousand instructions). Streams: a 1-chunk and a 201-chunk stream give the cost per
 stream and per chunk. Run by hand (needs valgrind; ~15 min):
-    python benchmarks/instructions.py [--official-python /path/to/venv/bin/python]
+    python benchmarks/instructions.py [--official-python PY] [--openllmetry-python PY]
+                                      [--openlit-python PY]
 """
 
 from __future__ import annotations
@@ -203,11 +210,33 @@ def worker(variant: str, kind: str, n: int) -> None:
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
         OpenAIInstrumentor().instrument()
+    elif variant == "openllmetry":
+        from opentelemetry.instrumentation.openai import OpenAIInstrumentor as OpenLLMetry
+
+        OpenLLMetry().instrument()
+    elif variant == "openlit":
+        _openlit()
     elif variant == "floor":
         _floor(tp, mp, null, client)
     _run(client, kind, 30)
     settle()  # the background warm-up (price data, tokenizer) is over before counting
     _run(client, kind, n)
+
+
+def _openlit() -> None:
+    """``openlit.init()`` on the global providers, its prices from a local file."""
+    import tempfile
+
+    import openlit
+    from opentelemetry import metrics, trace
+
+    prices = {"chat": {"gpt-4o-mini": {"promptPrice": 0.00015, "completionPrice": 0.0006},
+                       "gpt-4o-mini-2024-07-18": {"promptPrice": 0.00015, "completionPrice": 0.0006}},
+              "embeddings": {}, "images": {}, "audio": {}}  # fmt: skip
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as file:
+        json.dump(prices, file)
+    openlit.init(tracer=trace.get_tracer("openlit"), meter=metrics.get_meter("openlit"),
+                 pricing_json=file.name)  # fmt: skip
 
 
 # -- the driver --------------------------------------------------------------------------------
@@ -234,9 +263,13 @@ def per_call(python: str, variant: str, kind: str, calls: tuple[int, int], seeds
     return statistics.mean(values)
 
 
-def _official_available(python: str) -> bool:
-    probe = subprocess.run([python, "-c", "import opentelemetry.instrumentation.openai_v2"],
-                           capture_output=True, check=False)  # fmt: skip
+#: the other instrumentations: variant -> the module its interpreter must import
+OTHERS = {"official": "opentelemetry.instrumentation.openai_v2",
+          "openllmetry": "opentelemetry.instrumentation.openai", "openlit": "openlit"}  # fmt: skip
+
+
+def _available(python: str, module: str) -> bool:
+    probe = subprocess.run([python, "-c", f"import {module}"], capture_output=True, check=False)
     return probe.returncode == 0
 
 
@@ -244,6 +277,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--worker", nargs=3, metavar=("VARIANT", "KIND", "N"), help=argparse.SUPPRESS)
     parser.add_argument("--official-python", default=sys.executable)
+    parser.add_argument("--openllmetry-python", default=sys.executable)
+    parser.add_argument("--openlit-python", default=sys.executable)
     parser.add_argument("--seeds", default="1,2")
     parser.add_argument("--calls", default="20,120", help="n1,n2 non-streamed calls (streams: the same)")
     parser.add_argument("--no-streams", action="store_true")
@@ -256,8 +291,10 @@ def main() -> None:
     seeds = [int(s) for s in args.seeds.split(",")]
     calls = tuple(int(c) for c in args.calls.split(","))
     pythons = {"bare": sys.executable, "otel_tokens": sys.executable, "floor": sys.executable}
-    if _official_available(args.official_python):
-        pythons["official"] = args.official_python
+    for variant, module in OTHERS.items():
+        python = getattr(args, f"{variant}_python")
+        if _available(python, module):
+            pythons[variant] = python
     kinds = ["call"] if args.no_streams else list(KINDS)
     started = time.monotonic()
     table: dict[tuple[str, str], float] = {}
@@ -282,6 +319,9 @@ def report(table: dict[tuple[str, str], float], pythons: dict[str, str], kinds: 
         if "official" in pythons:
             theirs = added("official", kind)
             line += f"   official {theirs:>10,.0f}   ratio {ours / theirs:5.2f}"
+        for other in ("openllmetry", "openlit"):
+            if (other, kind) in table:
+                line += f"   {other} {added(other, kind):>10,.0f}"
         print(line)
     if "stream201" in kinds:
         chunk = {v: (added(v, "stream201") - added(v, "stream1")) / 200
@@ -289,6 +329,9 @@ def report(table: dict[tuple[str, str], float], pythons: dict[str, str], kinds: 
         line = f"  {'per chunk':<18} otel_tokens {chunk['otel_tokens']:>10,.0f}"
         if "official" in chunk:
             line += f"   official {chunk['official']:>10,.0f}   ratio {chunk['otel_tokens'] / chunk['official']:5.2f}"
+        for other in ("openllmetry", "openlit"):
+            if other in chunk:
+                line += f"   {other} {chunk[other]:>10,.0f}"
         print(line)
     floor = added("floor", "call")
     print(f"  of otel_tokens' non-streamed call: the SDK floor {floor:,.0f}, "

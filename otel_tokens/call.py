@@ -38,8 +38,10 @@ class Call:
     (the response may be read again, e.g. a background response polled with
     ``responses.retrieve``: its usage counts once per key), ``pending`` (the work goes on
     after this call, e.g. a queued background response: no usage yet, and none missing) and
-    ``end_attributes``. The handler fills ``estimate``,
-    the timings and the span ids.
+    ``end_attributes``. Each fact has one writer: capture the request and response facts,
+    the handler who the call is for (``agent``, ``user``, ``tenant``, the conversation when
+    capture gave none) and the timings, the account step ``estimate``/``request_estimate``
+    and the streaming state, the recorder the span ids and its ``emission``.
     """
 
     __slots__ = (
@@ -52,22 +54,27 @@ class Call:
     )  # fmt: skip
 
     def __init__(self, handler: Any, operation: str, provider: str, request_model: str | None,
-                 stream: bool, started: float) -> None:  # fmt: skip
+                 stream: bool, started: float, server_address: str | None = None,
+                 server_port: int | None = None, conversation_id: str | None = None,
+                 span_name: str | None = None, attributes: dict[str, Any] | None = None,
+                 request: Request | None = None, estimate: Estimate | None = None,
+                 agent: AgentEntry | None = None) -> None:  # fmt: skip
         self._handler = handler
+        # the request's facts, given once (the handler adds who the call is for, once)
         self.operation = operation
         self.provider = provider
         self.request_model = request_model
         self.stream = stream
         self.started = started
-        self.server_address: str | None = None
-        self.server_port: int | None = None
-        self.conversation_id: str | None = None
+        self.server_address = server_address
+        self.server_port = server_port
+        self.conversation_id = conversation_id
         self.user: str | None = None  # who the call is for (binding or baggage)
         self.tenant: str | None = None
-        self.span_name: str | None = None
-        self.attributes: dict[str, Any] | None = None
-        self.request: Request | None = None
-        self.agent: AgentEntry | None = None
+        self.span_name = span_name
+        self.attributes = attributes
+        self.request = request
+        self.agent = agent
         self.usage: Usage | None = None
         self.parts: Sequence[Usage] | None = None
         self.response_model: str | None = None
@@ -80,7 +87,8 @@ class Call:
         self.once_key: tuple[str, str] | None = None
         self.pending = False
         self.end_attributes: dict[str, Any] | None = None
-        self.estimate: Estimate | None = None
+        # the account step's own (written by it alone): the estimate and streaming state
+        self.estimate = estimate
         self.request_estimate: RequestEstimate | None = None
         self.first_chunk_at: float | None = None
         self.ended_at: float | None = None
@@ -88,13 +96,15 @@ class Call:
         self.span_id: int | None = None
         self.stream_handle: StreamHandle | None = None
         self.stream_key: object | None = None
-        self.emission: Any = None  # the recorder's own handle (the span)
+        self.emission: Any = None  # the recorder's own handle (the span; a context manager)
         self._ended = False
 
     # -- during the call ----------------------------------------------------------------------
     def activate(self) -> Any:
-        """A context manager making the call's span current while the backend runs."""
-        return self._handler.activate(self)
+        """A context manager making the call's span current while the backend runs (the
+        recorder's emission is one; the handler answers before it exists)."""
+        emission = self.emission
+        return emission if emission is not None else self._handler.activate(self)
 
     def first_chunk(self) -> None:
         """Note the first streamed chunk (time to first chunk); later calls are ignored."""
@@ -144,8 +154,18 @@ class Call:
         """
         if self._ended:
             return
-        self._fill(usage, response_model, response_id, finish_reasons, attributes, parts,
-                   output_text)  # fmt: skip
+        if attributes or parts or output_text is not None:
+            self._fill(usage, response_model, response_id, finish_reasons, attributes, parts,
+                       output_text)  # fmt: skip
+        else:  # the common end, inlined: this runs on every call
+            if usage is not None:
+                self.usage = usage
+            if response_model is not None:
+                self.response_model = response_model
+            if response_id is not None:
+                self.response_id = response_id
+            if finish_reasons:
+                self.finish_reasons = finish_reasons
         if billing is not None:
             self.billing = billing
         if once is not None and self.response_id:

@@ -1,7 +1,9 @@
 """``BaseInstrumentor`` classes for ``opentelemetry-instrument`` (the entry points).
 
-Each turns one backend of :data:`otel_tokens.capture.BACKENDS` on and off through the one
-registry (:mod:`otel_tokens.registry`), the same as ``otel_tokens.instrument()``: whether it is
+One class per backend of :data:`otel_tokens.capture.BACKENDS`, built from its ``BACKEND``
+description when first asked for (``otel_tokens.entry_points:OpenAIInstrumentor``): adding a
+backend adds no code here. Each turns its backend on and off through the one registry
+(:mod:`otel_tokens.registry`), the same as ``otel_tokens.instrument()``: whether it is
 instrumented is the registry's answer, not a flag of its own, so mixing the two APIs in any
 order leaves each backend patched once or not at all. Explicit ``tracer_provider``/
 ``meter_provider`` are honoured, the global ones used otherwise; when none is set (no distro
@@ -10,17 +12,16 @@ configured the SDK), ``configure()`` sets it up from the standard variables.
 
 from __future__ import annotations
 
+import importlib
+import threading
 from typing import Any, Collection
 
 from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type: ignore[attr-defined]
 
 from . import registry
+from .capture import BACKENDS
 
-__all__ = [
-    "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AnthropicInstrumentor", "BedrockInstrumentor",
-    "GoogleGenAIInstrumentor", "LangGraphInstrumentor", "LiteLLMInstrumentor", "OpenAIAgentsInstrumentor",
-    "OpenAIInstrumentor", "PydanticAIInstrumentor",
-]  # fmt: skip
+__all__ = ["instrumentor_classes"]
 
 
 class _Delegating(BaseInstrumentor):  # type: ignore[misc]
@@ -63,63 +64,25 @@ class _Delegating(BaseInstrumentor):  # type: ignore[misc]
         registry.disable(self.name)
 
 
-class AgentCliInstrumentor(_Delegating):
-    """Agent CLIs (Copilot, Claude Code, Codex, Gemini) run through subprocess or asyncio."""
-
-    name = "agent_cli"
+_classes: dict[str, type[_Delegating]] = {}  # class name -> class (BaseInstrumentor: one each)
+_lock = threading.Lock()
 
 
-class AgentBackendsInstrumentor(_Delegating):
-    """The backends named in ``OTEL_TOKENS_BACKENDS``."""
-
-    name = "agent_backends"
-
-
-class AnthropicInstrumentor(_Delegating):
-    """The ``anthropic`` SDK: ``messages.create``/``parse``/``stream``, beta included."""
-
-    name = "anthropic"
-
-
-class BedrockInstrumentor(_Delegating):
-    """AWS Bedrock through boto3/botocore: ``converse``, ``converse_stream``, ``invoke_model``
-    and ``invoke_model_with_response_stream`` of ``bedrock-runtime``."""
-
-    name = "bedrock"
+def instrumentor_classes() -> dict[str, type[_Delegating]]:
+    """Every backend's instrumentor class, by class name (built once)."""
+    with _lock:
+        if not _classes:
+            for name, module in BACKENDS.items():
+                backend = importlib.import_module(module).BACKEND
+                _classes[backend.instrumentor] = type(backend.instrumentor, (_Delegating,), {
+                    "name": name, "__doc__": backend.summary, "__module__": __name__,
+                })  # fmt: skip
+        return dict(_classes)
 
 
-class GoogleGenAIInstrumentor(_Delegating):
-    """The ``google-genai`` SDK: ``models.generate_content`` and ``generate_content_stream``,
-    sync and async, Gemini API and Vertex AI (each billed request)."""
-
-    name = "google_genai"
-
-
-class LangGraphInstrumentor(_Delegating):
-    """Agent names and threads from LangGraph: each call is recorded under the graph's agent."""
-
-    name = "langgraph"
-
-
-class LiteLLMInstrumentor(_Delegating):
-    """litellm: ``completion`` and ``acompletion``, stream or not, any provider."""
-
-    name = "litellm"
-
-
-class OpenAIAgentsInstrumentor(_Delegating):
-    """Agent names from the OpenAI Agents SDK: each call is recorded under the running agent."""
-
-    name = "openai_agents"
-
-
-class PydanticAIInstrumentor(_Delegating):
-    """Agent names from Pydantic AI: each call is recorded under the running agent."""
-
-    name = "pydantic_ai"
-
-
-class OpenAIInstrumentor(_Delegating):
-    """The ``openai`` SDK: chat completions, Responses, embeddings (sync, async, streams)."""
-
-    name = "openai"
+def __getattr__(name: str) -> type[_Delegating]:
+    """``otel_tokens.entry_points.OpenAIInstrumentor`` and the like (PEP 562)."""
+    found = instrumentor_classes().get(name)
+    if found is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return found

@@ -15,14 +15,16 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable
 
+from opentelemetry import baggage
+
 from . import faults
 from .account.anomalies import AnomalyGuard, BudgetExceeded
 from .account.estimate import Estimator
 from .account.pricing import Pricer
 from .account.settle import Accountant
-from .account.threads import ThreadTotals
+from .account.agents import current_attribution
+from .account.conversation_totals import ConversationTotals
 from .call import Call
-from .emit.baggage import who_from_baggage
 from .emit.recorder import Recorder
 from .settings import current
 
@@ -58,7 +60,7 @@ class Handler:
             guard if guard is not None else get_guard(),
             Estimator(),
             settings.max_tokens_per_request,
-            ThreadTotals(settings.ledger_path),
+            ConversationTotals(settings.ledger_path),
         )  # fmt: skip
         # what a Call delegates straight to the recorder (no frame of the handler's own)
         self.activate = self.recorder.activate
@@ -107,33 +109,30 @@ class Handler:
         ``request`` (what the request contains) is estimated here, before the call, unless an
         ``estimate`` is given. Raises only :class:`BudgetExceeded`, and only when budget
         enforcement is on."""
-        call = Call(self, operation, provider, request_model, stream, time.perf_counter())
-        call.server_address, call.server_port = server_address, server_port
-        call.request, call.estimate, call.agent = request, estimate, agent
-        call.conversation_id, call.span_name, call.attributes = conversation_id, span_name, attributes
+        call = Call(self, operation, provider, request_model, stream, time.perf_counter(),
+                    server_address, server_port, conversation_id, span_name, attributes, request,
+                    estimate, agent)  # fmt: skip
+        try:  # who the call is for, resolved once, here (see _from_baggage)
+            if agent is None:
+                call.agent, who = current_attribution()
+                if who is not None:
+                    call.user, call.tenant = who[0], who[1]
+                    call.conversation_id = conversation_id or who[2]
+            if call.user is None or call.tenant is None or call.conversation_id is None:
+                entries = baggage.get_all()
+                if entries:
+                    _from_baggage(call, entries)
+        except Exception as exc:
+            faults.report("internal", exc)
         try:
-            self.accountant.open(call)  # the agent, and who the bindings say the call is for
+            self.accountant.open(call)  # the estimate, the budget, the streaming state
         except BudgetExceeded as exc:
             name = call.agent.name if call.agent is not None else "default"
             self.recorder.refused(name, exc.anomaly)
             self._callbacks((exc.anomaly,))
             raise
-        self._who_from_baggage(call)
         self.recorder.start(call)
         return call
-
-    @staticmethod
-    def _who_from_baggage(call: Call) -> None:
-        """Fill in from baggage what neither the capture nor a binding said."""
-        try:
-            who = who_from_baggage()
-        except Exception as exc:
-            faults.report("internal", exc)
-            return
-        if who is not None:
-            call.user = call.user or who[0]
-            call.tenant = call.tenant or who[1]
-            call.conversation_id = call.conversation_id or who[2]
 
     # -- what a Call delegates ------------------------------------------------------------------
     @staticmethod
@@ -171,6 +170,23 @@ class Handler:
                     callback(anomaly)
                 except Exception as exc:
                     faults.report("callback", exc)
+
+
+def _from_baggage(call: Call, entries: Any) -> None:
+    """Who the call is for, resolved once in :meth:`Handler.start`: the agent (given, else the
+    innermost ``agent(...)`` binding or framework run, else ``default``); user, tenant and
+    conversation from the bindings, the capture's conversation id before theirs; then, here,
+    from OpenTelemetry baggage set upstream (``user.id``, ``tenant.id``,
+    ``gen_ai.conversation.id`` or ``session.id``, the current context's ``entries``) for
+    what neither says."""
+    call.user = call.user or _text(entries.get("user.id"))
+    call.tenant = call.tenant or _text(entries.get("tenant.id"))
+    call.conversation_id = call.conversation_id or _text(
+        entries.get("gen_ai.conversation.id") or entries.get("session.id"))  # fmt: skip
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 # -- the process-wide handler -------------------------------------------------------------------

@@ -7,12 +7,15 @@ reads it. Kept in its own module: both capture and the account step use it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 __all__ = ["Api", "Request"]
 
-Api = Literal["openai_chat", "openai_responses", "anthropic_messages", "openai_embeddings",
-              "openai_completions", "gemini_contents", "bedrock_converse"]
+#: the request's shape, named by the backend that describes it (its ``BACKEND.apis``):
+#: ``openai_chat``, ``openai_responses``, ``openai_embeddings``, ``openai_completions``,
+#: ``anthropic_messages``, ``gemini_contents``, ``bedrock_converse``; each is rendered for
+#: the estimate by ``account/estimate/requests.py`` (a new one: a new renderer there only)
+Api = str
 
 
 @dataclass(frozen=True)

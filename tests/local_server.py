@@ -1,5 +1,6 @@
 """A local HTTP server for the real client libraries: each POST is answered by a function of
-(path, parsed JSON body) returning (status, content type, payload, extra headers)."""
+(path, parsed JSON body) returning (status, content type, payload, extra headers); a
+``content-length`` among the headers, above the payload's length, sends a body cut short."""
 
 from __future__ import annotations
 
@@ -27,9 +28,12 @@ class LocalServer:
                 status, kind, payload, headers = answer(self.path, body)
                 self.send_response(status)
                 self.send_header("content-type", kind)
+                # a content-length above the payload's cuts the body short (the connection
+                # closes after each answer)
+                length = headers.pop("content-length", None) or str(len(payload))
                 for key, value in headers.items():
                     self.send_header(key, value)
-                self.send_header("content-length", str(len(payload)))
+                self.send_header("content-length", length)
                 self.end_headers()
                 self.wfile.write(payload)
 

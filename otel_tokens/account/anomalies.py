@@ -212,7 +212,7 @@ class AnomalyGuard:
         if budget.usd is not None and used_usd >= budget.usd:
             raise BudgetExceeded(Anomaly(agent, "budget_exceeded", used_usd, budget.usd))
 
-    def observe(
+    def check_after(
         self, agent: str, tokens: int | None, cost_usd: float | None, model: str | None = None
     ) -> list[Anomaly]:
         """Account one completed request and return the anomalies it triggers."""

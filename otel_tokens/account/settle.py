@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING, Any, Sequence
 from .. import faults
 from ..errors import LedgerPersistenceError
 from ..usage import Billing, Usage
-from .agents import current_attribution
 from .anomalies import AnomalyGuard, BudgetExceeded
 from .outcome import Line, Outcome, error_type
 from .pricing import PriceResult, Pricer
-from .threads import ThreadTotals
+from .conversation_totals import ConversationTotals
 
 if TYPE_CHECKING:
     from ..call import Call
@@ -44,32 +43,23 @@ class Accountant:
     counted as ``usage_invalid`` and never billed, so that no counter, TokenState or ledger
     total is poisoned for the life of the process."""
 
-    __slots__ = ("pricer", "guard", "estimator", "max_tokens", "threads", "_counted")
+    __slots__ = ("pricer", "guard", "estimator", "max_tokens", "conversations", "_counted")
 
     def __init__(self, pricer: Pricer, guard: AnomalyGuard, estimator: Estimator,
-                 max_tokens: int = 100_000_000, threads: ThreadTotals | None = None) -> None:  # fmt: skip
+                 max_tokens: int = 100_000_000, conversations: ConversationTotals | None = None) -> None:  # fmt: skip
         self.pricer = pricer
         self.guard = guard
         self.estimator = estimator
         self.max_tokens = max_tokens
-        self.threads = threads if threads is not None else ThreadTotals()
+        self.conversations = conversations if conversations is not None else ConversationTotals()
         self._counted: dict[tuple[str, str], None] = {}  # once-keys whose usage was counted
 
     # -- before and during the call -------------------------------------------------------------
     def open(self, call: Call) -> None:
-        """The agent, the pre-call estimate, the budget check and the agent's streaming state.
+        """The pre-call estimate, the budget check and the agent's streaming state.
 
         Raises only :class:`BudgetExceeded` (enforcement opted in)."""
-        entry = call.agent
-        if entry is None:
-            try:
-                entry, who = current_attribution()
-                call.agent = entry
-                if who is not None:
-                    call.user, call.tenant = who[0], who[1]
-                    call.conversation_id = call.conversation_id or who[2]
-            except Exception as exc:
-                faults.report("internal", exc)
+        entry = call.agent  # who the call is for: resolved by the handler
         if call.estimate is None and call.request is not None:
             try:
                 estimated = self.estimator.estimate(
@@ -120,18 +110,31 @@ class Accountant:
     def settle(self, call: Call) -> Outcome:
         """The finished call's outcome; the agent's state, ledger and budget brought up to date."""
         failed = call.error is not None
-        missing = not failed and not call.pending and _no_usage(call)
-        usage, parts = self._usage(call, failed)
+        reported = call.usage  # tokens reported: not missing (the common case, inlined)
+        tokens = type(reported) is Usage and (
+            reported.input_tokens is not None or reported.output_tokens is not None)  # fmt: skip
+        missing = not failed and not call.pending and not tokens and _no_usage(call)
+        usage, parts, again = self._usage(call, failed)
+        # the same response read again: billed once, counted once (the record is left as is)
+        billing, attributes = call.billing, call.end_attributes
+        if again:
+            billing, attributes = None, {**(attributes or {}), COUNTED_BEFORE: True}
         response_model = call.response_model or usage.model
         default_model = response_model or call.request_model
-        prices, price = self._prices(call, usage, parts, default_model)
+        prices, price = self._prices(call, usage, parts, default_model, billing)
         entry = call.agent
         state = None
         anomalies: tuple = ()
         if entry is not None:
             # a poll of work still under way, or a response counted before: no turn, no row
-            idle = not _has_tokens(usage) and (call.pending or COUNTED_BEFORE in (call.end_attributes or ()))
-            self._complete_state(entry, call, usage, failed or idle)
+            idle = (call.pending or again) and not _has_tokens(usage)
+            try:
+                if failed or idle:
+                    entry.state.fail(call.stream_handle)
+                else:
+                    entry.state.complete(usage, call.stream_handle)
+            except Exception as exc:
+                faults.report("state", exc)
             if not idle:
                 self._write_ledger(entry, call, usage, parts, prices, price, default_model, failed)
             anomalies = self._anomalies(entry, usage, price, response_model)
@@ -149,11 +152,12 @@ class Accountant:
             tuple(map(str, call.finish_reasons)) if call.finish_reasons else (), call.estimate,
             self._estimate_error(call, usage, failed), ended - call.started,
             None if call.first_chunk_at is None else call.first_chunk_at - call.started,
-            call.stream, state, anomalies, call.end_attributes, missing,
+            call.stream, state, anomalies, attributes, missing,
         )  # fmt: skip
 
-    def _usage(self, call: Call, failed: bool) -> tuple[Usage, tuple[Usage, ...]]:
-        """(the call's total usage, its per-model parts); what no backend reported is absent."""
+    def _usage(self, call: Call, failed: bool) -> tuple[Usage, tuple[Usage, ...], bool]:
+        """(the call's total usage, its per-model parts, whether the response was counted
+        before); what no backend reported is absent."""
         usage, parts = call.usage, call.parts
         valid: tuple[Usage, ...] = ()
         if parts:
@@ -176,18 +180,19 @@ class Accountant:
                     and (usage is None or not usage.is_empty):  # fmt: skip
                 faults.report("usage_missing", detail=f"{call.provider} returned no token usage")
             usage = usage if usage is not None else Usage()
-        elif not self._plausible(call, usage, valid):
+        elif (valid or (usage.input_tokens or 0) > self.max_tokens
+              or (usage.output_tokens or 0) > self.max_tokens) \
+                and not self._plausible(call, usage, valid):  # fmt: skip
             usage, valid = Usage(), ()
         elif call.cumulative_key is not None and not valid:
             try:  # a conversation's running total: this call's own share
-                usage = self.threads.own(call.cumulative_key, usage)
+                usage = self.conversations.own(call.cumulative_key, usage)
             except Exception as exc:
                 faults.report("ledger", exc)
         elif call.once_key is not None and self._counted_before(call.once_key):
-            usage, valid = Usage(), ()  # the same response read again: billed once, counted once
-            call.billing = None
-            call.end_attributes = {**(call.end_attributes or {}), COUNTED_BEFORE: True}
-        return usage, valid or (usage,)
+            empty = Usage()
+            return empty, (empty,), True  # the same response read again
+        return usage, valid or (usage,), False
 
     def _counted_before(self, key: tuple[str, str]) -> bool:
         """True when this response's usage was counted already; else remember it (bounded)."""
@@ -234,14 +239,14 @@ class Accountant:
         return usage.replace(output_tokens=max(estimated, usage.reasoning_tokens or 0),
                              source="estimated")  # fmt: skip
 
-    def _prices(self, call: Call, usage: Usage, parts: tuple[Usage, ...],
-                default_model: str | None) -> tuple[list[PriceResult], PriceResult]:  # fmt: skip
+    def _prices(self, call: Call, usage: Usage, parts: tuple[Usage, ...], default_model: str | None,
+                billing: Billing | None) -> tuple[list[PriceResult], PriceResult]:  # fmt: skip
         """One price per part, and the call's: the backend's own total when it gave one.
 
         The response's billing goes with its first part (the model that answered: hosted-tool
         fees, billed units); its price context (service tier) applies to every part."""
         prices: list[PriceResult] = []
-        provider, billing = call.provider, call.billing
+        provider = call.provider
         for part in parts:
             if part.input_tokens is None and part.output_tokens is None and part.cost_usd is None \
                     and not (billing and billing.units):  # fmt: skip
@@ -271,16 +276,6 @@ class Accountant:
         )  # fmt: skip
 
     @staticmethod
-    def _complete_state(entry: AgentEntry, call: Call, usage: Usage, failed: bool) -> None:
-        try:
-            if failed:
-                entry.state.fail(call.stream_handle)
-            else:
-                entry.state.complete(usage, call.stream_handle)
-        except Exception as exc:
-            faults.report("state", exc)
-
-    @staticmethod
     def _write_ledger(entry: AgentEntry, call: Call, usage: Usage, parts: tuple[Usage, ...],
                       prices: list[PriceResult], price: PriceResult, default_model: str | None,
                       failed: bool) -> None:  # fmt: skip
@@ -294,8 +289,10 @@ class Accountant:
         response_id = call.response_id
         try:
             if failed and usage.input_tokens is None and usage.output_tokens is None:
+                # a failed call with no usage is still a request: a row, its tokens unknown
                 if key is not None:
                     ledger.stream_discard(key)
+                ledger.append(usage, request_id=response_id, **ids)
             elif len(parts) == 1:
                 if key is not None:
                     ledger.stream_finalize(key, usage, cost_usd=price.cost_usd,
@@ -321,7 +318,7 @@ class Accountant:
         if usage.input_tokens is None and usage.output_tokens is None and price.cost_usd is None:
             return ()
         try:
-            return tuple(self.guard.observe(entry.name, usage.total_tokens, price.cost_usd,
+            return tuple(self.guard.check_after(entry.name, usage.total_tokens, price.cost_usd,
                                             response_model))  # fmt: skip
         except Exception as exc:
             faults.report("internal", exc)

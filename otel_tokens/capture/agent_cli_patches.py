@@ -17,11 +17,18 @@ import wrapt
 
 from .. import faults
 from .parsers import PARSERS
-from .patching import report_load_failure, unwrap
+from .patching import Backend, report_load_failure, unwrap
 
-__all__ = ["DEPENDENCIES", "cli_names", "install", "uninstall"]
+__all__ = ["BACKEND", "DEPENDENCIES", "cli_names", "install", "uninstall"]
 
-DEPENDENCIES: tuple[str, ...] = ()  # the standard library only
+BACKEND = Backend(
+    "AgentCliInstrumentor",
+    "Agent CLIs (Copilot, Claude Code, Codex, Gemini) run through subprocess or asyncio.",
+    requirements=(),
+    extra=None,
+    apis=(),
+)
+DEPENDENCIES: tuple[str, ...] = BACKEND.requirements
 _RUNS = "otel_tokens.capture.agent_cli"
 _SUFFIXES = (".exe", ".cmd", ".bat", ".ps1", ".js", ".mjs", ".cjs", ".sh")
 _LAUNCHERS = ("node", "npx", "bunx", "pnpx")

@@ -9,11 +9,18 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .patching import SdkPatches, deferred
+from .patching import Backend, SdkPatches, deferred
 
-__all__ = ["DEPENDENCIES", "install", "uninstall"]
+__all__ = ["BACKEND", "DEPENDENCIES", "install", "uninstall"]
 
-DEPENDENCIES: tuple[str, ...] = ("anthropic >= 0.40, < 3",)
+BACKEND = Backend(
+    "AnthropicInstrumentor",
+    "The ``anthropic`` SDK: ``messages.create``/``parse``/``stream``, beta included.",
+    requirements=("anthropic >= 0.40, < 3",),
+    extra="anthropic",
+    apis=("anthropic_messages",),
+)
+DEPENDENCIES: tuple[str, ...] = BACKEND.requirements
 _SDK = "otel_tokens.capture.anthropic_sdk"
 _CALL, _STREAM = deferred(_SDK, "call"), deferred(_SDK, "stream")
 

@@ -41,7 +41,7 @@ from ..request import Request
 from ..usage import Billing, Usage, check_token_count
 from .anthropic_patches import DEPENDENCIES, install, uninstall
 from .managers import managed
-from .sdk import Operation, Response, async_wrapper, sdk_field, server_of, sync_wrapper
+from .operations import Operation, Response, async_wrapper, sdk_field, server_of, sync_wrapper
 from .stream import Accumulator
 
 __all__ = ["DEPENDENCIES", "install", "uninstall", "wrapper"]

@@ -19,13 +19,14 @@ import importlib
 import inspect
 import json
 import threading
-from typing import Any, Callable, Collection
+from typing import Any, Callable
 
 import wrapt
 
 from .. import faults
 from ..usage import Usage
 from .agent_runs import report_run, start_run
+from .lifecycle import async_wrapper, sync_wrapper
 from .parsers import AgentRun, get_parser
 from .patching import unwrap
 
@@ -102,51 +103,24 @@ def _enrich(result: Any, run: AgentRun) -> None:
 
 
 def _make_wrapper(target: str, parser: ParserArg, name: str, enrich: bool, is_async: bool) -> Any:
+    """The wrapt wrapper of one backend method, on the one path (:mod:`.lifecycle`)."""
     attrs = {TARGET_ATTR: target}
 
-    def finish(call: Any, result: Any) -> None:
+    def start(_instance: Any, args: tuple, kwargs: dict) -> tuple[Any, tuple, dict, None]:
+        return start_run(name, attributes=attrs), args, kwargs, None
+
+    def read(call: Any, result: Any, _context: None) -> Any:
         run = None
         try:
             run = _parse(parser, name, result)
         except Exception as exc:
             faults.report("parse", exc)
-        if run is None:
-            report_run(call, AgentRun(cli=name), attributes=attrs)
-            return
-        report_run(call, run, attributes=attrs)
-        if enrich:
+        report_run(call, run if run is not None else AgentRun(cli=name))
+        if enrich and run is not None:
             _enrich(result, run)
-
-    def start() -> Any:
-        return start_run(name, attributes=attrs)
-
-    if is_async:
-
-        async def async_wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-            call = start()
-            try:
-                with call.activate():
-                    result = await wrapped(*args, **kwargs)
-            except BaseException as exc:
-                report_run(call, None, exception=exc, attributes=attrs)
-                raise
-            finish(call, result)
-            return result
-
-        return async_wrapper
-
-    def wrapper(wrapped: Any, instance: Any, args: Any, kwargs: Any) -> Any:
-        call = start()
-        try:
-            with call.activate():
-                result = wrapped(*args, **kwargs)
-        except BaseException as exc:
-            report_run(call, None, exception=exc, attributes=attrs)
-            raise
-        finish(call, result)
         return result
 
-    return wrapper
+    return (async_wrapper if is_async else sync_wrapper)(start, read)
 
 
 def instrument_backend(

@@ -9,11 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from .patching import SdkPatches, deferred
+from .patching import Backend, SdkPatches, deferred
 
-__all__ = ["DEPENDENCIES", "install", "uninstall"]
+__all__ = ["BACKEND", "DEPENDENCIES", "install", "uninstall"]
 
-DEPENDENCIES: tuple[str, ...] = ("botocore >= 1.34",)
+BACKEND = Backend(
+    "BedrockInstrumentor",
+    "AWS Bedrock through boto3/botocore: ``converse``, ``converse_stream``, ``invoke_model`` and ``invoke_model_with_response_stream`` of ``bedrock-runtime``.",
+    requirements=("botocore >= 1.34",),
+    extra="bedrock",
+    apis=("bedrock_converse", "anthropic_messages"),
+)
+DEPENDENCIES: tuple[str, ...] = BACKEND.requirements
 
 _PATCHES = SdkPatches("botocore", (
     ("botocore.client", "BaseClient", "_make_api_call", deferred("otel_tokens.capture.bedrock_sdk", "api_call")),

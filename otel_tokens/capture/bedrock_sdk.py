@@ -24,6 +24,7 @@ call (``429``, ``503``).
 from __future__ import annotations
 
 import json
+import weakref
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
@@ -33,8 +34,9 @@ from .. import faults
 from ..call import Call
 from ..request import Request
 from ..usage import Billing, Usage
-from .sdk import inside_gateway, open_call, sdk_field
-from .stream import Accumulator, observe
+from .lifecycle import open_call, sync_wrapper, unusable
+from .operations import sdk_field
+from .stream import STREAM_END, Accumulator, wrap_stream
 
 __all__ = ["wrapper"]
 
@@ -201,37 +203,57 @@ class _ChunkAccumulator(Accumulator):
 
 class _Body(wrapt.ObjectProxy):  # type: ignore[misc]
     """InvokeModel's body without usage headers: read by the caller, then its usage taken
-    from what was read; a body never read whole ends the call with its usage unknown."""
+    from what was read. A body closed or dropped unread ends the call with its usage unknown;
+    one cut short (its read raises) fails it."""
 
     def __init__(self, body: Any, call: Call) -> None:
         super().__init__(body)
         self._self_call = call
         self._self_read: list[bytes] = []
+        self._self_finalizer = weakref.finalize(self, _unread, call, "abandoned")
 
     def read(self, *args: Any, **kwargs: Any) -> Any:
-        data = self.__wrapped__.read(*args, **kwargs)
-        if not self._self_call.ended:
-            try:
-                if data:
-                    self._self_read.append(data)
-                if not data or not (args or kwargs.get("amt")):  # the whole body, or its end
-                    self._self_end(b"".join(self._self_read))
-            except Exception as exc:
-                faults.report("internal", exc)
+        call = self._self_call
+        try:
+            data = self.__wrapped__.read(*args, **kwargs)
+        except BaseException as exc:
+            self._self_finalizer.detach()
+            call.fail(exc, attributes={STREAM_END: "error"})
+            raise
+        if not call.ended:
+            if data:
+                self._self_read.append(data)
+            if not data or not (args or kwargs.get("amt")):  # the whole body, or its end
+                self._self_finalizer.detach()
+                _end_body(call, b"".join(self._self_read))
         return data
 
     def close(self) -> None:
-        self.__wrapped__.close()
-        if not self._self_call.ended:
-            self._self_call.stop(None)
+        self._self_finalizer.detach()
+        try:
+            self.__wrapped__.close()
+        finally:
+            _unread(self._self_call, "closed")
 
-    def _self_end(self, data: bytes) -> None:
+
+def _unread(call: Call, how: str) -> None:
+    """A body closed or dropped before it was read to its end: usage unknown."""
+    if not call.ended:
+        call.stop(None, attributes={STREAM_END: how})
+
+
+def _end_body(call: Call, data: bytes) -> None:
+    """End the call with the usage of the body read whole (unusable usage: rejected)."""
+    try:
         try:
             body = json.loads(data) if data else None
         except ValueError:
             body = None
         usage, billing, reasons = _body_usage(body)
-        self._self_call.stop(usage, finish_reasons=reasons or None, billing=billing)
+        call.stop(usage, finish_reasons=reasons or None, billing=billing,
+                  attributes={STREAM_END: "exhausted"})  # fmt: skip
+    except Exception as exc:
+        unusable(call, exc)
 
 
 # -- the call ------------------------------------------------------------------------------
@@ -257,16 +279,29 @@ def _failure(exc: BaseException) -> BaseException | str:
     return str(status) if type(status) is int and 400 <= status <= 599 else exc
 
 
-def _open(instance: Any, operation: str, params: dict[str, Any]) -> Call | None:
-    model = params.get("modelId")
-    address, port = _server(instance)
-    return open_call(lambda given: _request(operation, given), params, operation="chat", provider=PROVIDER,
-                     request_model=model if isinstance(model, str) else None, stream=_STREAMED[operation],
-                     server_address=address, server_port=port)  # fmt: skip
+def _open(instance: Any, args: tuple, kwargs: dict) -> tuple[Call, tuple, dict, str] | None:
+    """Open the call of a ``bedrock-runtime`` operation (:data:`.lifecycle.Start`); None for
+    any other AWS call, which goes straight through."""
+    try:
+        operation = args[0] if args else kwargs.get("operation_name")
+        params = args[1] if len(args) > 1 else kwargs.get("api_params")
+        if operation not in _STREAMED or not isinstance(params, dict) \
+                or instance._service_model.service_name != "bedrock-runtime":  # fmt: skip
+            return None
+        model = params.get("modelId")
+        address, port = _server(instance)
+    except Exception:
+        return None
+    call = open_call(
+        lambda given: _request(operation, given), params, operation="chat", provider=PROVIDER,
+        request_model=model if isinstance(model, str) else None, stream=_STREAMED[operation],
+        server_address=address, server_port=port,
+    )  # fmt: skip
+    return None if call is None else (call, args, kwargs, operation)
 
 
-def _finish(operation: str, call: Call, result: Any) -> None:
-    """End the call from the response, or hand its stream or body to the caller observed."""
+def _read(call: Call, result: Any, operation: str) -> Any:
+    """End the call from the response, or hand its stream or body to the caller wrapped."""
     response_id = _get(_get(result, "ResponseMetadata"), "RequestId")
     if operation == "Converse":
         usage = _get(result, "usage")
@@ -276,11 +311,11 @@ def _finish(operation: str, call: Call, result: Any) -> None:
     elif operation == "ConverseStream":
         acc = _ConverseAccumulator()
         acc.response_id = response_id
-        result["stream"] = observe(result["stream"], call, acc, False)
+        result["stream"] = wrap_stream(result["stream"], call, acc, False)
     elif operation == "InvokeModelWithResponseStream":
         acc = _ChunkAccumulator()
         acc.response_id = response_id
-        result["body"] = observe(result["body"], call, acc, False)
+        result["body"] = wrap_stream(result["body"], call, acc, False)
     else:
         usage = _header_usage(result)
         if usage is not None:
@@ -288,34 +323,13 @@ def _finish(operation: str, call: Call, result: Any) -> None:
         else:
             call.response_id = response_id
             result["body"] = _Body(result["body"], call)
-
-
-def _api_call(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
-    try:
-        operation = args[0] if args else kwargs.get("operation_name")
-        params = args[1] if len(args) > 1 else kwargs.get("api_params")
-        wanted = operation in _STREAMED and isinstance(params, dict) and not inside_gateway.get() \
-            and instance._service_model.service_name == "bedrock-runtime"  # fmt: skip
-    except Exception:
-        wanted = False
-    call = _open(instance, operation, params) if wanted else None
-    if call is None:
-        return wrapped(*args, **kwargs)
-    try:
-        with call.activate():
-            result = wrapped(*args, **kwargs)
-    except BaseException as exc:
-        call.fail(_failure(exc))
-        raise
-    try:
-        _finish(operation, call, result)
-    except Exception as exc:
-        faults.report("usage_invalid" if isinstance(exc, ValueError) else "internal", exc)
-        if not call.ended:
-            call.stop(Usage() if isinstance(exc, ValueError) else None)
     return result
+
+
+#: the one path (:mod:`.lifecycle`) around ``BaseClient._make_api_call``
+_API_CALL = sync_wrapper(_open, _read, _failure)
 
 
 def wrapper(name: str, is_async: bool) -> Callable[..., Any]:
     """The wrapt wrapper of ``BaseClient._make_api_call`` (:mod:`.bedrock_patches`)."""
-    return _api_call
+    return _API_CALL

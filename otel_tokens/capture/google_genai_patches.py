@@ -11,11 +11,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from .patching import SdkPatches, deferred
+from .patching import Backend, SdkPatches, deferred
 
-__all__ = ["DEPENDENCIES", "install", "uninstall"]
+__all__ = ["BACKEND", "DEPENDENCIES", "install", "uninstall"]
 
-DEPENDENCIES: tuple[str, ...] = ("google-genai >= 1.0, < 4",)
+BACKEND = Backend(
+    "GoogleGenAIInstrumentor",
+    "The ``google-genai`` SDK: ``models.generate_content`` and ``generate_content_stream``, sync and async, Gemini API and Vertex AI (each billed request).",
+    requirements=("google-genai >= 1.0, < 4",),
+    extra="google-genai",
+    apis=("gemini_contents",),
+)
+DEPENDENCIES: tuple[str, ...] = BACKEND.requirements
 _SDK = "otel_tokens.capture.google_genai_sdk"
 _CALL, _STREAM = deferred(_SDK, "generate"), deferred(_SDK, "generate_stream")
 

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from ..call import Call
 from ..request import Request
 from ..usage import Billing, Usage
-from .sdk import Operation, Response, async_wrapper, sdk_field, sync_wrapper
+from .operations import Operation, Response, async_wrapper, sdk_field, sync_wrapper
 from .stream import Accumulator
 
 __all__ = ["wrapper"]

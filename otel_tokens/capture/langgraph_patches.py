@@ -16,10 +16,18 @@ from typing import Any
 
 from ..account.agents import FrameworkRun
 from .framework_names import FrameworkNames
+from .patching import Backend
 
-__all__ = ["DEPENDENCIES", "install", "uninstall"]
+__all__ = ["BACKEND", "DEPENDENCIES", "install", "uninstall"]
 
-DEPENDENCIES: tuple[str, ...] = ("langgraph >= 0.3",)
+BACKEND = Backend(
+    "LangGraphInstrumentor",
+    "Agent names and threads from LangGraph: each call is recorded under the graph's agent.",
+    requirements=("langgraph >= 0.3",),
+    extra="langgraph",
+    apis=(),
+)
+DEPENDENCIES: tuple[str, ...] = BACKEND.requirements
 _CONFIG = "langchain_core.runnables.config"
 
 

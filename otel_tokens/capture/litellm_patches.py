@@ -10,11 +10,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from .patching import SdkPatches, deferred
+from .patching import Backend, SdkPatches, deferred
 
-__all__ = ["DEPENDENCIES", "install", "uninstall"]
+__all__ = ["BACKEND", "DEPENDENCIES", "install", "uninstall"]
 
-DEPENDENCIES: tuple[str, ...] = ("litellm >= 1.40",)
+BACKEND = Backend(
+    "LiteLLMInstrumentor",
+    "litellm: ``completion`` and ``acompletion``, stream or not, any provider.",
+    requirements=("litellm >= 1.40",),
+    extra="litellm",
+    apis=("openai_chat",),
+)
+DEPENDENCIES: tuple[str, ...] = BACKEND.requirements
 _CALL = deferred("otel_tokens.capture.litellm_sdk", "completion")
 
 _PATCHES = SdkPatches("litellm", (

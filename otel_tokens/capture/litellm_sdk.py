@@ -12,14 +12,16 @@ imports) are part of it and not recorded again.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from .. import faults
 from ..call import Call
+from .lifecycle import async_wrapper, open_call, sync_wrapper
 from .openai_sdk import _chat_request, _chat_response, _ChatAccumulator
-from .sdk import inside_gateway, open_call, stop_with
-from .stream import observe
+from .operations import stop_with
+from .stream import wrap_stream
 
 __all__ = ["wrapper"]
 
@@ -52,16 +54,19 @@ def _server(kwargs: dict[str, Any]) -> tuple[str | None, int | None]:
     return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
 
 
-def _open(kwargs: dict[str, Any]) -> Call | None:
+def _open(instance: Any, args: tuple,
+          kwargs: dict[str, Any]) -> tuple[Call, tuple, dict, dict] | None:  # fmt: skip
+    """Open the call as litellm routes it (:data:`.lifecycle.Start`)."""
     try:
         provider, model = _route(kwargs)
         address, port = _server(kwargs)
     except Exception as exc:
         faults.report("internal", exc)
         return None
-    return open_call(_chat_request, {**kwargs, "model": model}, operation="chat",
+    call = open_call(_chat_request, {**kwargs, "model": model}, operation="chat",
                      provider=provider, request_model=model, stream=kwargs.get("stream") is True,
                      server_address=address, server_port=port)  # fmt: skip
+    return None if call is None else (call, args, kwargs, kwargs)
 
 
 class _Accumulator(_ChatAccumulator):
@@ -74,57 +79,22 @@ class _Accumulator(_ChatAccumulator):
         super().end_call(call, how, error, once)
 
 
-def _finish(call: Call, kwargs: dict[str, Any], result: Any, is_async: bool) -> Any:
-    try:
-        if call.stream and hasattr(result, "__anext__" if is_async else "__next__"):
-            return observe(result, call, _Accumulator(kwargs, kwargs), is_async)
-        answer = _chat_response(result)
-        if answer.usage is not None:
-            answer = answer._replace(usage=answer.usage.replace(provider=None))
-        stop_with(call, answer)
-    except Exception as exc:
-        invalid = isinstance(exc, ValueError)
-        faults.report("usage_invalid" if invalid else "internal", exc)
-        if not call.ended:
-            call.stop(None)
+def _read(is_async: bool, call: Call, result: Any, kwargs: dict[str, Any]) -> Any:
+    """End the call from litellm's answer, or hand its stream to the proxy."""
+    if call.stream and hasattr(result, "__anext__" if is_async else "__next__"):
+        return wrap_stream(result, call, _Accumulator(kwargs, kwargs), is_async)
+    answer = _chat_response(result)
+    if answer.usage is not None:
+        answer = answer._replace(usage=answer.usage.replace(provider=None))
+    stop_with(call, answer)
     return result
 
 
-def _sync(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
-    call = None if inside_gateway.get() else _open(kwargs)
-    if call is None:
-        return wrapped(*args, **kwargs)
-    token = inside_gateway.set(True)
-    try:
-        with call.activate():
-            result = wrapped(*args, **kwargs)
-    except BaseException as exc:
-        call.fail(exc)
-        raise
-    finally:
-        inside_gateway.reset(token)
-    return _finish(call, kwargs, result, False)
-
-
-def _async(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
-    async def run() -> Any:
-        call = None if inside_gateway.get() else _open(kwargs)
-        if call is None:
-            return await wrapped(*args, **kwargs)
-        token = inside_gateway.set(True)
-        try:
-            with call.activate():
-                result = await wrapped(*args, **kwargs)
-        except BaseException as exc:
-            call.fail(exc)
-            raise
-        finally:
-            inside_gateway.reset(token)
-        return _finish(call, kwargs, result, True)
-
-    return run()
+#: the one path (:mod:`.lifecycle`); a gateway: SDK calls litellm makes inside are its own
+_SYNC = sync_wrapper(_open, partial(_read, False), gateway=True)
+_ASYNC = async_wrapper(_open, partial(_read, True), gateway=True)
 
 
 def wrapper(name: str, is_async: bool) -> Callable[..., Any]:
     """The wrapt wrapper of ``litellm.completion`` or ``acompletion`` (:mod:`.litellm_patches`)."""
-    return _async if is_async else _sync
+    return _ASYNC if is_async else _SYNC

@@ -78,15 +78,40 @@ def _request_attribute(manager: Any) -> str | None:
     return None
 
 
+def _sdk_manager(manager: Any) -> tuple[Any, str | None]:
+    """(the SDK's own manager, the attribute of its deferred request): ``manager`` itself, or
+    the one another instrumentation's wrapper holds (patched before us, OpenLLMetry returns
+    its own manager around the SDK's), found among the wrappers' attributes a few levels
+    down; (``manager``, None) when there is none."""
+    candidates, seen = [manager], 0
+    for _ in range(3):
+        found: list[Any] = []
+        for obj in candidates:
+            attribute = _request_attribute(obj)
+            if attribute is not None:
+                return obj, attribute
+            try:
+                found.extend(value for value in vars(obj).values()
+                             if hasattr(value, "__dict__") and not isinstance(value, type))
+            except TypeError:  # no __dict__
+                continue
+        seen += len(found)
+        candidates = found
+        if not candidates or seen > 64:
+            break
+    return manager, None
+
+
 def managed(manager: Any, inner: Callable[..., Any], instance: Any, given: dict[str, Any],
             is_async: bool) -> Any:  # fmt: skip
     """``manager`` with its deferred request going through ``inner`` (an operation's wrapt
-    wrapper) as ``instance``'s call with keyword arguments ``given``."""
+    wrapper) as ``instance``'s call with keyword arguments ``given``; leaving its ``with``
+    block ends the call."""
     try:
-        attribute = _request_attribute(manager)
+        holder, attribute = _sdk_manager(manager)
         if attribute is None:
             raise LookupError(f"{type(manager).__name__} has no deferred API request")
-        original = getattr(manager, attribute)
+        original = getattr(holder, attribute)
         opened: list[Any] = []
 
         if is_async:
@@ -98,7 +123,7 @@ def managed(manager: Any, inner: Callable[..., Any], instance: Any, given: dict[
                 opened.append(proxy)
                 return proxy
 
-            setattr(manager, attribute, _Deferred(request))
+            setattr(holder, attribute, _Deferred(request))
             return _AsyncManager(manager, opened)
 
         def sync_request() -> Any:
@@ -106,7 +131,7 @@ def managed(manager: Any, inner: Callable[..., Any], instance: Any, given: dict[
             opened.append(proxy)
             return proxy
 
-        setattr(manager, attribute, sync_request)
+        setattr(holder, attribute, sync_request)
         return _SyncManager(manager, opened)
     except Exception as exc:
         faults.report("internal", exc)

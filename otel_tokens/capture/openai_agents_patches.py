@@ -18,10 +18,18 @@ from typing import Any
 
 from ..account.agents import FrameworkRun
 from .framework_names import FrameworkNames
+from .patching import Backend
 
-__all__ = ["DEPENDENCIES", "install", "uninstall"]
+__all__ = ["BACKEND", "DEPENDENCIES", "install", "uninstall"]
 
-DEPENDENCIES: tuple[str, ...] = ("openai-agents >= 0.1",)
+BACKEND = Backend(
+    "OpenAIAgentsInstrumentor",
+    "Agent names from the OpenAI Agents SDK: each call is recorded under the running agent.",
+    requirements=("openai-agents >= 0.1",),
+    extra="openai-agents",
+    apis=(),
+)
+DEPENDENCIES: tuple[str, ...] = BACKEND.requirements
 _SCOPE = "agents.tracing.scope"
 _MAX_HOPS = 16  # spans between a model call and its agent (function, handoff, guardrail spans)
 

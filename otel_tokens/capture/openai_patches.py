@@ -8,11 +8,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from .patching import SdkPatches, deferred
+from .patching import Backend, SdkPatches, deferred
 
-__all__ = ["DEPENDENCIES", "install", "uninstall"]
+__all__ = ["BACKEND", "DEPENDENCIES", "install", "uninstall"]
 
-DEPENDENCIES: tuple[str, ...] = ("openai >= 1.40, < 4",)
+BACKEND = Backend(
+    "OpenAIInstrumentor",
+    "The ``openai`` SDK: chat completions, Responses, embeddings (sync, async, streams).",
+    requirements=("openai >= 1.40, < 4",),
+    extra="openai",
+    apis=("openai_chat", "openai_responses", "openai_embeddings", "openai_completions"),
+)
+DEPENDENCIES: tuple[str, ...] = BACKEND.requirements
 _SDK = "otel_tokens.capture.openai_sdk"
 _CHAT, _RESPONSES = deferred(_SDK, "chat"), deferred(_SDK, "responses")
 _RETRIEVE, _EMBEDDINGS = deferred(_SDK, "retrieve"), deferred(_SDK, "embeddings")

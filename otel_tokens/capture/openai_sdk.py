@@ -32,7 +32,7 @@ from ..request import Request
 from ..handler import get_handler
 from ..usage import Billing, Usage
 from .openai_patches import DEPENDENCIES, install, uninstall
-from .sdk import (
+from .operations import (
     _NOT_GIVEN, Operation, Response, async_wrapper, given, sdk_field, server_of, sync_wrapper,
 )
 from .managers import managed
@@ -52,6 +52,14 @@ def _provider(instance: Any) -> str:
 
 def _server(instance: Any) -> tuple[str | None, int | None]:
     return server_of(getattr(getattr(instance, "_client", None), "base_url", None))
+
+
+def _client(instance: Any) -> tuple[str, str | None, int | None]:
+    """(provider, server address, port) of a resource's client, in one step."""
+    client = getattr(instance, "_client", None)
+    address, port = server_of(getattr(client, "base_url", None))
+    azure = type(client).__name__ in ("AzureOpenAI", "AsyncAzureOpenAI")
+    return ("azure.ai.openai" if azure else "openai"), address, port
 
 
 def _chat_usage(usage: Any, model: str | None, response_id: str | None) -> Usage | None:
@@ -93,22 +101,16 @@ def _responses_usage(usage: Any, model: str | None, response_id: str | None) -> 
     )  # fmt: skip
 
 
-def _args(kwargs: dict[str, Any], *names: str) -> list[Any]:
-    """Several call arguments at once; absent ones and SDK "not given" sentinels read as None."""
-    out = []
-    for name in names:
-        value = kwargs.get(name)
-        out.append(None if value is None or type(value).__name__ in _NOT_GIVEN else value)
-    return out
-
-
 def _chat_request(kwargs: dict[str, Any]) -> Request:
-    model, messages, tools, functions, fmt = _args(
-        kwargs, "model", "messages", "tools", "functions", "response_format"
-    )
-    tools = tools or [{"type": "function", "function": f} for f in functions or ()]
-    return Request("openai_chat", model, messages or [], tools=tools,
-                   response_format=fmt if isinstance(fmt, dict) else None)  # fmt: skip
+    model, messages, tools = kwargs.get("model"), kwargs.get("messages"), kwargs.get("tools")
+    functions, fmt = kwargs.get("functions"), kwargs.get("response_format")
+    if type(tools).__name__ in _NOT_GIVEN:  # the SDKs' "not given" sentinels read as absent
+        tools = None
+    if not tools and functions and type(functions).__name__ not in _NOT_GIVEN:
+        tools = [{"type": "function", "function": f} for f in functions]
+    return Request("openai_chat", model if isinstance(model, str) else None,
+                   messages if messages and type(messages).__name__ not in _NOT_GIVEN else [],
+                   tools=tools or (), response_format=fmt if isinstance(fmt, dict) else None)  # fmt: skip
 
 
 _STANDARD_TIERS = frozenset(("default", "auto", "standard"))
@@ -132,10 +134,27 @@ def _chat_billing(usage: Any, tier: Any) -> Billing | None:
 def _chat_response(result: Any) -> Response:
     if not isinstance(result, dict):
         try:  # an SDK object: plain attribute reads (this runs on every call)
-            model, rid, usage = result.model, result.id, result.usage
-            reasons = tuple(str(c.finish_reason) for c in result.choices or () if c.finish_reason)
-            return Response(_chat_usage(usage, model, rid), model, rid, reasons,
-                            _chat_billing(usage, getattr(result, "service_tier", None)))  # fmt: skip
+            model, rid, usage, tier = result.model, result.id, result.usage, result.service_tier
+            reasons = []
+            for choice in result.choices or ():
+                if choice.finish_reason:
+                    reasons.append(str(choice.finish_reason))
+            billing = None
+            if (tier is not None and tier not in _STANDARD_TIERS) or (usage is not None and (
+                    getattr(usage.prompt_tokens_details, "audio_tokens", None)
+                    or getattr(usage.completion_tokens_details, "audio_tokens", None))):  # fmt: skip
+                billing = _chat_billing(usage, tier)
+            found = None
+            if usage is not None:  # _chat_usage's SDK-object reading, inlined (every call)
+                prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
+                found = Usage(
+                    input_tokens=usage.prompt_tokens, output_tokens=usage.completion_tokens,
+                    cache_read_tokens=getattr(prompt, "cached_tokens", None),
+                    cache_write_tokens=getattr(prompt, "cache_write_tokens", None),
+                    reasoning_tokens=getattr(completion, "reasoning_tokens", None),
+                    model=model, provider="openai", response_id=rid,
+                )  # fmt: skip
+            return Response(found, model, rid, tuple(reasons), billing)
         except AttributeError:
             pass  # another shape: field by field below
     model, rid, usage = _get(result, "model"), _get(result, "id"), _get(result, "usage")
@@ -404,7 +423,7 @@ def _run_request(kwargs: dict[str, Any]) -> None:
 
 
 _CHAT = Operation("chat", _provider, _server, _chat_request, _chat_response, _ChatAccumulator,
-                  prepare=_with_stream_usage)  # fmt: skip
+                  prepare=_with_stream_usage, client=_client)  # fmt: skip
 _RESPONSES = Operation("chat", _provider, _server, _responses_request, _responses_response,
                        _ResponsesAccumulator, once="openai.responses", conversation=_conversation)  # fmt: skip
 _RETRIEVE = Operation("chat", _provider, _server, _run_request, _responses_response,

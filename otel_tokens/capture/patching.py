@@ -8,13 +8,36 @@ import importlib.util
 import inspect
 import sys
 import threading
+from dataclasses import dataclass
+from functools import partial
 from typing import Any, Callable, Iterable
 
 import wrapt
 
 from .. import faults
 
-__all__ = ["SdkPatches", "deferred", "report_load_failure", "unwrap"]
+__all__ = ["Backend", "SdkPatches", "deferred", "report_load_failure", "unwrap"]
+
+@dataclass(frozen=True)
+class Backend:
+    """One backend's description, the ``BACKEND`` of its ``capture/<name>_patches.py``: the
+    registry, the ``opentelemetry-instrument`` entry point's class and the pip extra are all
+    read from it (``tests/layout`` checks ``pyproject.toml`` against every description).
+
+    ``instrumentor``: the entry point's class name (``otel_tokens.entry_points``);
+    ``summary``: its docstring; ``requirements``: the library it patches, as
+    ``instrumentation_dependencies()`` reports it; ``extra``: the pip extra installing that
+    library (None: nothing to install); ``apis``: the request shapes its calls describe
+    (:data:`otel_tokens.request.Api`), each rendered for the estimate by
+    ``account/estimate/requests.py``.
+    """
+
+    instrumentor: str
+    summary: str
+    requirements: tuple[str, ...] = ()
+    extra: str | None = None
+    apis: tuple[str, ...] = ()
+
 
 # wrapt >= 2 puts function wrappers under BaseObjectProxy; wrapt 1 has only ObjectProxy
 _PROXY = getattr(wrapt, "BaseObjectProxy", wrapt.ObjectProxy)
@@ -53,8 +76,11 @@ def deferred(module: str, name: str) -> Callable[[bool], Any]:
                 except Exception as exc:
                     report_load_failure(module, exc)
                     return wrapped(*args, **kwargs)
+                if wrapper.loaded is not None:  # later calls go straight to the real wrapper
+                    wrapper.loaded(real)
             return real(wrapped, instance, args, kwargs)  # type: ignore[misc]
 
+        wrapper.loaded = None  # type: ignore[attr-defined]  # set by SdkPatches
         return wrapper
 
     return factory
@@ -99,8 +125,18 @@ class SdkPatches:
                     continue  # an older SDK without this API, or done already
                 is_async = cls_name.startswith("Async") if cls_name else \
                     inspect.iscoroutinefunction(inspect.unwrap(getattr(owner, method)))  # fmt: skip
-                wrapt.wrap_function_wrapper(owner, method, factory(is_async))
+                wrapper = factory(is_async)
+                wrapt.wrap_function_wrapper(owner, method, wrapper)
+                if hasattr(wrapper, "loaded"):  # a deferred wrapper: swapped once loaded
+                    wrapper.loaded = partial(self._swap, owner, method, vars(owner)[method])
                 self._patched.append((owner, method))
+
+    def _swap(self, owner: Any, method: str, installed: Any, real: Callable[..., Any]) -> None:
+        """Put ``real`` (a deferred wrapper's, now loaded) in place of the loader, unless
+        another instrumentation has wrapped the method since: its wrapper stays on top."""
+        with self._lock:
+            if self.installed and vars(owner).get(method) is installed:
+                setattr(owner, method, wrapt.FunctionWrapper(installed.__wrapped__, real))
 
     def install(self) -> bool:
         """Patch now what is imported, the rest on import; False when the SDK is not installed."""

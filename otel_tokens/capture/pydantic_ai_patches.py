@@ -15,10 +15,18 @@ from typing import Any
 
 from ..account.agents import FrameworkRun
 from .framework_names import FrameworkNames
+from .patching import Backend
 
-__all__ = ["DEPENDENCIES", "install", "uninstall"]
+__all__ = ["BACKEND", "DEPENDENCIES", "install", "uninstall"]
 
-DEPENDENCIES: tuple[str, ...] = ("pydantic-ai-slim >= 1.0",)
+BACKEND = Backend(
+    "PydanticAIInstrumentor",
+    "Agent names from Pydantic AI: each call is recorded under the running agent.",
+    requirements=("pydantic-ai-slim >= 1.0",),
+    extra="pydantic-ai",
+    apis=(),
+)
+DEPENDENCIES: tuple[str, ...] = BACKEND.requirements
 _RUN_CONTEXT = "pydantic_ai._run_context"
 
 

@@ -24,9 +24,9 @@ import wrapt
 from .. import faults
 from ..call import Call
 from ..usage import Usage
-from .stream import STREAM_END, Accumulator, observe
+from .stream import STREAM_END, Accumulator, wrap_stream
 
-__all__ = ["RAW_TYPES", "observed"]
+__all__ = ["RAW_TYPES", "wrap_raw"]
 
 #: the SDKs' raw-response classes (openai, anthropic; both majors)
 RAW_TYPES = frozenset(("APIResponse", "AsyncAPIResponse", "LegacyAPIResponse"))
@@ -40,7 +40,7 @@ class RawEnding:
                  accumulator: Accumulator | None, is_async: bool, once: str | None) -> None:  # fmt: skip
         self.call = call
         self.finish = finish  # ends the call with a parsed result (the operation's reader)
-        self.once = once  # see capture.sdk.Operation
+        self.once = once  # see capture.operations.Operation
         self.acc = accumulator  # for a streamed body
         self.is_async = is_async
         self.stream: Any = None  # the proxy returned for a parsed stream (returned again)
@@ -66,7 +66,7 @@ class RawEnding:
             if self.acc is not None and hasattr(result, "__anext__" if self.is_async else "__next__"):
                 if not self._claim():
                     return result
-                self.stream = observe(result, self.call, self.acc, self.is_async, self.once)
+                self.stream = wrap_stream(result, self.call, self.acc, self.is_async, self.once)
                 return self.stream
             self.finish_parsed(result)
         except Exception as exc:
@@ -324,7 +324,7 @@ class AsyncRawResponseProxy(_Base):
             self._self_ending.end(None, "closed")
 
 
-def observed(result: Any, call: Call, finish: Callable[[Any], None],
+def wrap_raw(result: Any, call: Call, finish: Callable[[Any], None],
              accumulator: Accumulator | None, is_async: bool, once: str | None = None) -> Any:  # fmt: skip
     """``result`` (a raw response) as the caller will read it, its call ending as it is read:
     ``finish(parsed)`` ends it with a parsed result, a streamed body goes to ``accumulator``."""

@@ -27,7 +27,7 @@ from .. import faults
 from ..call import Call
 from ..usage import Billing, Usage
 
-__all__ = ["Accumulator", "AsyncStreamProxy", "StreamObserver", "StreamProxy", "observe"]
+__all__ = ["Accumulator", "AsyncStreamProxy", "StreamObserver", "StreamProxy", "wrap_stream"]
 
 STREAM_END = "otel_tokens.stream.end"
 
@@ -42,8 +42,8 @@ class Accumulator:
         self.finish_reasons: list[str] = []
         self.text: list[str] = []  # output text seen (for an output estimate)
         self.billing: Billing | None = None  # see otel_tokens.usage.Billing
-        self.parts: tuple[Usage, ...] = ()  # usages billed apart (see capture.sdk.Response)
-        self.pending = False  # the work goes on after the stream (see capture.sdk.Response)
+        self.parts: tuple[Usage, ...] = ()  # usages billed apart (see capture.operations.Response)
+        self.pending = False  # the work goes on after the stream (see capture.operations.Response)
         self.invalid = False  # the stream reported usage that is not token counts
 
     def add(self, item: Any) -> bool:
@@ -89,7 +89,7 @@ class StreamObserver:
     def __init__(self, call: Call, acc: Accumulator, once: str | None = None) -> None:
         self.call = call
         self.acc = acc
-        self.once = once  # see capture.sdk.Operation
+        self.once = once  # see capture.operations.Operation
         self._lock = threading.Lock()
         self._ended = False
 
@@ -262,7 +262,7 @@ def _not_an_event_stream(stream: Any) -> str | None:
     return NOT_AN_EVENT_STREAM
 
 
-def observe(stream: Any, call: Call, acc: Accumulator, is_async: bool, once: str | None = None) -> Any:
+def wrap_stream(stream: Any, call: Call, acc: Accumulator, is_async: bool, once: str | None = None) -> Any:
     """``stream`` wrapped in the stream proxy, its items shown to ``acc``."""
     acc.watch(stream)
     observer = StreamObserver(call, acc, once)

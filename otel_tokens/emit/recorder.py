@@ -39,14 +39,42 @@ _ATTRIBUTE_SETS_MAX = 4096  # distinct metric attribute sets kept; past this the
 
 
 class _Emission:
-    """What the recorder keeps of one call between start and stop."""
+    """What the recorder keeps of one call between start and stop; also the context manager
+    ``call.activate()`` returns, making the span current while the backend runs (a class of
+    its own: this runs on every call, and a generator-based one costs several times more)."""
 
-    __slots__ = ("span", "labels", "borrowed")
+    __slots__ = ("span", "labels", "borrowed", "_token", "_outer")
 
     def __init__(self, span: Any, labels: dict[str, Any]) -> None:
         self.span = span
         self.labels = labels  # the common metric attributes (real values, bounded when recorded)
         self.borrowed = False  # the span is another instrumentation's: it names and ends it
+        self._token: Any = None
+        self._outer: list[Any] | None = None  # tokens of enclosing activations (rare)
+
+    def __enter__(self) -> None:
+        span = self.span
+        if span is None:
+            return
+        token = None
+        try:
+            token = otel_context.attach(trace.set_span_in_context(span))
+        except Exception as exc:
+            faults.report("span", exc)
+        if self._token is not None:  # activated again inside itself
+            if self._outer is None:
+                self._outer = []
+            self._outer.append(self._token)
+        self._token = token
+
+    def __exit__(self, *exc: object) -> None:
+        token = self._token
+        self._token = self._outer.pop() if self._outer else None
+        if token is not None:
+            try:
+                otel_context.detach(token)
+            except Exception as exc:
+                faults.report("span", exc)
 
 
 class Recorder:
@@ -144,9 +172,12 @@ class Recorder:
         emission.span, emission.borrowed = span, True
         return span
 
-    def activate(self, call: Call) -> _Active:
-        """Make the call's span current while the backend runs (HTTP client spans nest under it)."""
-        return _Active(call.emission)
+    @staticmethod
+    def activate(call: Call) -> Any:
+        """A context manager making the call's span current while the backend runs (HTTP
+        client spans nest under it): the call's emission, once started."""
+        emission = call.emission
+        return emission if emission is not None else _INACTIVE
 
     @staticmethod
     def span_of(call: Call) -> Any:
@@ -161,12 +192,19 @@ class Recorder:
         span = emission.span if emission is not None else None
         try:
             if outcome is not None and emission is not None:
-                main = self._attribute_set(emission.labels, outcome.response_model)
+                labels = emission.labels  # the attribute set, from the cache when it is there
+                main = self._attribute_sets.get((*labels.items(), outcome.response_model)) \
+                    or self._attribute_set(labels, outcome.response_model)  # fmt: skip
                 if span is not None:
                     self._span(span, outcome)
                 for anomaly in outcome.anomalies:
                     self.anomaly(span, anomaly, main.key)
-                self._metrics(emission.labels, main, outcome, self._context(span))
+                # histogram points in the call's span's context: the SDK's exemplar filter
+                # attaches its trace id (None: exemplars off, the current context)
+                context = None
+                if self.exemplars and span is not None:
+                    context = trace.set_span_in_context(span)
+                self._metrics(emission.labels, main, outcome, context)
         except Exception as exc:
             faults.report("internal", exc)
         finally:
@@ -220,13 +258,6 @@ class Recorder:
         except Exception as exc:
             faults.report("span", exc)
 
-    def _context(self, span: Any) -> Any:
-        """The context histogram points are recorded in: the call's span, so that the SDK's
-        exemplar filter attaches its trace id (None: exemplars off, the current context)."""
-        if not self.exemplars or span is None:
-            return None
-        return trace.set_span_in_context(span)
-
     def _metrics(self, labels: dict[str, Any], main: _AttributeSet, outcome: Outcome,
                  context: Any = None) -> None:  # fmt: skip
         inst = self.instruments
@@ -246,8 +277,8 @@ class Recorder:
                 inst.usage_missing.add(1, main.key)
             estimate = outcome.estimate
             if outcome.estimate_error is not None and estimate is not None:
-                record_signed(inst.estimate_error, outcome.estimate_error,
-                              main.estimate(estimate.source))  # fmt: skip
+                attrs = main.estimate_attrs.get(estimate.source) or main.estimate(estimate.source)
+                record_signed(inst.estimate_error, outcome.estimate_error, attrs)
         except Exception as exc:
             faults.report("metrics", exc)
 
@@ -265,9 +296,14 @@ class Recorder:
                     continue
                 if token_type == "input" or token_type == "output":
                     inst.token_usage.record(value, points.by_type[token_type], context)
-                counted.append((points.token_key(token_type, source), value))
+                key = points.counter_keys.get((token_type, source))  # built once per set
+                if key is None:
+                    key = points.token_key(token_type, source)
+                counted.append((key, value))
         if line.cost_usd is not None:
-            inst.cost.add(line.cost_usd, points.cost_key(line.cost_source or "computed"))
+            cost_source = line.cost_source or "computed"
+            key = points.cost_keys.get(cost_source)
+            inst.cost.add(line.cost_usd, key if key is not None else points.cost_key(cost_source))
         elif line.unpriced:
             inst.unpriced.add(1, points.key)
         for component in line.unpriced_components:
@@ -315,7 +351,7 @@ class Recorder:
             self._attribute_sets[cache_key] = found
         return found
 
-    def _observe_utilization(self, options: Any) -> Iterator[metrics.Observation]:
+    def _utilization(self, options: Any) -> Iterator[metrics.Observation]:
         """``otel_tokens.context.utilization``: each agent's displayed share of its context."""
         try:
             points = []
@@ -342,10 +378,10 @@ class _Shared:
 
     def __init__(self, meter: Any, recorder: Recorder) -> None:
         self.recorder = recorder  # the newest on this provider: its guard bounds the gauge
-        self.instruments = Instruments.create(meter, self._observe_utilization)
+        self.instruments = Instruments.create(meter, self._utilization)
 
-    def _observe_utilization(self, options: Any) -> Iterator[metrics.Observation]:
-        return self.recorder._observe_utilization(options)
+    def _utilization(self, options: Any) -> Iterator[metrics.Observation]:
+        return self.recorder._utilization(options)
 
 
 _shared: weakref.WeakKeyDictionary[Any, _Shared] = weakref.WeakKeyDictionary()
@@ -425,27 +461,16 @@ class _AttributeSet:
         return attrs
 
 
-class _Active:
-    """Context manager attaching a call's span as the current span (a class: this runs on
-    every call, and a generator-based one costs several times more)."""
+class _Inactive:
+    """The context manager of a call without an emission (its start failed): nothing to do."""
 
-    __slots__ = ("_emission", "_token")
-
-    def __init__(self, emission: _Emission | None) -> None:
-        self._emission = emission
-        self._token: Any = None
+    __slots__ = ()
 
     def __enter__(self) -> None:
-        span = self._emission.span if self._emission is not None else None
-        if span is not None:
-            try:
-                self._token = otel_context.attach(trace.set_span_in_context(span))
-            except Exception as exc:
-                faults.report("span", exc)
+        return None
 
     def __exit__(self, *exc: object) -> None:
-        if self._token is not None:
-            try:
-                otel_context.detach(self._token)
-            except Exception as exc:
-                faults.report("span", exc)
+        return None
+
+
+_INACTIVE = _Inactive()

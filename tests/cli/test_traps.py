@@ -130,9 +130,9 @@ def test_codex_reports_the_threads_running_totals_marked_cumulative():
 
 
 def test_a_threads_running_totals_become_each_runs_own_share():
-    from otel_tokens.account.threads import ThreadTotals
+    from otel_tokens.account.conversation_totals import ConversationTotals
 
-    threads = ThreadTotals()
+    threads = ConversationTotals()
     first = Usage(input_tokens=48213, cache_read_tokens=35840, output_tokens=1187, reasoning_tokens=768)
     assert threads.own("codex:t-resume", first) == first
     own_share = threads.own("codex:t-resume", codex.parse(own("codex/resumed.jsonl")).total)
@@ -142,10 +142,10 @@ def test_a_threads_running_totals_become_each_runs_own_share():
 
 
 def test_codex_totals_going_down_are_not_subtracted():
-    from otel_tokens.account.threads import ThreadTotals
+    from otel_tokens.account.conversation_totals import ConversationTotals
     from otel_tokens.faults import sink
 
-    threads = ThreadTotals()
+    threads = ConversationTotals()
     threads.own("codex:t", Usage(input_tokens=10**6, output_tokens=10**6))
     before = sink().counts.get("parse", 0)
     total = codex.parse(own("codex/resumed.jsonl")).total

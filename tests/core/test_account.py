@@ -8,6 +8,7 @@ import pytest
 import otel_tokens
 from otel_tokens import AnomalyGuard, Budget, BudgetExceeded, Estimate, Pricer, Request, Usage
 from otel_tokens.account.estimate import Estimator
+from otel_tokens.account.agents import current_attribution
 from otel_tokens.account.settle import Accountant
 from otel_tokens.call import Call
 from otel_tokens.faults import sink
@@ -26,8 +27,16 @@ def record(model: str | None = "gpt-4o", *, stream: bool = False, provider: str 
     return call
 
 
-def settled(acc: Accountant, call: Call, ended: float = 10.5):
+def opened(acc: Accountant, call: Call) -> Call:
+    """``acc.open(call)`` after the handler's part: who the call is for (the binding's agent)."""
+    if call.agent is None:
+        call.agent = current_attribution()[0]
     acc.open(call)
+    return call
+
+
+def settled(acc: Accountant, call: Call, ended: float = 10.5):
+    opened(acc, call)
     call.ended_at = ended
     return acc.settle(call)
 
@@ -57,14 +66,16 @@ def test_a_reported_call_becomes_tokens_cost_state_and_one_ledger_row():
     assert (row.trace_id, row.span_id) == (f"{7:032x}", f"{9:016x}")
 
 
-def test_a_failed_call_counts_no_turn_and_writes_no_row():
+def test_a_failed_call_counts_no_turn_and_writes_a_row_its_tokens_unknown():
     acc = accountant()
     with otel_tokens.agent("a") as entry:
         outcome = settled(acc, record(error=TimeoutError("slow")))
     assert outcome.failed and outcome.error_type == "TimeoutError"
     assert outcome.error_message == "slow"
     assert outcome.usage.is_empty and outcome.lines[0].cost_usd is None
-    assert entry.state.turn_count == 0 and len(entry.ledger) == 0
+    assert entry.state.turn_count == 0
+    (row,) = entry.ledger.history()  # the request was made: a row, never 0 tokens
+    assert (row.input_tokens, row.output_tokens, row.cost_usd) == (None, None, None)
 
 
 def test_no_usage_is_unknown_and_counted_never_zero():
@@ -82,7 +93,7 @@ def test_a_stream_without_reported_output_is_estimated_from_its_text_and_marked(
     with otel_tokens.agent("a") as entry:
         call = record(stream=True, usage=Usage(input_tokens=12), output_text="one two three four",
                       first_chunk_at=10.2)  # fmt: skip
-        acc.open(call)
+        opened(acc, call)
         assert entry.state.status == "streaming"
         call.ended_at = 11.0
         outcome = acc.settle(call)
@@ -116,11 +127,11 @@ def test_open_estimates_the_request_and_an_enforced_budget_refuses_the_call():
     request = Request("openai_chat", "gpt-4o", [{"role": "user", "content": "word " * 200}])
     with otel_tokens.agent("capped"):
         with pytest.raises(BudgetExceeded) as info:
-            acc.open(record(request=request))
+            opened(acc, record(request=request))
     assert info.value.anomaly.kind == "budget_exceeded" and info.value.anomaly.observed > 50
     with otel_tokens.agent("free"):
         call = record(request=request)
-        acc.open(call)
+        opened(acc, call)
     assert call.estimate is not None and call.estimate.input_tokens > 150
     assert call.request_estimate is not None
 
@@ -141,7 +152,7 @@ def test_running_usage_is_in_flight_until_the_end():
     acc = accountant()
     with otel_tokens.agent("a") as entry:
         call = record(stream=True)
-        acc.open(call)
+        opened(acc, call)
         acc.in_flight(call, Usage(input_tokens=40, output_tokens=3))
         assert entry.ledger.cumulative.input_tokens == 40 and len(entry.ledger) == 0
         call.usage, call.ended_at = Usage(input_tokens=40, output_tokens=9), 11.0

@@ -152,3 +152,74 @@ def test_no_function_is_longer_than_sixty_lines():
                 if length > MAX_LINES and key not in LONG_ALLOWED:
                     long[key] = length
     assert long == {}
+
+
+# -- one description per backend ----------------------------------------------------------------
+def _pyproject() -> dict:
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    return tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())
+
+
+def _descriptions() -> dict:
+    import importlib
+
+    from otel_tokens.capture import BACKENDS
+
+    return {name: importlib.import_module(module).BACKEND for name, module in BACKENDS.items()}
+
+
+def test_every_backend_is_its_patches_module_and_one_entry_point_line():
+    """Adding a backend is its capture modules, its request renderer, its tests and its line
+    in pyproject.toml (with its extra when it has a library to install): the registry, the
+    entry point's class and the checks below all read its ``BACKEND`` description."""
+    from otel_tokens import entry_points
+
+    described = _descriptions()
+    project = _pyproject()["project"]
+    lines = project["entry-points"]["opentelemetry_instrumentor"]
+    assert lines == {f"otel_tokens_{name}": f"otel_tokens.entry_points:{backend.instrumentor}"
+                     for name, backend in described.items()}  # fmt: skip
+    for name, backend in described.items():
+        cls = getattr(entry_points, backend.instrumentor)
+        assert cls.name == name and cls.__doc__ == backend.summary
+        assert tuple(cls().instrumentation_dependencies()) == backend.requirements
+        if backend.extra is not None:
+            assert project["optional-dependencies"].get(backend.extra), f"{name}: extra {backend.extra}"
+
+
+def test_every_request_shape_a_backend_describes_has_a_renderer():
+    renderers = (PACKAGE / "account" / "estimate" / "requests.py").read_text()
+    for name, backend in _descriptions().items():
+        for api in backend.apis:
+            assert f'"{api}"' in renderers, f"{name}: no renderer for {api}"
+
+
+def test_no_list_of_backends_outside_their_modules():
+    """The backends are not listed by hand anywhere but pyproject.toml."""
+    for module in ("otel_tokens.capture", "otel_tokens.entry_points", "otel_tokens.registry"):
+        source = MODULES[module].read_text()
+        assert "class AnthropicInstrumentor" not in source, module
+        assert "anthropic_patches" not in source and '"anthropic"' not in source, module
+
+
+def test_the_architecture_document_names_every_module():
+    """``docs/architecture.md`` is true to the code: each module it names exists, and each
+    module of the package is named in its table (a package's files may be listed in
+    parentheses after its folder)."""
+    import re
+
+    text = (PACKAGE.parent / "docs" / "architecture.md").read_text()
+    table = text[text.index("## Modules"):text.index("## One call, step by step")]
+    named: set[str] = set()
+    for cell in table.split("|"):
+        for match in re.finditer(r"`([a-z_/]+/)` \(([^)]*)\)", cell):  # folder/ (a.py, b.py)
+            named.update(match.group(1) + f for f in re.findall(r"`([a-z_/]+\.py)`", match.group(2)))
+        cell = re.sub(r"`[a-z_/]+/` \([^)]*\)", "", cell)
+        named.update(re.findall(r"`([a-z_/]+\.py)`", cell))
+    files = {str(path.relative_to(PACKAGE)) for path in PACKAGE.rglob("*.py")}
+    paths = {n for n in named if not n.startswith("tests/") and ("/" in n or n in files)}
+    assert sorted(n for n in paths if n not in files) == [], "named but missing"
+    assert sorted(files - paths) == [], "modules the document leaves out"

@@ -203,7 +203,7 @@ def test_spike_rule_matches_its_definition(values, factor, warmup, extra):
     guard = AnomalyGuard(spike=SpikeRule(factor=factor, warmup=warmup, window=window))
     history: list[float] = []
     for value in values:
-        found = [a for a in guard.observe("a", None, value) if a.kind == "cost_spike"]
+        found = [a for a in guard.check_after("a", None, value) if a.kind == "cost_spike"]
         recent = history[-window:]
         expected = False
         if len(recent) >= warmup:

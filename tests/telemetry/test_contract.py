@@ -145,7 +145,8 @@ def test_failed_call(telemetry):
         call.fail(TimeoutError("upstream timed out"))
         call.stop(FULL)  # a second end is ignored
     assert entry.state.turn_count == 0 and entry.state.current_estimate is None
-    assert len(entry.ledger) == 0
+    (row,) = entry.ledger.history()  # one row, its tokens unknown; nothing left in flight
+    assert row.input_tokens is None and entry.ledger.in_flight == {}
     span = telemetry.span()
     assert span.status.status_code is StatusCode.ERROR
     assert span.status.description == "upstream timed out"

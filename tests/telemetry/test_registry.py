@@ -92,3 +92,51 @@ def test_the_reported_sequence_through_the_entry_point_leaves_the_sdk_patched():
     finally:
         otel_tokens.uninstrument()
     assert depth(TARGETS["openai"]()) == 0 and not instrumentor.is_instrumented_by_opentelemetry
+
+
+def _chat_client():
+    import httpx
+
+    body = {"id": "c1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 3, "completion_tokens": 1, "total_tokens": 4}}  # fmt: skip
+    from tests.sdk.replay import http_module
+
+    http = http_module("openai") if hasattr(openai, "_base_client") else httpx
+    transport = http.MockTransport(lambda request: http.Response(200, json=body))
+    return openai.OpenAI(api_key="k", max_retries=0, http_client=http.Client(transport=transport))
+
+
+def test_the_loader_gives_way_to_the_real_wrapper_at_the_first_call(telemetry):
+    """The per-call module loads at the first call; its wrapper then replaces the loader, so
+    later calls skip a step; uninstrument() still restores the SDK's own method."""
+    original = vars(Completions)["create"]
+    otel_tokens.instrument()
+    try:
+        loader = vars(Completions)["create"]
+        client = _chat_client()
+        client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "x"}])
+        real = vars(Completions)["create"]
+        assert real is not loader and depth(real) == 1 and real.__wrapped__ is original
+        client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "x"}])
+        assert len(telemetry.finished()) == 2
+    finally:
+        otel_tokens.uninstrument()
+    assert vars(Completions)["create"] is original
+
+
+def test_the_loader_stays_when_another_instrumentation_wrapped_the_method_since(telemetry):
+    import wrapt
+
+    original = vars(Completions)["create"]
+    otel_tokens.instrument()
+    try:
+        wrapt.wrap_function_wrapper(Completions, "create", lambda wrapped, i, a, k: wrapped(*a, **k))
+        theirs = vars(Completions)["create"]
+        _chat_client().chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "x"}])
+        assert vars(Completions)["create"] is theirs and depth(theirs) == 2  # theirs on top, ours under
+        assert len(telemetry.finished()) == 1
+        setattr(Completions, "create", theirs.__wrapped__)  # their uninstrument
+    finally:
+        otel_tokens.uninstrument()
+    assert vars(Completions)["create"] is original

@@ -6,9 +6,18 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-__all__ = ["DEPENDENCIES", "install", "uninstall"]
+from .patching import Backend
 
-DEPENDENCIES: tuple[str, ...] = ()
+__all__ = ["BACKEND", "DEPENDENCIES", "install", "uninstall"]
+
+BACKEND = Backend(
+    "AgentBackendsInstrumentor",
+    "The backends named in ``OTEL_TOKENS_BACKENDS``.",
+    requirements=(),
+    extra=None,
+    apis=(),
+)
+DEPENDENCIES: tuple[str, ...] = BACKEND.requirements
 _BACKEND = "otel_tokens.capture.backend"
 
 

@@ -1,7 +1,7 @@
 """Conversations whose backend reports running totals (a Codex thread): each run's own share.
 
 ``codex exec --json`` prints the whole thread's tokens at every turn, and ``codex exec ...
-resume <thread>`` may run in a later process. :class:`ThreadTotals` keeps each thread's last
+resume <thread>`` may run in a later process. :class:`ConversationTotals` keeps each thread's last
 totals, in the ledger's SQLite file when there is one (``OTEL_TOKENS_LEDGER_PATH``: a later
 process sharing the file subtracts too), in memory otherwise (bounded), and turns a running
 total into the increase since the last one.
@@ -17,7 +17,7 @@ from collections import OrderedDict
 from .. import faults
 from ..usage import TOKEN_CLASSES, Usage
 
-__all__ = ["ThreadTotals", "increase"]
+__all__ = ["ConversationTotals", "increase"]
 
 _TABLE = (
     "CREATE TABLE IF NOT EXISTS otel_tokens_threads (thread_id TEXT PRIMARY KEY, "
@@ -45,7 +45,7 @@ def increase(total: Usage, previous: Usage) -> Usage | None:
         return None
 
 
-class ThreadTotals:
+class ConversationTotals:
     """The last running totals of each thread; thread-safe."""
 
     def __init__(self, path: str | None = None, busy_timeout: float = 0.1) -> None:
