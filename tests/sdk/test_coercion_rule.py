@@ -12,13 +12,25 @@ from typing import Any, Callable
 import pytest
 
 from otel_tokens.capture import (
-    anthropic_sdk, bedrock_patches, google_genai_patches, litellm_patches, openai_sdk,
+    anthropic_sdk,
+    bedrock_patches,
+    google_genai_patches,
+    litellm_patches,
+    openai_sdk,
 )  # fmt: skip
 
 from .. import cassettes
 from ..telemetry.conftest import handling
 from .replay import anthropic_client, openai_client
-from .test_full_bill import OPENAI, anthropic_usage, chat, message, response, responses_usage, served
+from .test_full_bill import (
+    OPENAI,
+    anthropic_usage,
+    chat,
+    message,
+    response,
+    responses_usage,
+    served,
+)
 
 BAD = {"true": True, "numeric string": "10", "fraction": 10.7}
 VALUES = {**BAD, "integral float": 12.0}
@@ -279,7 +291,7 @@ def test_one_rule_for_a_count_on_every_path(path, name, value):
         try:
             run(value)
             raised = None
-        except Exception as exc:  # the client library itself refused the response
+        except Exception as exc:  # noqa: BLE001 - the client library itself refused the response
             raised = exc
         (span,) = t.finished()
         tokens = span.attributes.get("gen_ai.usage.input_tokens")
