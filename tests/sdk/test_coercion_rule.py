@@ -7,7 +7,8 @@ format, served to the real openai, anthropic, google-genai, boto3 and litellm cl
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
