@@ -87,7 +87,7 @@ class CardinalityGuard:
         self._lock = threading.Lock()
         self._on_overflow = on_overflow
         #: when every place is taken: operation, provider and agent, all _OTHER (admitted first)
-        self._catch_all = {names: OTHER for names in _catch_all_keys()}
+        self._catch_all = {key: OTHER for key in _catch_all_keys()}
         self._sets: set[frozenset[tuple[str, Any]]] = {frozenset(self._catch_all.items())}
         #: label sets with a user, tenant, conversation, error type or unpriced component stop
         #: here: the last quarter is kept for agents and models that come late
