@@ -54,7 +54,8 @@ class Handler:
                                  max_attribute_values=settings.max_attribute_values,
                                  exemplars=settings.exemplars,
                                  reuse_genai_span=settings.reuse_genai_span,
-                                 metric_attributes=settings.metric_attributes)  # fmt: skip
+                                 metric_attributes=settings.metric_attributes,
+                                 max_label_sets=settings.max_label_sets)  # fmt: skip
         self.accountant = Accountant(
             pricer if pricer is not None else Pricer.from_settings(settings),
             guard if guard is not None else get_guard(),

@@ -75,6 +75,7 @@ class Settings:
     price_overrides: Mapping[str, OverridePrice] = field(default_factory=dict)
     # metrics
     max_attribute_values: int = 200
+    max_label_sets: int = 128  # distinct metric label sets (emit/cardinality.py)
     prometheus_port: int = 9464
     prometheus_host: str = "127.0.0.1"
     # the folder the processes of one /metrics port share (None: <tmp>/otel_tokens-<uid>-<port>)
@@ -290,6 +291,8 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
         price_overrides=overrides,
         max_attribute_values=r.number("OTEL_TOKENS_MAX_ATTRIBUTE_VALUES", default=200, low=1,
                                       accepted="a positive integer"),
+        max_label_sets=r.number("OTEL_TOKENS_MAX_LABEL_SETS", default=128, low=2,
+                                high=1_000_000, accepted="an integer 2-1000000"),
         prometheus_port=r.number("OTEL_TOKENS_PROMETHEUS_PORT", "OTEL_EXPORTER_PROMETHEUS_PORT",
                                  default=9464, low=0, high=65535,
                                  accepted="a port number 0-65535 (0: any free port)"),

@@ -19,7 +19,8 @@ from typing import Any, Literal, Mapping, NamedTuple
 
 from . import faults
 
-__all__ = ["TOKEN_CLASSES", "USAGE_SOURCES", "Billing", "Usage", "UsageSource"]
+__all__ = ["TOKEN_CLASSES", "USAGE_SOURCES", "Billing", "Usage", "UsageSource", "check_amount",
+           "check_token_count", "check_token_text"]
 
 UsageSource = Literal["reported", "estimated", "parsed_text"]
 
@@ -44,8 +45,12 @@ USAGE_SOURCES: tuple[str, ...] = ("reported", "parsed_text", "estimated")
 def check_token_count(name: str, value: Any) -> int | None:
     """Return ``value`` as an ``int`` token count, or raise ``ValueError`` naming ``name``.
 
-    Accepts ints (and integral floats such as ``12.0``, which some JSON emitters produce);
-    rejects booleans, NaN/inf, fractions, negatives, values beyond int64 and non-numbers.
+    The one coercion rule for a count as a backend sent it, on every backend and path:
+    an integer, or an integral float such as ``12.0`` (some JSON emitters write those), is
+    the count; a boolean (never 1/0), a string (``"10"`` too: JSON has numbers), a fraction
+    (``10.7``, never rounded or cut), NaN/inf, a negative or a value beyond int64 is not a
+    count. A count a transport can only carry as text (an HTTP header) goes through
+    :func:`check_token_text`.
     """
     if value is None:
         return None
@@ -72,6 +77,23 @@ def check_token_count(name: str, value: Any) -> int | None:
     if value > MAX_TOKEN_COUNT:
         raise ValueError(f"{name} is beyond any real token count (> 2**63 - 1), got {value}")
     return value
+
+
+def check_token_text(name: str, text: Any) -> int | None:
+    """A token count sent as text (Bedrock's ``x-amzn-bedrock-*-token-count`` headers): plain
+    ASCII decimal digits, surrounding blanks allowed, then the rule of
+    :func:`check_token_count`; anything else (``"10.7"``, ``"+5"``, ``"1_0"``, ``"true"``,
+    non-ASCII digits) raises ``ValueError`` naming ``name``."""
+    if text is None:
+        return None
+    if isinstance(text, bytes):
+        text = text.decode("ascii", "replace")
+    if not isinstance(text, str):
+        return check_token_count(name, text)
+    digits = text.strip(" \t")
+    if not (digits.isascii() and digits.isdigit()):
+        raise ValueError(f"{name} must be a whole number of tokens in decimal digits, got {text!r}")
+    return check_token_count(name, int(digits))
 
 
 def check_amount(name: str, value: Any) -> float | None:

@@ -30,6 +30,31 @@ _STAT_FIGURES = ("input_tokens", "output_tokens", "total_tokens", "cost_usd")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
 
+def shown(value: Any) -> str:
+    """A recorded value as a table shows it: ``-`` for none only; the value itself when it is
+    printable text; otherwise (control characters, escape sequences, line breaks, the text
+    ``-``, a leading ``"``) quoted with those characters escaped, so that no value can clear
+    the terminal, set its title, add a row or pass for "none"."""
+    if value is None or value == "":
+        return "-"
+    text = str(value)
+    if text != "-" and not text.startswith('"') and text.isprintable():
+        return text
+    return '"' + "".join(_escaped(c) for c in text) + '"'
+
+
+def _escaped(char: str) -> str:
+    if char in '"\\':
+        return "\\" + char
+    if char.isprintable():
+        return char
+    code = ord(char)
+    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(char)
+    if named:
+        return named
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
 def parse_since(text: str, now: float | None = None) -> float:
     """``30m``, ``24h``, ``7d``, ``2w`` (ago), or an ISO date/date-time -> epoch seconds."""
     now = time.time() if now is None else now
@@ -113,11 +138,11 @@ def _reason(exc: sqlite3.Error) -> str:
 
 
 def build_ledgers(rows: list[dict[str, Any]], since: float | None) -> dict[str, Any]:
-    """In-memory ledgers: one per agent and ``*`` for all of them."""
+    """In-memory ledgers: one per agent and, under None, one of all of them."""
     from ..account.ledger import UsageLedger
     from ..usage import Usage
 
-    ledgers: dict[str, UsageLedger] = {"*": UsageLedger("all")}
+    ledgers: dict[str | None, UsageLedger] = {None: UsageLedger("all")}
     for row in rows:
         if since is not None and row["ts"] < since:
             continue
@@ -127,9 +152,9 @@ def build_ledgers(rows: list[dict[str, Any]], since: float | None) -> dict[str, 
             reasoning_tokens=row["reasoning_tokens"], premium_requests=row["premium_requests"],
             model=row["model"], provider=row["provider"], source=row["source"],
         )  # fmt: skip
-        for name in (row["ledger"], "*"):
+        for name in (row["ledger"], None):
             if name not in ledgers:
-                ledgers[name] = UsageLedger(name)
+                ledgers[name] = UsageLedger(str(name))
             ledgers[name].append(usage, cost_usd=row["cost_usd"], request_id=row["request_id"],
                                  timestamp=row["ts"], trace_id=row["trace_id"] or None,
                                  span_id=row["span_id"] or None)  # fmt: skip
@@ -159,22 +184,38 @@ def _iso(ts: float) -> str:
     return datetime.fromtimestamp(ts, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def by_model(rows: list[dict[str, Any]], since: float | None) -> dict[str, dict[str, Any]]:
-    """Requests, tokens and cost per model, unpriced models (cost None) included, most
-    expensive first and unpriced ones last."""
-    models: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        if since is not None and row["ts"] < since:
-            continue
-        m = models.setdefault(str(row["model"] or "-"), {"provider": row["provider"], "requests": 0,
-                              "input_tokens": None, "output_tokens": None, "cost_usd": None,
-                              "unpriced_requests": 0, "estimated_requests": 0})  # fmt: skip
-        m["requests"] += 1
-        if row["source"] == "estimated":  # the backend reported no usage (usage missing)
-            m["estimated_requests"] += 1
-        for key in ("input_tokens", "output_tokens", "cost_usd"):
-            if row[key] is not None:
-                m[key] = (m[key] or 0) + row[key]
+def _new_totals(**extra: Any) -> dict[str, Any]:
+    return {**extra, "requests": 0, "input_tokens": None, "output_tokens": None, "cost_usd": None,
+            "estimated_requests": 0, "estimated_tokens": 0, "estimated_cost_usd": None}  # fmt: skip
+
+
+def _add(totals: dict[str, Any], row: dict[str, Any]) -> None:
+    """One row into a group's totals, and into their estimated share when its usage is an
+    estimate (the backend reported none)."""
+    totals["requests"] += 1
+    for key in ("input_tokens", "output_tokens", "cost_usd"):
+        if row[key] is not None:
+            totals[key] = (totals[key] or 0) + row[key]
+    if row["source"] == "estimated":
+        totals["estimated_requests"] += 1
+        totals["estimated_tokens"] += (row["input_tokens"] or 0) + (row["output_tokens"] or 0)
+        if row["cost_usd"] is not None:
+            totals["estimated_cost_usd"] = (totals["estimated_cost_usd"] or 0) + row["cost_usd"]
+
+
+def _rows_since(rows: list[dict[str, Any]], since: float | None) -> list[dict[str, Any]]:
+    return rows if since is None else [row for row in rows if row["ts"] >= since]
+
+
+def by_model(rows: list[dict[str, Any]], since: float | None) -> dict[str | None, dict[str, Any]]:
+    """Requests, tokens and cost per model (None: not recorded), unpriced models (cost None)
+    included, most expensive first and unpriced ones last."""
+    models: dict[str | None, dict[str, Any]] = {}
+    for row in _rows_since(rows, since):
+        m = models.get(row["model"])
+        if m is None:
+            m = models[row["model"]] = _new_totals(provider=row["provider"], unpriced_requests=0)
+        _add(m, row)
         if row["cost_usd"] is None and (row["input_tokens"] or row["output_tokens"]):
             m["unpriced_requests"] += 1
     return dict(sorted(models.items(), key=lambda kv: (kv[1]["cost_usd"] is None, -(kv[1]["cost_usd"] or 0))))
@@ -184,41 +225,54 @@ def by_model(rows: list[dict[str, Any]], since: float | None) -> dict[str, dict[
 GROUPS = {"user": "user_id", "tenant": "tenant_id", "conversation": "conversation_id"}
 
 
-def by_who(rows: list[dict[str, Any]], since: float | None, column: str) -> dict[str, dict[str, Any]]:
-    """Requests, tokens and cost per user, tenant or conversation (``-``: not said), most
+def by_who(rows: list[dict[str, Any]], since: float | None, column: str) -> dict[str | None, dict[str, Any]]:
+    """Requests, tokens and cost per user, tenant or conversation (None: not said), most
     expensive first."""
-    groups: dict[str, dict[str, Any]] = {}
-    for row in rows:
-        if since is not None and row["ts"] < since:
-            continue
-        g = groups.setdefault(str(row.get(column) or "-"), {"requests": 0, "input_tokens": None,
-                              "output_tokens": None, "cost_usd": None})  # fmt: skip
-        g["requests"] += 1
-        for key in ("input_tokens", "output_tokens", "cost_usd"):
-            if row[key] is not None:
-                g[key] = (g[key] or 0) + row[key]
+    groups: dict[str | None, dict[str, Any]] = {}
+    for row in _rows_since(rows, since):
+        key = row.get(column) or None
+        g = groups.get(key)
+        if g is None:
+            g = groups[key] = _new_totals()
+        _add(g, row)
     return dict(sorted(groups.items(), key=lambda kv: -(kv[1]["cost_usd"] or 0)))
 
 
+def by_agent(rows: list[dict[str, Any]], since: float | None) -> dict[str, dict[str, Any]]:
+    """How much of each agent's totals (None: all of them) is estimated."""
+    agents: dict[str | None, dict[str, Any]] = {None: _new_totals()}
+    for row in _rows_since(rows, since):
+        _add(agents.setdefault(row["ledger"], _new_totals()), row)
+        _add(agents[None], row)
+    return agents
+
+
+_ESTIMATED = ("estimated_requests", "estimated_tokens", "estimated_cost_usd")
+
+
 def build_report(path: str, since: float | None, top_n: int, by: str | None = None) -> dict[str, Any]:
+    """The report's figures; dictionaries are keyed by the recorded values (None: none
+    recorded). :func:`json_ready` turns them into JSON keys."""
     rows = read_rows(path)
     if by is not None:
         return {"ledger": str(path), "since": _iso(since) if since is not None else None,
                 "by": by, "groups": by_who(rows, since, GROUPS[by])}  # fmt: skip
     ledgers = build_ledgers(rows, since)
-    everything = ledgers.pop("*")
-    agents = {name: {**lg.cumulative.to_dict(), "total_tokens": lg.cumulative.total_tokens}
+    everything = ledgers.pop(None)
+    shares = by_agent(rows, since)
+    agents = {name: {**lg.cumulative.to_dict(), "total_tokens": lg.cumulative.total_tokens,
+                     **{k: shares[name][k] for k in _ESTIMATED}}
               for name, lg in ledgers.items()}  # fmt: skip
     stats = everything.statistics()
     return {
         "ledger": str(path),
         "since": _iso(since) if since is not None else None,
         "totals": {**everything.cumulative.to_dict(),
-                   "total_tokens": everything.cumulative.total_tokens},
+                   "total_tokens": everything.cumulative.total_tokens,
+                   **{k: shares[None][k] for k in _ESTIMATED}},
         "agents": agents,
         "statistics": {f: stats[f].to_dict() for f in _STAT_FIGURES},
-        "cost_by_model": {str(m): c for m, c in sorted(
-            everything.cost_by_model().items(), key=lambda kv: -kv[1])},
+        "cost_by_model": dict(sorted(everything.cost_by_model().items(), key=lambda kv: -kv[1])),
         "models": by_model(rows, since),
         "cost_by_time": time_ranges(everything, time.time()),
         "top_requests": [
@@ -226,6 +280,22 @@ def build_report(path: str, since: float | None, top_n: int, by: str | None = No
              "time": _iso(r.timestamp), "total_tokens": r.total_tokens}
             for r in everything.top(top_n, by="cost_usd")],
     }  # fmt: skip
+
+
+def json_key(value: Any) -> str:
+    """A recorded value as a JSON key: ``-`` for none; a value that reads as none quoted."""
+    if value is None or value == "":
+        return "-"
+    return shown(value) if value == "-" or str(value).startswith('"') else str(value)
+
+
+def json_ready(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with every dictionary keyed by recorded values keyed by :func:`json_key`."""
+    out = dict(data)
+    for field in ("groups", "agents", "models", "cost_by_model"):
+        if field in out:
+            out[field] = {json_key(k): v for k, v in out[field].items()}
+    return out
 
 
 def _agent_of(ledgers: dict[str, Any], request_id: str) -> str | None:
@@ -261,31 +331,60 @@ def _premium(value: Any) -> str:
     return "-" if value is None else f"{value:g}"
 
 
-def print_report(data: dict[str, Any]) -> None:
-    """The report as tables, each readable at 80 columns."""
+def _console() -> Any:
+    """Output where nothing recorded is interpreted: no markup, no emoji codes, no
+    highlighting (every recorded value also goes through :func:`shown`, as plain ``Text``)."""
     from rich.console import Console
 
-    console = Console(highlight=False)  # on a pipe: 80 columns, no colour
+    return Console(highlight=False, markup=False, emoji=False)  # on a pipe: 80 columns, no colour
+
+
+def _cell(value: Any) -> Any:
+    """A table cell showing a recorded value (see :func:`shown`), never read as markup."""
+    from rich.text import Text
+
+    return Text(shown(value))
+
+
+def _estimated(t: dict[str, Any]) -> str:
+    """``; of which estimated ...`` when part of a total is an estimate, else nothing."""
+    if not t.get("estimated_requests"):
+        return ""
+    cost = t["estimated_cost_usd"]
+    return (f"; of which estimated (no usage reported): {t['estimated_requests']} requests, "
+            f"{_n(t['estimated_tokens'])} tokens"
+            + (f", USD {_n(cost, 4)}" if cost is not None else ""))  # fmt: skip
+
+
+def print_report(data: dict[str, Any]) -> None:
+    """The report as tables, each readable at 80 columns."""
+    from rich.text import Text
+
+    console = _console()
     t = data["totals"]
     scope = f" since {data['since']}" if data["since"] else ""
-    console.print(f"ledger {data['ledger']}{scope}: {t['requests']} requests, "
-                  f"{_n(t['total_tokens'])} tokens, USD {_n(t['cost_usd'], 4)}, "
-                  f"{_n(t['premium_requests'], 2) if t['premium_requests'] is not None else '-'} "
-                  "premium requests", overflow="fold")  # fmt: skip
+    console.print(Text(f"ledger {shown(data['ledger'])}{scope}: {t['requests']} requests, "
+                       f"{_n(t['total_tokens'])} tokens, USD {_n(t['cost_usd'], 4)}, "
+                       f"{_n(t['premium_requests'], 2) if t['premium_requests'] is not None else '-'} "
+                       f"premium requests{_estimated(t)}"), overflow="fold")  # fmt: skip
     if not t["requests"]:
         return
-    agents = [*data["agents"].items(), ("TOTAL", t)]
+    agents = [*((_cell(name), a) for name, a in data["agents"].items()), (Text("TOTAL"), t)]
+    last = len(agents) - 2
     table = _table("totals by agent: tokens", ["agent", "requests", "input", "cache\nread",
                                                "cache\nwrite", "output", "reasoning", "total"])
-    for name, a in agents:
+    for i, (name, a) in enumerate(agents):
         table.add_row(name, str(a["requests"]), _n(a["input_tokens"]), _n(a["cache_read_tokens"]),
                       _n(a["cache_write_tokens"]), _n(a["output_tokens"]), _n(a["reasoning_tokens"]),
-                      _n(a["total_tokens"]), end_section=name == agents[-2][0])  # fmt: skip
+                      _n(a["total_tokens"]), end_section=i == last)  # fmt: skip
     console.print(table)
-    table = _table("totals by agent: cost", ["agent", "cost USD", "premium\nrequests"])
-    for name, a in agents:
+    table = _table("totals by agent: cost, and what of it is estimated",
+                   ["agent", "cost USD", "premium\nrequests", "estimated\nrequests",
+                    "estimated\ntokens", "estimated\nUSD"])  # fmt: skip
+    for i, (name, a) in enumerate(agents):
         table.add_row(name, _n(a["cost_usd"], 4), _premium(a["premium_requests"]),
-                      end_section=name == agents[-2][0])  # fmt: skip
+                      str(a["estimated_requests"]), _n(a["estimated_tokens"]),
+                      _n(a["estimated_cost_usd"], 4), end_section=i == last)  # fmt: skip
     console.print(table)
     _print_statistics(console, data)
     _print_models(console, data)
@@ -304,29 +403,36 @@ def _print_statistics(console: Any, data: dict[str, Any]) -> None:
 
 def _print_models(console: Any, data: dict[str, Any]) -> None:
     """Cost by model, with the unpriced models and their tokens (their cost is unknown)."""
-    table = _table("cost by model", ["model", "requests", "input", "output", "cost USD"])
+    from rich.text import Text
+
+    table = _table("cost by model", ["model", "requests", "input", "output", "cost USD",
+                                     "estimated\nrequests"])  # fmt: skip
     unpriced = []
     for model, m in data["models"].items():
         cost = "unpriced" if m["cost_usd"] is None else _n(m["cost_usd"], 4)
         if m["unpriced_requests"]:
-            unpriced.append(model)
+            unpriced.append(shown(model))
             if m["cost_usd"] is not None:
                 cost += "*"
-        table.add_row(model, str(m["requests"]), _n(m["input_tokens"]), _n(m["output_tokens"]), cost)
+        table.add_row(_cell(model), str(m["requests"]), _n(m["input_tokens"]),
+                      _n(m["output_tokens"]), cost, str(m["estimated_requests"]))  # fmt: skip
     console.print(table)
     if unpriced:
-        console.print(f"no price known for {', '.join(unpriced)} (* partly): their cost is missing "
-                      "from the totals; add them to a price file named by OTEL_TOKENS_PRICES_FILE "
-                      "(USD per million tokens).", overflow="fold")  # fmt: skip
-    estimated = {model: m["estimated_requests"] for model, m in data["models"].items() if m["estimated_requests"]}
+        console.print(Text(f"no price known for {', '.join(unpriced)} (* partly): their cost is "
+                           "missing from the totals; add them to a price file named by "
+                           "OTEL_TOKENS_PRICES_FILE (USD per million tokens)."), overflow="fold")  # fmt: skip
+    estimated = {shown(model): m["estimated_requests"] for model, m in data["models"].items()
+                 if m["estimated_requests"]}  # fmt: skip
     if estimated:
         counts = ", ".join(f"{model} {n}" for model, n in estimated.items())
-        console.print(f"usage missing, recorded as estimates: {counts} requests (the backend "
-                      "reported no usage: OpenAI streams without stream_options.include_usage; "
-                      "OTEL_TOKENS_OPENAI_INCLUDE_USAGE=true asks for it).", overflow="fold")  # fmt: skip
+        console.print(Text(f"usage missing, recorded as estimates: {counts} requests (the backend "
+                           "reported no usage: OpenAI streams without stream_options.include_usage; "
+                           "OTEL_TOKENS_OPENAI_INCLUDE_USAGE=true asks for it)."), overflow="fold")  # fmt: skip
 
 
 def _print_time_and_top(console: Any, data: dict[str, Any]) -> None:
+    from rich.text import Text
+
     table = _table("cost by time (UTC)", ["from", "to", "requests", "tokens", "cost USD"], left=("to",))
     for r in data["cost_by_time"]:
         table.add_row(r["start"][:16].replace("T", " "), r["end"][11:16], str(r["requests"]),
@@ -336,12 +442,12 @@ def _print_time_and_top(console: Any, data: dict[str, Any]) -> None:
                    ["time (UTC)", "agent", "model", "input", "output", "cost USD"],
                    left=("agent", "model"))  # fmt: skip
     for r in data["top_requests"]:
-        table.add_row(r["time"][5:16].replace("T", " "), r["agent"] or "-", r["model"] or "-",
+        table.add_row(r["time"][5:16].replace("T", " "), _cell(r["agent"]), _cell(r["model"]),
                       _n(r["input_tokens"]), _n(r["output_tokens"]), _n(r["cost_usd"], 4))  # fmt: skip
     console.print(table)
     if data["top_requests"]:
-        ids = ", ".join(str(r["request_id"]) for r in data["top_requests"])
-        console.print(f"their request ids, in that order: {ids}", overflow="fold")
+        ids = ", ".join(shown(r["request_id"]) for r in data["top_requests"])
+        console.print(Text(f"their request ids, in that order: {ids}"), overflow="fold")
 
 
 @click.command()
@@ -361,7 +467,7 @@ def report(db: str | None, since: str | None, top_n: int, by: str | None, as_jso
     start = parse_since(since) if since else None
     data = build_report(db, start, top_n, by)
     if as_json:
-        click.echo(json.dumps(data, indent=2))
+        click.echo(json.dumps(json_ready(data), indent=2))
     elif by is not None:
         print_groups(data)
     else:
@@ -370,11 +476,11 @@ def report(db: str | None, since: str | None, top_n: int, by: str | None, as_jso
 
 def print_groups(data: dict[str, Any]) -> None:
     """``--by``: one row per user, tenant or conversation (``-``: calls that did not say)."""
-    from rich.console import Console
-
-    console = Console(highlight=False)
+    console = _console()
     scope = f" since {data['since']}" if data["since"] else ""
-    table = _table(f"totals by {data['by']}{scope}", [data["by"], "requests", "input", "output", "cost USD"])
+    table = _table(f"totals by {data['by']}{scope}", [data["by"], "requests", "input", "output",
+                                                       "cost USD", "estimated\ntokens"])  # fmt: skip
     for name, g in data["groups"].items():
-        table.add_row(name, str(g["requests"]), _n(g["input_tokens"]), _n(g["output_tokens"]), _n(g["cost_usd"], 4))
+        table.add_row(_cell(name), str(g["requests"]), _n(g["input_tokens"]), _n(g["output_tokens"]),
+                      _n(g["cost_usd"], 4), _n(g["estimated_tokens"]))  # fmt: skip
     console.print(table)

@@ -20,6 +20,7 @@ from opentelemetry.semconv.attributes import error_attributes as _error
 from opentelemetry.semconv.attributes import server_attributes as _server
 
 from .. import faults
+from ..usage import USAGE_SOURCES
 
 _log = logging.getLogger(__name__)
 
@@ -105,23 +106,47 @@ HISTOGRAM_BUCKETS: dict[str, tuple[float, ...]] = {
 
 
 SCOPE = "otel_tokens"  #: the meter (instrumentation scope) of every instrument here
+SDK_CARDINALITY_LIMIT = 2000  # the OpenTelemetry SDK's default limit of attribute sets per instrument
+#: the most attribute sets one label set becomes on one instrument: ``otel_tokens.tokens``,
+#: 5 token types x 3 usage sources (cost sources, estimate sources, anomaly kinds: 3 each)
+FANOUT = len(TOKEN_ATTRIBUTES) * len(USAGE_SOURCES)
 
 
-def views() -> list[Any]:
-    """SDK Views giving the contract's histograms their buckets (used by ``configure()``).
+def sdk_cardinality_limit(max_label_sets: int) -> int:
+    """The SDK cardinality limit our instruments need so that ``max_label_sets`` label sets
+    (``cardinality.py``) never reach it: the SDK's default when that suffices, more otherwise."""
+    return max(SDK_CARDINALITY_LIMIT, max_label_sets * FANOUT + 1)
+
+
+def views(max_label_sets: int | None = None, max_attribute_values: int | None = None) -> list[Any]:
+    """SDK Views of otel_tokens' own instruments (used by ``configure()``): the contract's
+    histogram buckets, and a cardinality limit no bounded label set reaches (the SDK's
+    default unless ``OTEL_TOKENS_MAX_LABEL_SETS`` asks for more; see ``cardinality.py``).
 
     They match otel_tokens' own meter only: another GenAI instrumentation's instruments of
     the same names keep their own aggregation (no conflicting metric identities)."""
     from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
 
-    return [
-        View(
-            instrument_name=name,
-            meter_name=SCOPE,
-            aggregation=ExplicitBucketHistogramAggregation(boundaries=list(buckets)),
-        )
+    from .. import settings as _settings
+
+    current = _settings.current()
+    sets = max_label_sets if max_label_sets is not None else current.max_label_sets
+    values = max_attribute_values if max_attribute_values is not None else current.max_attribute_values
+    limit = {"aggregation_cardinality_limit": max(sdk_cardinality_limit(sets), values + 2)}
+    try:
+        View(instrument_name=TOKENS, meter_name=SCOPE, **limit)
+    except TypeError:  # an SDK before cardinality limits: nothing to raise
+        limit = {}
+    histograms = [
+        View(instrument_name=name, meter_name=SCOPE,
+             aggregation=ExplicitBucketHistogramAggregation(boundaries=list(buckets)), **limit)
         for name, buckets in HISTOGRAM_BUCKETS.items()
-    ]
+    ]  # fmt: skip
+    if not limit:
+        return histograms
+    others = (TOKENS, COST, PREMIUM, CONTEXT_UTILIZATION, ANOMALIES, UNPRICED, USAGE_MISSING,
+              INSTRUMENTATION_ERRORS)  # fmt: skip
+    return histograms + [View(instrument_name=name, meter_name=SCOPE, **limit) for name in others]
 
 
 AttributeKey = tuple  # ((name, value), ...): a hashable attribute set

@@ -22,7 +22,7 @@ from .. import faults
 from ..account.agents import agents
 from ..version import __version__
 from . import instruments as names
-from .cardinality import CardinalityGuard
+from .cardinality import DEFAULT_MAX_LABEL_SETS, CardinalityGuard
 from .instruments import SCOPE, Instruments, record_signed
 
 if TYPE_CHECKING:
@@ -83,19 +83,21 @@ class Recorder:
     def __init__(self, tracer_provider: Any = None, meter_provider: Any = None, *,
                  max_attribute_values: int = 200, exemplars: bool = True,
                  reuse_genai_span: bool = False,
-                 metric_attributes: frozenset[str] = frozenset()) -> None:  # fmt: skip
+                 metric_attributes: frozenset[str] = frozenset(),
+                 max_label_sets: int = DEFAULT_MAX_LABEL_SETS) -> None:  # fmt: skip
         self.tracer = trace.get_tracer(SCOPE, __version__, tracer_provider, _SCHEMA_URL)
         self.instruments = _instruments_of(meter_provider, self)
         self.cardinality = CardinalityGuard(
             max_attribute_values,
             lambda key: faults.report("cardinality", detail=f"{key}: too many values"),
+            max_label_sets,
         )  # fmt: skip
         self._attribute_sets: dict[tuple[Any, ...], _AttributeSet] = {}
         # histogram points carry the call's trace id (a link to it); an API before the context
         # argument records without
         self.exemplars = exemplars and _takes_context(self.instruments.duration)
         self.reuse_genai_span = reuse_genai_span
-        #: who the calls are for, also on metric points (opt-in: unbounded by nature)
+        #: who the calls are for, also on metric points (opt-in; bounded like every label)
         self.who_labels = tuple(
             (key, attr) for key, attr in (("user", names.USER_ID), ("tenant", names.TENANT_ID),
                                           ("conversation", names.CONVERSATION_ID))
@@ -264,8 +266,7 @@ class Recorder:
         try:
             attrs = main.attrs
             if outcome.failed:
-                attrs = {**attrs, names.ERROR_TYPE: self.cardinality.value(names.ERROR_TYPE,
-                                                                            outcome.error_type)}
+                attrs = self.cardinality.label_set({**attrs, names.ERROR_TYPE: outcome.error_type})
             inst.duration.record(outcome.duration, attrs, context)
             if outcome.time_to_first_chunk is not None and outcome.stream:
                 inst.time_to_first_chunk.record(outcome.time_to_first_chunk, attrs, context)
@@ -307,7 +308,8 @@ class Recorder:
         elif line.unpriced:
             inst.unpriced.add(1, points.key)
         for component in line.unpriced_components:
-            inst.unpriced.add(1, (*points.key, (names.COST_UNPRICED, component)))
+            attrs = self.cardinality.label_set({**points.attrs, names.COST_UNPRICED: component})
+            inst.unpriced.add(1, tuple(attrs.items()))
         if line.premium_requests is not None:
             inst.premium_requests.add(line.premium_requests, points.key)
 
@@ -327,23 +329,22 @@ class Recorder:
 
     def refused(self, agent: str, anomaly: Anomaly) -> None:
         """A call refused before it started (an enforced budget): counted, no span."""
-        attrs = self.cardinality.attributes({names.AGENT_NAME: agent})
+        attrs = self.cardinality.label_set({names.AGENT_NAME: agent})
         self.anomaly(None, anomaly, tuple(attrs.items()))
 
     # -- attribute sets -------------------------------------------------------------------------
     def _attribute_set(self, labels: dict[str, Any], response_model: str | None) -> _AttributeSet:
-        """The bounded metric attribute set of a call's labels and response model.
+        """The bounded metric label set of a call's labels and response model.
 
-        Cached only when the cardinality guard passed every value as is: its decisions for
-        admitted values never change, while a value it turns into ``_OTHER`` must be counted
-        again on every call.
+        Cached only when the cardinality guard admitted it as is: its decisions for admitted
+        sets never change, while a set it folds must be counted again on every call.
         """
         cache_key = (*labels.items(), response_model)
         found = self._attribute_sets.get(cache_key)
         if found is not None:
             return found
         full = {**labels, names.RESPONSE_MODEL: response_model} if response_model else labels
-        bounded = self.cardinality.attributes(full)
+        bounded = self.cardinality.label_set(full)
         found = _AttributeSet(bounded)
         if bounded is full:
             if len(self._attribute_sets) >= _ATTRIBUTE_SETS_MAX:

@@ -135,13 +135,14 @@ def test_report_lists_unpriced_models_with_their_tokens(tmp_path):
     text = otel_tokens("report", "--db", str(db), env=clean_env(COLUMNS="80"))
     assert text.returncode == 0, text.stderr
     row = next(line for line in text.stdout.splitlines() if line.strip().startswith("private-llm"))
-    assert row.split() == ["private-llm", "2", "14,000", "600", "unpriced"]
+    assert row.split() == ["private-llm", "2", "14,000", "600", "unpriced", "0"]  # 0 estimated
     assert "no price known for private-llm" in " ".join(text.stdout.split())
     assert "OTEL_TOKENS_PRICES_FILE" in text.stdout
     data = json.loads(otel_tokens("report", "--db", str(db), "--json").stdout)
     assert data["models"]["private-llm"] == {"provider": "openai", "requests": 2, "input_tokens": 14000,
                                              "output_tokens": 600, "cost_usd": None, "unpriced_requests": 2,
-                                             "estimated_requests": 0}  # fmt: skip
+                                             "estimated_requests": 0, "estimated_tokens": 0,
+                                             "estimated_cost_usd": None}  # fmt: skip
     assert list(data["models"]) == ["gpt-4o", "private-llm"]
 
 

@@ -139,3 +139,38 @@ def test_hand_written_init_matches_the_fields():
         Usage().input_tokens = 1  # type: ignore[misc]
     with pytest.raises(ValueError, match="cache_read_tokens"):
         Usage(input_tokens=1, cache_read_tokens=2)  # validation still runs
+
+
+# -- the one coercion rule (check_token_count; check_token_text for counts sent as text) -------
+
+@pytest.mark.parametrize("value, expected", [
+    (0, 0), (10, 10), (12.0, 12), (2**63 - 1, 2**63 - 1), (None, None),
+    (True, ValueError), (False, ValueError), (10.7, ValueError), (-0.5, ValueError),
+    ("10", ValueError), ("", ValueError), (b"10", ValueError), (math.nan, ValueError),
+    (-1, ValueError), (2**63, ValueError), (Fraction(3, 1), ValueError), ([1], ValueError),
+])  # fmt: skip
+def test_the_coercion_rule_for_a_count_as_sent(value, expected):
+    from otel_tokens.usage import check_token_count
+
+    if expected is ValueError:
+        with pytest.raises(ValueError, match="input_tokens"):
+            check_token_count("input_tokens", value)
+    else:
+        got = check_token_count("input_tokens", value)
+        assert got == expected and (got is None or type(got) is int)
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("10", 10), (" 42 ", 42), ("0", 0), (b"7", 7), (None, None), (5, 5),
+    ("10.7", ValueError), ("+5", ValueError), ("-1", ValueError), ("1_0", ValueError),
+    ("true", ValueError), ("", ValueError), ("١٢", ValueError), ("1e3", ValueError),
+    (str(2**63), ValueError), (True, ValueError), (10.5, ValueError),
+])  # fmt: skip
+def test_the_same_rule_for_a_count_sent_as_text(text, expected):
+    from otel_tokens.usage import check_token_text
+
+    if expected is ValueError:
+        with pytest.raises(ValueError, match="x-amzn-bedrock-input-token-count"):
+            check_token_text("x-amzn-bedrock-input-token-count", text)
+    else:
+        assert check_token_text("x-amzn-bedrock-input-token-count", text) == expected

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Any, Iterator
 
-from ...usage import USAGE_SOURCES, Usage
+from ...usage import MAX_TOKEN_COUNT, USAGE_SOURCES, Usage, check_token_count
 
 __all__ = ["AgentRun", "Reader"]
 
@@ -131,16 +131,15 @@ class Reader:
             return None
 
     def count(self, value: Any) -> int | None:
-        """A token count or event count: a non-negative integer, else None (error counted
-        unless the value is simply absent)."""
-        if value is None:
-            return None
-        if type(value) is int and value >= 0:
+        """A token count or event count by the one rule (``usage.check_token_count``), else
+        None (error counted unless the value is simply absent)."""
+        if type(value) is int and 0 <= value <= MAX_TOKEN_COUNT:  # the common case, kept cheap
             return value
-        if type(value) is float and math.isfinite(value) and value >= 0 and value.is_integer():
-            return int(value)
-        self.errors += 1
-        return None
+        try:
+            return check_token_count("count", value)
+        except ValueError:
+            self.errors += 1
+            return None
 
     def amount(self, value: Any) -> float | None:
         """A non-negative finite number (premium requests, USD, milliseconds), else None."""

@@ -1,0 +1,307 @@
+"""One coercion rule for token counts on every backend and path (``usage.check_token_count``),
+through the real clients: an input-token count sent as ``true``, ``"10"`` or ``10.7`` makes
+that response's usage unknown (no input tokens recorded, a ``usage_invalid`` fault counted),
+never 1, 10 or a rounded 10; ``12.0`` is 12. The responses follow each provider's documented
+format, served to the real openai, anthropic, google-genai, boto3 and litellm clients."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from otel_tokens.capture import (
+    anthropic_sdk,
+    bedrock_patches,
+    google_genai_patches,
+    litellm_patches,
+    openai_sdk,
+)  # fmt: skip
+
+from .. import cassettes
+from ..telemetry.conftest import handling
+from .replay import anthropic_client, openai_client
+from .test_full_bill import (
+    OPENAI,
+    anthropic_usage,
+    chat,
+    message,
+    response,
+    responses_usage,
+    served,
+)
+
+BAD = {"true": True, "numeric string": "10", "fraction": 10.7}
+VALUES = {**BAD, "integral float": 12.0}
+
+
+def _sse_interaction(body: str, uri: str = OPENAI) -> cassettes.Interaction:
+    return cassettes.Interaction("documented", 0, "POST", uri, None, 200,
+                                 {"content-type": ["text/event-stream"]}, body)  # fmt: skip
+
+
+# -- one function per path: sends a response whose input-token count is ``value`` ----------------
+
+def openai_chat(value: Any) -> None:
+    body = chat("gpt-4o-mini", "default", 100, 10)
+    body["usage"]["prompt_tokens"] = value
+    client, _ = openai_client(served(body))
+    client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+
+
+def openai_chat_stream(value: Any) -> None:
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini"}
+    events = [{**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "ok"},
+                                     "finish_reason": "stop"}]},
+              {**chunk, "choices": [], "usage": {"prompt_tokens": value, "completion_tokens": 10,
+                                                  "total_tokens": 110}}]  # fmt: skip
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+    client, _ = openai_client([_sse_interaction(body)])
+    for _ in client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}],
+                                            stream=True, stream_options={"include_usage": True}):  # fmt: skip
+        pass
+
+
+def openai_responses(value: Any) -> None:
+    usage = responses_usage(100, 10)
+    usage["input_tokens"] = value
+    item = {"type": "message", "id": "m", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": "ok", "annotations": []}]}  # fmt: skip
+    client, _ = openai_client(served(response("gpt-4.1", [item], usage)))
+    client.responses.create(model="gpt-4.1", input="hi")
+
+
+def anthropic_messages(value: Any) -> None:
+    client, _ = anthropic_client(served(message(anthropic_usage(value, 10)), uri="https://api.anthropic.com/v1/messages"))
+    client.messages.create(model="claude-sonnet-4-6", max_tokens=64, messages=[{"role": "user", "content": "hi"}])
+
+
+def anthropic_stream(value: Any) -> None:
+    start = {"type": "message_start", "message": {
+        "id": "m", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6", "content": [],
+        "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": value, "output_tokens": 1}}}  # fmt: skip
+    events = [start, {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                      "usage": {"output_tokens": 9}}, {"type": "message_stop"}]  # fmt: skip
+    body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+    client, _ = anthropic_client([_sse_interaction(body, "https://api.anthropic.com/v1/messages")])
+    for _ in client.messages.create(model="claude-sonnet-4-6", max_tokens=64, stream=True,
+                                    messages=[{"role": "user", "content": "hi"}]):  # fmt: skip
+        pass
+
+
+def _gemini(value: Any, stream: bool) -> None:
+    from .gemini_server import GeminiServer, answer
+
+    server = GeminiServer()
+    try:
+        body = answer("ok", {"promptTokenCount": value, "candidatesTokenCount": 10, "totalTokenCount": 110})
+        server.queue.append([body] if stream else body)
+        client = server.client()
+        if stream:
+            for _ in client.models.generate_content_stream(model="gemini-2.5-flash", contents="hi"):
+                pass
+        else:
+            client.models.generate_content(model="gemini-2.5-flash", contents="hi")
+    finally:
+        server.close()
+
+
+def gemini(value: Any) -> None:
+    _gemini(value, stream=False)
+
+
+def gemini_stream(value: Any) -> None:
+    _gemini(value, stream=True)
+
+
+BEDROCK_MODEL = "us.anthropic.claude-3-5-haiku-20241022-v1:0"
+
+
+def _bedrock(run: Callable[[Any, Any], None]) -> None:
+    from .bedrock_server import BedrockServer
+
+    server = BedrockServer()
+    try:
+        run(server, server.client())
+    finally:
+        server.close()
+
+
+def bedrock_converse(value: Any) -> None:
+    from .bedrock_server import Reply
+
+    def run(server, client):
+        server.queue.append(Reply({"output": {"message": {"role": "assistant", "content": [{"text": "ok"}]}},
+                                   "stopReason": "end_turn", "metrics": {"latencyMs": 1},
+                                   "usage": {"inputTokens": value, "outputTokens": 10, "totalTokens": 110}}))  # fmt: skip
+        client.converse(modelId=BEDROCK_MODEL, messages=[{"role": "user", "content": [{"text": "hi"}]}])
+
+    _bedrock(run)
+
+
+def bedrock_converse_stream(value: Any) -> None:
+    from .bedrock_server import Reply, frame
+
+    def run(server, client):
+        frames = [frame("messageStart", {"role": "assistant"}),
+                  frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "ok"}}),
+                  frame("messageStop", {"stopReason": "end_turn"}),
+                  frame("metadata", {"usage": {"inputTokens": value, "outputTokens": 10, "totalTokens": 110},
+                                     "metrics": {"latencyMs": 1}})]  # fmt: skip
+        server.queue.append(Reply(None, frames=frames))
+        for _ in client.converse_stream(modelId=BEDROCK_MODEL, messages=[{"role": "user", "content": [{"text": "hi"}]}])["stream"]:
+            pass
+
+    _bedrock(run)
+
+
+def bedrock_invoke_model(value: Any) -> None:
+    from .bedrock_server import Reply
+
+    def run(server, client):
+        server.queue.append(Reply({"id": "m", "type": "message", "role": "assistant", "content": [{"type": "text", "text": "ok"}],
+                                   "stop_reason": "end_turn", "usage": {"input_tokens": value, "output_tokens": 10}}))  # fmt: skip
+        client.invoke_model(modelId=BEDROCK_MODEL, body=json.dumps({"messages": []}))["body"].read()
+
+    _bedrock(run)
+
+
+def bedrock_invoke_model_headers(value: Any) -> None:
+    """The token counts in InvokeModel's headers: text, so ``str(value)`` (``"True"``, ...)."""
+    from .bedrock_server import Reply
+
+    def run(server, client):
+        headers = {"x-amzn-bedrock-input-token-count": str(value), "x-amzn-bedrock-output-token-count": "10"}
+        server.queue.append(Reply({"id": "m", "type": "message", "role": "assistant", "content": [],
+                                   "stop_reason": "end_turn"}, headers=headers))  # fmt: skip
+        client.invoke_model(modelId=BEDROCK_MODEL, body=json.dumps({"messages": []}))["body"].read()
+
+    _bedrock(run)
+
+
+def bedrock_invoke_model_stream(value: Any) -> None:
+    from .bedrock_server import Reply, chunk
+
+    def run(server, client):
+        events = [{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ok"}},
+                  {"type": "message_stop", "amazon-bedrock-invocationMetrics": {
+                      "inputTokenCount": value, "outputTokenCount": 10, "invocationLatency": 3, "firstByteLatency": 1}}]  # fmt: skip
+        server.queue.append(Reply(None, frames=[chunk(e) for e in events]))
+        for _ in client.invoke_model_with_response_stream(modelId=BEDROCK_MODEL, body=json.dumps({"messages": []}))["body"]:
+            pass
+
+    _bedrock(run)
+
+
+def _litellm(value: Any, stream: bool) -> None:
+    import litellm
+
+    from ..frameworks.test_litellm import CHAT, Server
+
+    server = Server()
+    try:
+        usage = {**CHAT["usage"], "prompt_tokens": value}
+        if stream:
+            chunk = {**CHAT, "object": "chat.completion.chunk", "usage": None}
+            events = [{**chunk, "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]},
+                      {**chunk, "choices": [], "usage": usage}]  # fmt: skip
+            body = "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+            server.queue.append(("text/event-stream", body.encode()))
+            for _ in litellm.completion(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}],
+                                        api_base=server.url + "/v1", api_key="k", stream=True,
+                                        stream_options={"include_usage": True}):  # fmt: skip
+                pass
+        else:
+            server.json({**CHAT, "usage": usage})
+            litellm.completion(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}],
+                               api_base=server.url + "/v1", api_key="k")  # fmt: skip
+    finally:
+        server.close()
+
+
+def litellm_completion(value: Any) -> None:
+    _litellm(value, stream=False)
+
+
+def litellm_stream(value: Any) -> None:
+    _litellm(value, stream=True)
+
+
+#: path -> (capture modules, the optional client library it needs)
+PATHS: dict[str, tuple[Callable[[Any], None], tuple[Any, ...], str | None]] = {
+    "openai chat": (openai_chat, (openai_sdk,), None),
+    "openai chat stream": (openai_chat_stream, (openai_sdk,), None),
+    "openai responses": (openai_responses, (openai_sdk,), None),
+    "anthropic messages": (anthropic_messages, (anthropic_sdk,), None),
+    "anthropic stream": (anthropic_stream, (anthropic_sdk,), None),
+    "google-genai": (gemini, (google_genai_patches,), "google.genai"),
+    "google-genai stream": (gemini_stream, (google_genai_patches,), "google.genai"),
+    "bedrock converse": (bedrock_converse, (bedrock_patches,), "boto3"),
+    "bedrock converse_stream": (bedrock_converse_stream, (bedrock_patches,), "boto3"),
+    "bedrock invoke_model": (bedrock_invoke_model, (bedrock_patches,), "boto3"),
+    "bedrock invoke_model headers": (bedrock_invoke_model_headers, (bedrock_patches,), "boto3"),
+    "bedrock invoke_model_with_response_stream": (bedrock_invoke_model_stream, (bedrock_patches,), "boto3"),
+    "litellm completion": (litellm_completion, (openai_sdk, litellm_patches), "litellm"),
+    "litellm stream": (litellm_stream, (openai_sdk, litellm_patches), "litellm"),
+}
+
+#: what the rule makes of each value: None (the usage is unknown, a usage_invalid fault) or
+#: the count; a header carries text, where a count is plain decimal digits (check_token_text)
+EXPECTED: dict[str, int | None] = {"true": None, "numeric string": None, "fraction": None, "integral float": 12}
+HEADER_EXPECTED: dict[str, int | None] = {"true": None, "numeric string": 10, "fraction": None,
+                                          "integral float": None}  # "True", "10", "10.7", "12.0"
+
+_PARSED = ("capture reads the client's parsed objects, which already made a count of it ({how}); "
+           "wiring: check the count as sent (the raw body) with usage.check_token_count")
+_OPENAI = _PARSED.format(how="openai's models: true -> 1, \"10\" -> 10")
+_GENAI = _PARSED.format(how="google-genai's pydantic models: true -> 1, \"10\" -> 10")
+_BOTO = _PARSED.format(how="botocore's converse parser: true -> 1, \"10\" -> 10, 10.7 -> 10")
+_INVOKE = ("a non-count in an InvokeModel body raises ValueError inside capture (counted as an "
+           "internal fault) and the call never ends: no span; wiring: usage_invalid, call stopped "
+           "with unknown usage")
+_LITELLM = "litellm's path rejects 12.0 (usage unknown, usage_invalid) where the rule accepts it as 12"
+#: (path, value) pairs capture does not yet hold to the rule (strict: each must still fail,
+#: so the mark goes when the wiring lands after the capture refactor)
+NOT_YET: dict[tuple[str, str], str] = {
+    **{(p, v): _OPENAI for p in ("openai chat", "openai chat stream", "openai responses")
+       for v in ("true", "numeric string")},
+    **{(p, v): _GENAI for p in ("google-genai", "google-genai stream") for v in ("true", "numeric string")},
+    **{("bedrock converse", v): _BOTO for v in ("true", "numeric string", "fraction")},
+    **{("bedrock invoke_model", v): _INVOKE for v in ("true", "numeric string", "fraction")},
+    **{(p, "integral float"): _LITELLM for p in ("litellm completion", "litellm stream")},
+}  # fmt: skip
+
+
+def _cases():
+    for path in PATHS:
+        for name, value in VALUES.items():
+            reason = NOT_YET.get((path, name))
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            yield pytest.param(path, name, value, id=f"{path}-{name}", marks=marks)
+
+
+@pytest.mark.parametrize("path, name, value", list(_cases()))
+def test_one_rule_for_a_count_on_every_path(path, name, value):
+    run, modules, needs = PATHS[path]
+    if needs:
+        pytest.importorskip(needs, reason=f"{needs} is an optional extra")
+    expected = (HEADER_EXPECTED if path.endswith("headers") else EXPECTED)[name]
+    with handling(*modules) as t:
+        try:
+            run(value)
+            raised = None
+        except Exception as exc:  # noqa: BLE001 - the client library itself refused the response
+            raised = exc
+        (span,) = t.finished()
+        tokens = span.attributes.get("gen_ai.usage.input_tokens")
+        invalid = t.errors().get("usage_invalid", 0)
+    if raised is not None:  # passed through to the caller as it was: nothing made of the value
+        reported = span.attributes.get("otel_tokens.usage.source") == "reported"
+        assert expected is None and span.attributes.get("error.type"), raised
+        assert tokens is None or not reported, (tokens, raised)  # at most a marked estimate
+    elif expected is None:
+        assert tokens is None and invalid >= 1, (tokens, invalid)  # unknown and counted: never 1, 10
+    else:
+        assert tokens == expected and invalid == 0, (tokens, invalid)
