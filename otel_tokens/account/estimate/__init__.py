@@ -70,6 +70,7 @@ class RequestEstimate(NamedTuple):
     heuristic_raw: int  # heuristic-counted tokens before calibration (0 when exact/delta)
     fixed: int
     complete: bool = True  # False: media of unknown size, or server-side turns not known
+    carried: int = 0  # reasoning of the current turn counted in (dropped at the next user turn)
 
 
 class _Cursor(NamedTuple):
@@ -77,6 +78,27 @@ class _Cursor(NamedTuple):
     last_digest: int | None
     preamble_digest: int
     reported_input: int
+    carried: int
+
+
+def _render_messages(renderer: Any, api: Api, messages: Any, model: str | None) -> tuple[Any, Any, bool]:
+    """(the messages' rendering, the last message's, whether a user turn opens among them).
+
+    Reasoning carried back (``Rendering.carried``) counts only after the last user turn:
+    the APIs drop it from earlier turns. The total's ``carried`` is what was counted."""
+    total = renderer.Rendering()
+    last = None
+    pending = 0
+    opened = False
+    for message in messages:
+        last = renderer.render_message(api, message, model)
+        if last.opens_turn:
+            pending, opened = 0, True
+        pending += last.carried
+        total.add(last)
+    total.fixed += pending
+    total.carried = pending
+    return total, last, opened
 
 
 def _digest(rendering: Rendering) -> int:  # noqa: F821 (imported lazily)
@@ -137,13 +159,10 @@ class Estimator:
     def estimate(self, request: Request, *, provider: str, agent: str = "default") -> RequestEstimate:
         """The best available estimate of ``request``'s input tokens."""
         renderer = _renderer or _load_renderer()
-        Rendering, render_message = renderer.Rendering, renderer.render_message
-        messages_of, render_preamble = renderer.messages_of, renderer.render_preamble
-
         api = request.api
         model = request.model
-        messages = messages_of(request)
-        preamble = render_preamble(request)
+        messages = renderer.messages_of(request)
+        preamble = renderer.render_preamble(request)
         preamble_digest = _digest(preamble)
         key = (agent, provider, model)
         encoding = (
@@ -156,42 +175,40 @@ class Estimator:
             cursor is not None
             and 0 < cursor.n_messages < n
             and cursor.preamble_digest == preamble_digest
-            and _digest(render_message(api, messages[cursor.n_messages - 1], model))
+            and _digest(renderer.render_message(api, messages[cursor.n_messages - 1], model))
             == cursor.last_digest
         ):  # delta: the reported input plus only what was appended since
-            appended = Rendering()
-            last = None
-            for message in messages[cursor.n_messages :]:
-                last = render_message(api, message, model)
-                appended.add(last)
+            appended, last, opened = _render_messages(renderer, api, messages[cursor.n_messages :], model)
             counted, fixed = _count(appended, encoding)
             scaled = round(counted * ratio) if ratio else counted
-            tokens = cursor.reported_input + scaled + fixed
+            # a new user turn drops the reasoning the reported input carried
+            kept = 0 if opened else cursor.carried
+            tokens = max(1, cursor.reported_input - cursor.carried + kept + scaled + fixed)
             return RequestEstimate(Estimate(tokens, "delta"), ratio, model, key, n,
-                                   _digest(last), preamble_digest, 0, fixed,  # type: ignore[arg-type]
-                                   appended.complete)  # fmt: skip
+                                   _digest(last), preamble_digest, 0, fixed,
+                                   appended.complete, kept + appended.carried)  # fmt: skip
 
         # the whole request, for exact or full; continuing a known Responses chain, the
         # server holds the earlier input (instructions and tools included) and output
         chained, known_chain = (0, True) if request.chained is None else self._chained(request)
-        rendering = Rendering()
+        rendering = renderer.Rendering()
         if not chained:
             rendering.add(preamble)
-        last = None
-        for message in messages:
-            last = render_message(api, message, model)
-            rendering.add(last)
+        body, last, _ = _render_messages(renderer, api, messages, model)
+        rendering.add(body)
         last_digest = _digest(last) if last is not None else None
         complete = rendering.complete and known_chain
         if encoding is not None:  # exact: the tokenizer over the whole request
             counted, fixed = _count(rendering, encoding)
             return RequestEstimate(Estimate(counted + fixed + chained, "exact"), None, model, key, n,
-                                   last_digest, preamble_digest, 0, fixed + chained, complete)  # fmt: skip
+                                   last_digest, preamble_digest, 0, fixed + chained, complete,
+                                   body.carried)  # fmt: skip
 
         counted, fixed = _count(rendering, None)
         scaled = round(counted * ratio) if ratio else counted
         return RequestEstimate(Estimate(scaled + fixed + chained, "full"), ratio, model, key, n,
-                               last_digest, preamble_digest, counted, fixed + chained, complete)  # fmt: skip
+                               last_digest, preamble_digest, counted, fixed + chained, complete,
+                               body.carried)  # fmt: skip
 
     def _chained(self, request: Request) -> tuple[int, bool]:
         """(tokens of the server-side turns a Responses request continues, whether known)."""
@@ -212,9 +229,8 @@ class Estimator:
         agent's cursor for later ``delta`` estimates. ``reported_input`` must be reported."""
         if reported_input is None or reported_input <= 0:
             return
-        cursor = _Cursor(
-            estimate.n_messages, estimate.last_digest, estimate.preamble_digest, reported_input
-        )
+        cursor = _Cursor(estimate.n_messages, estimate.last_digest, estimate.preamble_digest,
+                         reported_input, estimate.carried)  # fmt: skip
         with self._lock:
             _put(self._cursors, estimate.cursor_key, cursor)
             if estimate.estimate.source == "full" and estimate.heuristic_raw > 0:

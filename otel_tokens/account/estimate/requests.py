@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass, field as dc_field
 from typing import Any, Iterable, Sequence
 
+from .text import heuristic_tokens
 from .media import ANTHROPIC_PER_PDF_PAGE, OPENAI_FILE_ITEM, audio_tokens, pdf_pages
 from .images import (
     ANTHROPIC_UNKNOWN_IMAGE,
@@ -38,12 +39,14 @@ OPENAI_PER_MESSAGE = 3
 OPENAI_PER_NAME = 1
 OPENAI_REPLY_PRIMING = 3
 RESPONSES_REPLY_PRIMING = 4
+#: tokens fewer that a reasoning model's reply priming takes, per API (measured)
+REASONING_PRIMING_SAVING = {"openai_chat": 1, "openai_responses": 2}
 OPENAI_TOOLS_OVERHEAD = 8  # wrapping of the function namespace
 OPENAI_PER_TOOL_CALL = 12  # the rendering of one call around its name and arguments
 OPENAI_PER_TOOL_RESULT = 5  # a tool result's framing beyond a message's
 ANTHROPIC_PER_MESSAGE = 4
 ANTHROPIC_REQUEST_OVERHEAD = 4
-ANTHROPIC_TOOL_SYSTEM_PROMPT = 346  # Anthropic's documented tool-use system prompt (auto)
+ANTHROPIC_TOOL_SYSTEM_PROMPT = 460  # Anthropic's documented tool-use system prompt (auto)
 ANTHROPIC_PER_TOOL_USE = 10
 ANTHROPIC_PER_TOOL_RESULT = 6
 ANTHROPIC_THINKING_PROMPT = 30  # the system text extended thinking adds (measured)
@@ -51,6 +54,14 @@ STRUCTURED_OUTPUT_OVERHEAD = 0  # the schema's JSON is all a response format cos
 ANTHROPIC_STRUCTURED_OUTPUT_PROMPT = 143  # the system text a JSON-schema output adds (measured)
 #: Responses hosted tools: (tokens of the instructions the API adds, whether that is all);
 #: file search also bills the retrieved chunks as input, unknown before the call
+#: OpenAI reasoning models on chat completions: what function tools add beyond their text
+#: (the tool-calling instructions of their chat format; Responses adds none; measured: +78
+#: on gpt-5 and gpt-5-mini with one tool, 0 on gpt-4o)
+OPENAI_REASONING_CHAT_TOOLS = 78
+#: an encrypted reasoning item carried back (Responses): ciphertext characters of an empty
+#: item, and characters per reasoning token beyond it (measured on recorded follow-ups)
+ENCRYPTED_REASONING_EMPTY = 1000
+ENCRYPTED_REASONING_CHARS_PER_TOKEN = 4.7
 RESPONSES_HOSTED_TOOLS = {"web_search": (267, True), "web_search_preview": (267, True),
                           "file_search": (800, False)}  # fmt: skip
 
@@ -62,6 +73,10 @@ class Rendering:
     texts: list[str] = dc_field(default_factory=list)
     fixed: int = 0
     complete: bool = True  # False: a part was counted by a per-item figure (size unknown)
+    #: reasoning carried back (Responses reasoning items, Anthropic thinking blocks): billed
+    #: only within the turn that produced it, dropped once a new user turn follows
+    carried: int = 0
+    opens_turn: bool = False  # a user message (not only tool results): a new turn starts
 
     def add(self, other: Rendering) -> None:
         self.texts.extend(other.texts)
@@ -150,7 +165,7 @@ def _openai_tool_call(call: Any, out: Rendering) -> None:
 
 
 def _openai_chat_message(message: Any, model: str | None) -> Rendering:
-    out = Rendering(fixed=OPENAI_PER_MESSAGE)
+    out = Rendering(fixed=OPENAI_PER_MESSAGE, opens_turn=field(message, "role") == "user")
     out.texts.append(field(message, "role") or "")
     if field(message, "name"):
         out.texts.append(field(message, "name"))
@@ -180,9 +195,20 @@ def _responses_item(item: Any, model: str | None) -> Rendering:
         else:
             _openai_content(output, out, model)
         return out
-    if kind == "reasoning":  # reasoning carried between turns is not billed as input again
-        return Rendering()
+    if kind == "reasoning":
+        return _reasoning_item(item)
     return _openai_chat_message(item, model)  # messages: {"role", "content"}
+
+
+def _reasoning_item(item: Any) -> Rendering:
+    """A reasoning item carried back: its tokens (billed only in the turn that produced it)
+    from the size of its ciphertext, an approximation, so marked; without encrypted content
+    the server holds it (a stored response) and its size is unknown."""
+    encrypted = field(item, "encrypted_content")
+    if not isinstance(encrypted, str):
+        return Rendering(complete=False)
+    size = max(0, len(encrypted) - ENCRYPTED_REASONING_EMPTY)
+    return Rendering(complete=False, carried=round(size / ENCRYPTED_REASONING_CHARS_PER_TOKEN))
 
 
 def _ts_type(schema: Any, indent: str) -> str:
@@ -265,8 +291,11 @@ def _anthropic_blocks(content: Any, out: Rendering) -> None:
             out.texts.append(field(block, "tool_use_id") or "")
             _anthropic_blocks(field(block, "content"), out)
             out.fixed += ANTHROPIC_PER_TOOL_RESULT
-        elif kind in ("thinking", "redacted_thinking"):
-            out.texts.append(field(block, "thinking") or "")
+        elif kind == "thinking":  # billed only within its turn (see Rendering.carried)
+            out.carried += heuristic_tokens(field(block, "thinking") or "")
+        elif kind == "redacted_thinking":  # encrypted: its size approximates its tokens
+            out.carried += round(len(field(block, "data") or "") / ENCRYPTED_REASONING_CHARS_PER_TOKEN)
+            out.complete = False
         elif kind == "document":
             _anthropic_document(field(block, "source"), out)
         elif block is not None:
@@ -289,7 +318,10 @@ def _anthropic_document(source: Any, out: Rendering) -> None:
 
 def _anthropic_message(message: Any) -> Rendering:
     out = Rendering(fixed=ANTHROPIC_PER_MESSAGE)
-    _anthropic_blocks(field(message, "content"), out)
+    content = field(message, "content")
+    _anthropic_blocks(content, out)
+    out.opens_turn = field(message, "role") == "user" and (isinstance(content, str) or any(
+        field(block, "type") != "tool_result" for block in _iter(content)))  # fmt: skip
     return out
 
 
@@ -430,14 +462,19 @@ def render_preamble(request: Request) -> Rendering:
         out.add(_anthropic_tools(request.tools))
         if request.thinking:
             out.fixed += ANTHROPIC_THINKING_PROMPT
-        if request.response_format is not None:
-            out.fixed += ANTHROPIC_STRUCTURED_OUTPUT_PROMPT
+        if request.response_format is not None and _structured_schema(request.response_format):
+            out.fixed += ANTHROPIC_STRUCTURED_OUTPUT_PROMPT  # not for effort or task budgets
     elif request.api in ("openai_chat", "openai_responses"):
         out.fixed += RESPONSES_REPLY_PRIMING if request.api == "openai_responses" else OPENAI_REPLY_PRIMING
+        if openai_reasoning_model(request.model):  # their reply is primed shorter (measured)
+            out.fixed -= REASONING_PRIMING_SAVING[request.api]
         if request.system:  # Responses `instructions`: a system message
             out.texts.append(request.system if isinstance(request.system, str) else _as_json(request.system))
             out.fixed += OPENAI_PER_MESSAGE
-        out.add(_openai_tools(request.tools))
+        tools = _openai_tools(request.tools)
+        if tools.texts and request.api == "openai_chat" and openai_reasoning_model(request.model):
+            tools.fixed += OPENAI_REASONING_CHAT_TOOLS
+        out.add(tools)
     elif request.api == "gemini_contents":
         if request.system:
             out.add(_gemini_content(request.system))
@@ -456,14 +493,30 @@ def render_preamble(request: Request) -> Rendering:
     return out
 
 
+def openai_reasoning_model(model: str | None) -> bool:
+    """An OpenAI reasoning model (the o-series and GPT-5 families, by name)."""
+    name = (model or "").lower().rsplit("/", 1)[-1]
+    return name.startswith(_REASONING_FAMILIES)
+
+
+_REASONING_FAMILIES = ("o1", "o3", "o4", "gpt-5")
+
+
 def _structured_schema(response_format: Any) -> str | None:
     """The JSON schema of a structured-output request (chat ``response_format`` or Responses
     ``text.format``), as the text the model is shown."""
     fmt = field(response_format, "format") or response_format  # Responses: {"format": {...}}
     if field(fmt, "type") != "json_schema":
         return None
-    schema = field(field(fmt, "json_schema"), "schema") or field(fmt, "schema")
-    return _as_json(schema) if schema is not None else None
+    named = field(fmt, "json_schema") or fmt  # chat: {"json_schema": {name, schema}}; flat
+    schema = field(named, "schema")
+    if schema is None:
+        return None
+    if not isinstance(named, dict) or "name" not in named:  # Anthropic: the schema alone
+        return _as_json(schema)
+    description = field(named, "description")
+    doc = f"// {description}\n" if description else ""
+    return f"{field(named, 'name')}\n{doc}{_as_json(schema)}"
 
 
 def render_request(request: Request) -> tuple[Rendering, list[Rendering]]:
