@@ -6,10 +6,10 @@
 * Anthropic: width x height / 750, after scaling the long side down to 1568 pixels.
 
 Dimensions are read from the header of a base64 ``data:`` URL or base64 source (PNG, JPEG,
-GIF, WebP). When they cannot be read (a remote URL, another format), a documented constant
-stands in: :data:`OPENAI_UNKNOWN_IMAGE` (a 1024x1024 high-detail image) and
-:data:`ANTHROPIC_UNKNOWN_IMAGE` (a 1092x1092 image, Anthropic's largest square size
-without resizing).
+GIF, WebP). When they cannot be read (a remote URL, another format), the figure of a small
+512x512 image stands in (:data:`OPENAI_UNKNOWN_IMAGE`, :data:`ANTHROPIC_UNKNOWN_IMAGE`), the
+estimate says it is incomplete, and the estimator learns the model's actual tokens per such
+image from completed calls (see ``Estimator.observe``).
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ __all__ = [
     "image_size", "openai_image_tokens",
 ]  # fmt: skip
 
-OPENAI_UNKNOWN_IMAGE = 765
-ANTHROPIC_UNKNOWN_IMAGE = 1590
+OPENAI_UNKNOWN_IMAGE = 255
+ANTHROPIC_UNKNOWN_IMAGE = 350
 _HEADER_CHARS = 87_384  # base64 of the first 64 KiB: enough to reach a JPEG's frame header
 
 
@@ -88,7 +88,7 @@ def openai_image_tokens(size: tuple[int, int] | None, detail: str | None, model:
     if detail == "low":
         return base
     if size is None:
-        return OPENAI_UNKNOWN_IMAGE if not mini else base + 4 * per_tile
+        return OPENAI_UNKNOWN_IMAGE if not mini else base + per_tile
     w, h = size
     if w <= 0 or h <= 0:
         return base

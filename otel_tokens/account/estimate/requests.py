@@ -52,8 +52,6 @@ ANTHROPIC_PER_TOOL_RESULT = 6
 ANTHROPIC_THINKING_PROMPT = 30  # the system text extended thinking adds (measured)
 STRUCTURED_OUTPUT_OVERHEAD = 0  # the schema's JSON is all a response format costs (measured)
 ANTHROPIC_STRUCTURED_OUTPUT_PROMPT = 143  # the system text a JSON-schema output adds (measured)
-#: Responses hosted tools: (tokens of the instructions the API adds, whether that is all);
-#: file search also bills the retrieved chunks as input, unknown before the call
 #: OpenAI reasoning models on chat completions: what function tools add beyond their text
 #: (the tool-calling instructions of their chat format; Responses adds none; measured: +78
 #: on gpt-5 and gpt-5-mini with one tool, 0 on gpt-4o)
@@ -62,8 +60,10 @@ OPENAI_REASONING_CHAT_TOOLS = 78
 #: item, and characters per reasoning token beyond it (measured on recorded follow-ups)
 ENCRYPTED_REASONING_EMPTY = 1000
 ENCRYPTED_REASONING_CHARS_PER_TOKEN = 4.7
-RESPONSES_HOSTED_TOOLS = {"web_search": (267, True), "web_search_preview": (267, True),
-                          "file_search": (800, False)}  # fmt: skip
+#: Responses hosted tools: tokens of the instructions the API adds (measured); what the tool
+#: returns (search results, retrieved chunks, code output) is billed as input within the
+#: call and unknown before it
+RESPONSES_HOSTED_TOOLS = {"web_search": 267, "web_search_preview": 267, "file_search": 800}
 
 
 @dataclass
@@ -77,12 +77,37 @@ class Rendering:
     #: only within the turn that produced it, dropped once a new user turn follows
     carried: int = 0
     opens_turn: bool = False  # a user message (not only tool results): a new turn starts
+    #: parts counted by a per-item figure (their size is not in the request): how many, of
+    #: which kind ("image", "file"; "mixed" when both), and the tokens the figures gave;
+    #: the estimator replaces the figure by what it learnt per model from actual usage
+    unknown: int = 0
+    unknown_kind: str | None = None
+    unknown_tokens: int = 0
+    #: tools the provider runs itself (web search, code execution...): their results are
+    #: billed as input within the call, unknown before it (so the estimate is incomplete)
+    server: bool = False
 
     def add(self, other: Rendering) -> None:
         self.texts.extend(other.texts)
         self.fixed += other.fixed
         if not other.complete:
             self.complete = False
+        if other.server:
+            self.server = True
+        if other.unknown:
+            self.unknown += other.unknown
+            self.unknown_tokens += other.unknown_tokens
+            if self.unknown_kind != other.unknown_kind:
+                self.unknown_kind = other.unknown_kind if self.unknown_kind is None else "mixed"
+
+    def guess(self, kind: str, tokens: int) -> None:
+        """A part whose size is unknown, counted by a per-item figure (marked incomplete)."""
+        self.fixed += tokens
+        self.complete = False
+        self.unknown += 1
+        self.unknown_tokens += tokens
+        if self.unknown_kind != kind:
+            self.unknown_kind = kind if self.unknown_kind is None else "mixed"
 
 
 def field(obj: Any, name: str, default: Any = None) -> Any:
@@ -127,18 +152,19 @@ def _openai_part(part: Any, out: Rendering, model: str | None) -> None:
         url = field(image, "url") if not isinstance(image, str) else image
         detail = field(image, "detail") if not isinstance(image, str) else field(part, "detail")
         size = size_from_base64(url) if isinstance(url, str) and url.startswith("data:") else None
-        out.fixed += openai_image_tokens(size, detail, model)
         if size is None and detail != "low":
-            out.complete = False
+            out.guess("image", openai_image_tokens(None, detail, model))
+        else:
+            out.fixed += openai_image_tokens(size, detail, model)
     elif kind == "input_audio":
         audio = field(part, "input_audio")
         data = field(audio, "data")
         if isinstance(data, str):
             out.fixed += audio_tokens(data, field(audio, "format"))
         else:
-            out.fixed, out.complete = out.fixed + OPENAI_FILE_ITEM, False
+            out.guess("file", OPENAI_FILE_ITEM)
     elif kind in ("input_file", "file"):  # no published formula: a per-item figure, marked
-        out.fixed, out.complete = out.fixed + OPENAI_FILE_ITEM, False
+        out.guess("file", OPENAI_FILE_ITEM)
     elif part is not None:
         text = field(part, "text")
         out.texts.append(text if isinstance(text, str) else _as_json(part))
@@ -245,10 +271,10 @@ def _openai_tools(tools: Any) -> Rendering:
     out = Rendering()
     parts = []
     for tool in _iter(tools):
-        hosted = RESPONSES_HOSTED_TOOLS.get(field(tool, "type"))
-        if hosted is not None:  # a hosted tool's own instructions (and, for file search, results)
-            out.fixed += hosted[0]
-            out.complete = out.complete and hosted[1]
+        kind = field(tool, "type")
+        if kind not in (None, "function", "custom"):  # a hosted tool: the server runs it
+            out.fixed += RESPONSES_HOSTED_TOOLS.get(kind, 0)  # its own instructions, if known
+            out.server, out.complete = True, False
             continue
         function = field(tool, "function") or tool  # chat: {"type","function"}; responses: flat
         if hasattr(function, "model_dump"):
@@ -281,8 +307,10 @@ def _anthropic_blocks(content: Any, out: Rendering) -> None:
             source = field(block, "source")
             data = field(source, "data") if field(source, "type") == "base64" else None
             size = size_from_base64(data) if data else None
-            out.fixed += anthropic_image_tokens(size)
-            out.complete = out.complete and size is not None
+            if size is None:
+                out.guess("image", anthropic_image_tokens(None))
+            else:
+                out.fixed += anthropic_image_tokens(size)
         elif kind in ("tool_use", "server_tool_use"):
             out.texts.append(f'{field(block, "id") or ""}{field(block, "name") or ""}')
             out.texts.append(_as_json(field(block, "input") or {}))
@@ -312,8 +340,10 @@ def _anthropic_document(source: Any, out: Rendering) -> None:
     else:
         data = field(source, "data") if kind == "base64" else None
         pages = pdf_pages(data) if isinstance(data, str) else None
-        out.fixed += ANTHROPIC_PER_PDF_PAGE * (pages or 1)
-        out.complete = out.complete and pages is not None
+        if pages is None:
+            out.guess("file", ANTHROPIC_PER_PDF_PAGE)
+        else:
+            out.fixed += ANTHROPIC_PER_PDF_PAGE * pages
 
 
 def _anthropic_message(message: Any) -> Rendering:
@@ -329,6 +359,8 @@ def _anthropic_tools(tools: Any) -> Rendering:
     out = Rendering()
     for tool in _iter(tools):
         out.texts.append(_as_json(tool))
+        if field(tool, "type") not in (None, "custom") and field(tool, "input_schema") is None:
+            out.server, out.complete = True, False  # a server tool (web search, code execution)
     if out.texts:
         out.fixed += ANTHROPIC_TOOL_SYSTEM_PROMPT
     return out
