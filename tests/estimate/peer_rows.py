@@ -56,7 +56,8 @@ def categories(body: dict) -> frozenset[str]:
     if not found - {"all"}:
         found.add("text")
     model = str(body.get("model") or "")
-    if model.startswith(("o1", "o3", "o4", "gpt-5")) or body.get("reasoning") or body.get("thinking"):
+    reasoning = body.get("reasoning") or body.get("thinking")
+    if model.startswith(("o1", "o3", "o4", "gpt-5")) or reasoning:
         found.add("reasoning models")
     if body.get("previous_response_id"):
         found.add("chained (previous_response_id)")
@@ -133,7 +134,7 @@ def replayed(files: dict[str, list[peer.Truth]]) -> list[Row]:
     return rows
 
 
-def _replay_one(path: str, truth: peer.Truth, telemetry, drive) -> Row | None:  # type: ignore[no-untyped-def]
+def _replay_one(path, truth, telemetry, drive) -> Row | None:  # type: ignore[no-untyped-def]
     interaction = peer.interaction(truth)
     target = drive.target(interaction)
     if target is None:

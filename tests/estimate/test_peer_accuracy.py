@@ -33,8 +33,9 @@ def test_the_product_estimates_real_requests_as_the_estimator_does_and_meets_the
     replayed = peer_rows.replayed(files)
     by_direct, by_replay = peer_rows.table(direct), peer_rows.table(replayed)
     with capsys.disabled():
-        print("\n" + peer_rows.render("estimate |error| on the peer corpus, replayed through the "
-                                      "real clients (billed input, cache included)", by_replay))  # fmt: skip
+        title = ("estimate |error| on the peer corpus, replayed through the real clients "
+                 "(billed input, cache included)")
+        print("\n" + peer_rows.render(title, by_replay))
         marked = sum(not r.complete for r in replayed if abs(r.error) > TARGETS["all"])
         far = sum(abs(r.error) > TARGETS["all"] for r in replayed)
         print(f"  beyond 25%: {far}, of which {marked} say estimate.complete=false")

@@ -74,8 +74,9 @@ def test_anthropic_effort_and_task_budgets_add_no_structured_output_prompt():
 
 def test_server_run_tools_mark_the_estimate_incomplete():
     ask = [{"role": "user", "content": "Who won yesterday?"}]
-    anthropic = Estimator().estimate(Request("anthropic_messages", "claude-sonnet-4-5", ask, tools=[
-        {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}]), provider="anthropic")
+    search = {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
+    anthropic = Estimator().estimate(Request("anthropic_messages", "claude-sonnet-4-5", ask,
+                                             tools=[search]), provider="anthropic")  # fmt: skip
     responses = Estimator().estimate(Request("openai_responses", "gpt-5", ask, tools=[
         {"type": "code_interpreter", "container": {"type": "auto"}}]), provider="openai")
     custom = Estimator().estimate(Request("anthropic_messages", "claude-sonnet-4-5", ask, tools=[

@@ -85,7 +85,9 @@ class _Cursor(NamedTuple):
     carried: int
 
 
-def _render_messages(renderer: Any, api: Api, messages: Any, model: str | None) -> tuple[Any, Any, bool]:
+def _render_messages(
+    renderer: Any, api: Api, messages: Any, model: str | None
+) -> tuple[Any, Any, bool]:
     """(the messages' rendering, the last message's, whether a user turn opens among them).
 
     Reasoning carried back (``Rendering.carried``) counts only after the last user turn:
@@ -183,7 +185,9 @@ class Estimator:
             and _digest(renderer.render_message(api, messages[cursor.n_messages - 1], model))
             == cursor.last_digest
         ):  # delta: the reported input plus only what was appended since
-            appended, last, opened = _render_messages(renderer, api, messages[cursor.n_messages :], model)
+            appended, last, opened = _render_messages(
+                renderer, api, messages[cursor.n_messages :], model
+            )
             counted, fixed = _count(appended, encoding)
             scaled = round(counted * ratio) if ratio else counted
             # a new user turn drops the reasoning the reported input carried
@@ -258,7 +262,8 @@ class Estimator:
                 self._learn_guessed(estimate, reported_input)
             elif estimate.estimate.source == "full" and estimate.heuristic_raw > 0:
                 ratio = (reported_input - estimate.fixed) / estimate.heuristic_raw
-                self._add(self._ratios, estimate.model, min(max(ratio, _RATIO_BOUNDS[0]), _RATIO_BOUNDS[1]))
+                ratio = min(max(ratio, _RATIO_BOUNDS[0]), _RATIO_BOUNDS[1])
+                self._add(self._ratios, estimate.model, ratio)
 
     def _learn_guessed(self, estimate: RequestEstimate, reported_input: int) -> None:
         """The actual tokens per part of unknown size: what the call reported beyond the rest

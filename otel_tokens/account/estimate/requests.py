@@ -46,7 +46,8 @@ OPENAI_PER_TOOL_CALL = 12  # the rendering of one call around its name and argum
 OPENAI_PER_TOOL_RESULT = 5  # a tool result's framing beyond a message's
 ANTHROPIC_PER_MESSAGE = 4
 ANTHROPIC_REQUEST_OVERHEAD = 4
-ANTHROPIC_TOOL_SYSTEM_PROMPT = 420  # the tool-use system prompt (measured; documented: 346, older models)
+#: the tool-use system prompt: documented 346 (older models measure that); newer ones ~510
+ANTHROPIC_TOOL_SYSTEM_PROMPT = 420  # the middle, fitted on either half of the peer corpus
 ANTHROPIC_PER_TOOL_USE = 10
 ANTHROPIC_PER_TOOL_RESULT = 6
 ANTHROPIC_THINKING_PROMPT = 30  # the system text extended thinking adds (measured)
@@ -322,7 +323,8 @@ def _anthropic_blocks(content: Any, out: Rendering) -> None:
         elif kind == "thinking":  # billed only within its turn (see Rendering.carried)
             out.carried += heuristic_tokens(field(block, "thinking") or "")
         elif kind == "redacted_thinking":  # encrypted: its size approximates its tokens
-            out.carried += round(len(field(block, "data") or "") / ENCRYPTED_REASONING_CHARS_PER_TOKEN)
+            data = field(block, "data") or ""
+            out.carried += round(len(data) / ENCRYPTED_REASONING_CHARS_PER_TOKEN)
             out.complete = False
         elif kind == "document":
             _anthropic_document(field(block, "source"), out)
