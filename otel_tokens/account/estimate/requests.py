@@ -246,6 +246,10 @@ def _responses_item(item: Any, model: str | None) -> Rendering:
         return out
     if kind == "reasoning":
         return _reasoning_item(item)
+    if field(item, "tools") is not None:  # tools made available mid-conversation (tool search)
+        out = Rendering(fixed=OPENAI_PER_MESSAGE)
+        out.add(_openai_tools(field(item, "tools")))
+        return out
     return _openai_chat_message(item, model)  # messages: {"role", "content"}
 
 
@@ -298,6 +302,8 @@ def _openai_tools(tools: Any) -> Rendering:
         if kind not in (None, "function", "custom"):  # a hosted tool: the server runs it
             out.fixed += RESPONSES_HOSTED_TOOLS.get(kind, 0)  # its own instructions, if known
             out.server, out.complete = True, False
+            continue
+        if field(tool, "defer_loading"):  # shown to the model only once a tool search finds it
             continue
         function = field(tool, "function") or tool  # chat: {"type","function"}; responses: flat
         if hasattr(function, "model_dump"):
@@ -382,7 +388,7 @@ def _anthropic_message(message: Any) -> Rendering:
 def _anthropic_tools(tools: Any) -> Rendering:
     out = Rendering()
     for tool in _iter(tools):
-        out.texts.append(_as_json(tool))
+        out.texts.append(_as_json(tool))  # deferred ones too (measured: they cost about as much)
         kind = field(tool, "type")
         if kind not in (None, "custom") and field(tool, "input_schema") is None:
             out.server, out.complete = True, False  # a server tool (web search, code execution)
