@@ -246,6 +246,9 @@ def _responses_item(item: Any, model: str | None) -> Rendering:
         return out
     if kind == "reasoning":
         return _reasoning_item(item)
+    if kind == "compaction":  # the compacted conversation, encrypted: sized like reasoning
+        tokens = _encrypted_tokens(field(item, "encrypted_content"))
+        return Rendering(fixed=tokens or 0, complete=False)
     if field(item, "tools") is not None:  # tools made available mid-conversation (tool search)
         out = Rendering(fixed=OPENAI_PER_MESSAGE)
         out.add(_openai_tools(field(item, "tools")))
@@ -257,11 +260,15 @@ def _reasoning_item(item: Any) -> Rendering:
     """A reasoning item carried back: its tokens (billed only in the turn that produced it)
     from the size of its ciphertext, an approximation, so marked; without encrypted content
     the server holds it (a stored response) and its size is unknown."""
-    encrypted = field(item, "encrypted_content")
+    return Rendering(complete=False, carried=_encrypted_tokens(field(item, "encrypted_content")) or 0)
+
+
+def _encrypted_tokens(encrypted: Any) -> int | None:
+    """Tokens of an encrypted item from its ciphertext's size (None: no ciphertext)."""
     if not isinstance(encrypted, str):
-        return Rendering(complete=False)
+        return None
     size = max(0, len(encrypted) - ENCRYPTED_REASONING_EMPTY)
-    return Rendering(complete=False, carried=round(size / ENCRYPTED_REASONING_CHARS_PER_TOKEN))
+    return round(size / ENCRYPTED_REASONING_CHARS_PER_TOKEN)
 
 
 def _ts_type(schema: Any, indent: str) -> str:
