@@ -36,15 +36,15 @@ def _measured() -> tuple[list[peer_rows.Row], list[peer_rows.Row]]:
     return peer_rows.direct(files), peer_rows.replayed(files)
 
 
-def test_the_product_estimates_as_the_estimator_does_and_complete_estimates_meet_the_targets(capsys):
+def test_the_product_estimates_as_the_estimator_does_and_complete_ones_meet_the_targets(capsys):
     peer.require()
     direct, replayed = _measured()
     complete = [r for r in replayed if r.complete]
     by_replay = peer_rows.table(replayed)
     with capsys.disabled():
-        title = "estimate |error| on the peer corpus, replayed through the real clients (billed input)"
+        title = "estimate |error| on the peer corpus, replayed through the real clients"
         print("\n" + peer_rows.render(title, by_replay))
-        print(peer_rows.render("the estimates that say they are complete", peer_rows.table(complete)))
+        print(peer_rows.render("those that say they are complete", peer_rows.table(complete)))
         far = [r for r in replayed if abs(r.error) > TARGETS["all"]]
         print(f"  beyond 25%: {len(far)}, {sum(not r.complete for r in far)} of them marked "
               f"estimate.complete=false")  # fmt: skip
