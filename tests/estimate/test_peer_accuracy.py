@@ -52,7 +52,7 @@ def test_the_product_estimates_as_the_estimator_does_and_complete_ones_meet_the_
     # after calls billed with iterations apart (the delta builds on the message's own input)
     assert len(replayed) == len(direct) == 718
     assert [(r.file, r.error) for r in replayed] == [(r.file, r.error) for r in direct]
-    assert len(complete) >= 0.85 * len(replayed)  # "incomplete" stays the exception it is
+    assert len(complete) >= 0.8 * len(replayed)  # "incomplete" stays the exception it is
     assert not _misses(peer_rows.table(complete)), _misses(peer_rows.table(complete))
     assert not _misses(by_replay, ("text", "images")), _misses(by_replay, ("text", "images"))
 

@@ -195,7 +195,8 @@ class Estimator:
             tokens = cursor.reported_input - cursor.carried + kept + scaled + fixed
             guessed, tokens = self._guessed(appended, model, tokens)
             return RequestEstimate(Estimate(max(1, tokens), "delta"), ratio, model, key, n,
-                                   _digest(last), preamble_digest, 0, fixed, appended.complete,
+                                   _digest(last), preamble_digest, 0, fixed,
+                                   appended.complete and not preamble.server,  # tools may run
                                    kept + appended.carried, guessed, preamble.server)  # fmt: skip
 
         # the whole request, for exact or full; continuing a known Responses chain, the
