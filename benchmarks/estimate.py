@@ -90,6 +90,29 @@ def accuracy() -> None:
     acc.print_table("cassettes: estimates vs the API's own input tokens", acc.table(rows))
     acc.print_table("cassettes without remote-URL images", acc.table([r for r in rows if not r[5]]))
     acc.test_corpus_heuristic_against_tiktoken(encoding_for("gpt-4o"))
+    peer_corpus()
+
+
+def peer_corpus() -> None:
+    """The peer corpus's requests (tests/estimate/peer_rows.py, the estimator driven directly):
+    by category, for the estimates that say they are complete, and on each half of the
+    recordings (split by a hash of the file name: the held-out check of the constants)."""
+    import zlib
+
+    from tests.estimate import peer_rows
+
+    files = peer_rows.by_file()
+    if not files:
+        print("peer corpus absent (../shared/fixtures/peer-cassettes)")
+        return
+    rows = peer_rows.direct(files)
+    print(peer_rows.render("\npeer corpus, every request with billed input", peer_rows.table(rows)))
+    complete = [r for r in rows if r.complete]
+    print(peer_rows.render("the estimates that say they are complete", peer_rows.table(complete)))
+    for half in (0, 1):
+        part = {p: t for p, t in files.items() if zlib.crc32(p.encode()) % 2 == half}
+        title = f"half {'AB'[half]} of the recordings"
+        print(peer_rows.render(title, peer_rows.table(peer_rows.direct(part))))
 
 
 def main() -> None:

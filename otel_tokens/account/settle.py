@@ -330,8 +330,12 @@ class Accountant:
         if estimate is None or not actual or usage.source == "estimated":
             return None
         if call.request_estimate is not None and not failed:
-            try:  # calibration and the agent's cursor for later delta estimates
-                self.estimator.observe(call.request_estimate, actual)
+            try:  # calibration and the agent's cursor for later delta estimates: the
+                # message's own input (the first part), not iterations billed apart (a
+                # compaction reads the whole pre-compaction context; the next request does not)
+                parts = call.parts
+                own = parts[0].input_tokens if parts and type(parts[0]) is Usage else None
+                self.estimator.observe(call.request_estimate, own or actual)
                 request, response_id = call.request, call.response_id or usage.response_id
                 if response_id and request is not None and request.api == "openai_responses":
                     self.estimator.remember(response_id, actual + (usage.output_tokens or 0))

@@ -160,9 +160,13 @@ def _parts(fields: dict[str, Any], usage: Usage | None, model: str | None,
 def _messages_request(kwargs: dict[str, Any]) -> Request:
     thinking = _get(kwargs, "thinking")
     structured = _get(kwargs, "output_config") or _get(kwargs, "output_format")  # a JSON schema
+    tools = _get(kwargs, "tools") or []
+    servers = _get(kwargs, "mcp_servers")  # MCP servers the API calls itself: server-run tools
+    if isinstance(servers, list) and isinstance(tools, list):
+        tools = tools + [{"type": "mcp_server", **s} for s in servers if isinstance(s, dict)]
     return Request(
         "anthropic_messages", _get(kwargs, "model"), _get(kwargs, "messages") or [],
-        system=_get(kwargs, "system"), tools=_get(kwargs, "tools") or [],
+        system=_get(kwargs, "system"), tools=tools,
         thinking=_get(thinking, "type") == "enabled",
         response_format=structured if isinstance(structured, dict) else None,
     )  # fmt: skip

@@ -86,7 +86,9 @@ def test_cassette_accuracy_targets(rows):
 
 
 def test_no_request_of_100_tokens_is_badly_under_counted(rows):
-    under = [r for r in rows if r[3] >= 100 and (r[3] - r[4]) / r[3] > 0.25]
+    # a remote image's size is unknowable before the call: such an estimate says
+    # complete=false and the estimator learns the model's tokens per image (test_unknown_parts)
+    under = [r for r in rows if r[3] >= 100 and (r[3] - r[4]) / r[3] > 0.25 and not r[5]]
     assert under == []
 
 

@@ -33,6 +33,7 @@ _CALIBRATION_WINDOW = 50
 _RATIO_BOUNDS = (0.5, 2.0)
 _MAX_KEYS = 1024  # models with a calibration, (agent, provider, model) cursors: the oldest go first
 _JOINER = "\n"
+_MAX_PER_PART = 100_000  # tokens one part of unknown size is learnt at, at most
 
 
 def count_text(text: str, model: str | None = None) -> int:
@@ -70,6 +71,10 @@ class RequestEstimate(NamedTuple):
     heuristic_raw: int  # heuristic-counted tokens before calibration (0 when exact/delta)
     fixed: int
     complete: bool = True  # False: media of unknown size, or server-side turns not known
+    carried: int = 0  # reasoning of the current turn counted in (dropped at the next user turn)
+    #: parts of unknown size: (kind, how many, tokens counted for them), learnt from on observe
+    guessed: tuple[str, int, int] | None = None
+    server_tools: bool = False  # the server may run tools: the reported input sums its rounds
 
 
 class _Cursor(NamedTuple):
@@ -77,6 +82,29 @@ class _Cursor(NamedTuple):
     last_digest: int | None
     preamble_digest: int
     reported_input: int
+    carried: int
+
+
+def _render_messages(
+    renderer: Any, api: Api, messages: Any, model: str | None
+) -> tuple[Any, Any, bool]:
+    """(the messages' rendering, the last message's, whether a user turn opens among them).
+
+    Reasoning carried back (``Rendering.carried``) counts only after the last user turn:
+    the APIs drop it from earlier turns. The total's ``carried`` is what was counted."""
+    total = renderer.Rendering()
+    last = None
+    pending = 0
+    opened = False
+    for message in messages:
+        last = renderer.render_message(api, message, model)
+        if last.opens_turn:
+            pending, opened = 0, True
+        pending += last.carried
+        total.add(last)
+    total.fixed += pending
+    total.carried = pending
+    return total, last, opened
 
 
 def _digest(rendering: Rendering) -> int:  # noqa: F821 (imported lazily)
@@ -127,6 +155,7 @@ class Estimator:
         self._ratios: dict[str | None, _Ratios] = {}
         self._cursors: dict[tuple[Any, ...], _Cursor] = {}
         self._responses: dict[str, int] = {}  # response id -> its input + output (chains)
+        self._media: dict[tuple[str | None, str | None], _Ratios] = {}  # tokens per unknown part
         self._lock = threading.Lock()  # writers; readers take single dict look-ups
 
     def calibration(self, model: str | None) -> float | None:
@@ -137,13 +166,10 @@ class Estimator:
     def estimate(self, request: Request, *, provider: str, agent: str = "default") -> RequestEstimate:
         """The best available estimate of ``request``'s input tokens."""
         renderer = _renderer or _load_renderer()
-        Rendering, render_message = renderer.Rendering, renderer.render_message
-        messages_of, render_preamble = renderer.messages_of, renderer.render_preamble
-
         api = request.api
         model = request.model
-        messages = messages_of(request)
-        preamble = render_preamble(request)
+        messages = renderer.messages_of(request)
+        preamble = renderer.render_preamble(request)
         preamble_digest = _digest(preamble)
         key = (agent, provider, model)
         encoding = (
@@ -156,42 +182,58 @@ class Estimator:
             cursor is not None
             and 0 < cursor.n_messages < n
             and cursor.preamble_digest == preamble_digest
-            and _digest(render_message(api, messages[cursor.n_messages - 1], model))
+            and _digest(renderer.render_message(api, messages[cursor.n_messages - 1], model))
             == cursor.last_digest
         ):  # delta: the reported input plus only what was appended since
-            appended = Rendering()
-            last = None
-            for message in messages[cursor.n_messages :]:
-                last = render_message(api, message, model)
-                appended.add(last)
+            appended, last, opened = _render_messages(
+                renderer, api, messages[cursor.n_messages :], model
+            )
             counted, fixed = _count(appended, encoding)
             scaled = round(counted * ratio) if ratio else counted
-            tokens = cursor.reported_input + scaled + fixed
-            return RequestEstimate(Estimate(tokens, "delta"), ratio, model, key, n,
-                                   _digest(last), preamble_digest, 0, fixed,  # type: ignore[arg-type]
-                                   appended.complete)  # fmt: skip
+            # a new user turn drops the reasoning the reported input carried
+            kept = 0 if opened else cursor.carried
+            tokens = cursor.reported_input - cursor.carried + kept + scaled + fixed
+            guessed, tokens = self._guessed(appended, model, tokens)
+            return RequestEstimate(Estimate(max(1, tokens), "delta"), ratio, model, key, n,
+                                   _digest(last), preamble_digest, 0, fixed,
+                                   appended.complete and not preamble.server,  # tools may run
+                                   kept + appended.carried, guessed, preamble.server)  # fmt: skip
 
         # the whole request, for exact or full; continuing a known Responses chain, the
         # server holds the earlier input (instructions and tools included) and output
         chained, known_chain = (0, True) if request.chained is None else self._chained(request)
-        rendering = Rendering()
+        rendering = renderer.Rendering()
         if not chained:
             rendering.add(preamble)
-        last = None
-        for message in messages:
-            last = render_message(api, message, model)
-            rendering.add(last)
+        body, last, _ = _render_messages(renderer, api, messages, model)
+        rendering.add(body)
         last_digest = _digest(last) if last is not None else None
         complete = rendering.complete and known_chain
         if encoding is not None:  # exact: the tokenizer over the whole request
             counted, fixed = _count(rendering, encoding)
-            return RequestEstimate(Estimate(counted + fixed + chained, "exact"), None, model, key, n,
-                                   last_digest, preamble_digest, 0, fixed + chained, complete)  # fmt: skip
+            guessed, tokens = self._guessed(rendering, model, counted + fixed + chained)
+            return RequestEstimate(Estimate(tokens, "exact"), None, model, key, n,
+                                   last_digest, preamble_digest, 0, fixed + chained, complete,
+                                   body.carried, guessed, preamble.server)  # fmt: skip
 
         counted, fixed = _count(rendering, None)
         scaled = round(counted * ratio) if ratio else counted
-        return RequestEstimate(Estimate(scaled + fixed + chained, "full"), ratio, model, key, n,
-                               last_digest, preamble_digest, counted, fixed + chained, complete)  # fmt: skip
+        guessed, tokens = self._guessed(rendering, model, scaled + fixed + chained)
+        return RequestEstimate(Estimate(tokens, "full"), ratio, model, key, n,
+                               last_digest, preamble_digest, counted, fixed + chained, complete,
+                               body.carried, guessed, preamble.server)  # fmt: skip
+
+    def _guessed(self, rendering: Any, model: str | None, tokens: int) -> tuple[Any, int]:
+        """Parts of unknown size: the tokens per part learnt for ``model`` in place of the
+        renderer's per-item figure, when learnt. (what was counted for them, the total)"""
+        if not rendering.unknown:
+            return None, tokens
+        kind = rendering.unknown_kind
+        learnt = self._media.get((model, kind))
+        if learnt is None or learnt.mean is None:
+            return (kind, rendering.unknown, rendering.unknown_tokens), tokens
+        applied = round(learnt.mean * rendering.unknown)
+        return (kind, rendering.unknown, applied), tokens - rendering.unknown_tokens + applied
 
     def _chained(self, request: Request) -> tuple[int, bool]:
         """(tokens of the server-side turns a Responses request continues, whether known)."""
@@ -208,23 +250,40 @@ class Estimator:
             _put(self._responses, response_id, context_tokens)
 
     def observe(self, estimate: RequestEstimate, reported_input: int | None) -> None:
-        """Learn from a completed call: the calibration (from ``full`` estimates) and the
-        agent's cursor for later ``delta`` estimates. ``reported_input`` must be reported."""
+        """Learn from a completed call: the calibration (from complete ``full`` estimates),
+        the tokens per part of unknown size, and the agent's cursor for later ``delta``
+        estimates. ``reported_input`` must be reported."""
         if reported_input is None or reported_input <= 0:
             return
-        cursor = _Cursor(
-            estimate.n_messages, estimate.last_digest, estimate.preamble_digest, reported_input
-        )
         with self._lock:
-            _put(self._cursors, estimate.cursor_key, cursor)
-            if estimate.estimate.source == "full" and estimate.heuristic_raw > 0:
+            _put(self._cursors, estimate.cursor_key, _Cursor(
+                estimate.n_messages, estimate.last_digest, estimate.preamble_digest,
+                reported_input, estimate.carried))  # fmt: skip
+            if not estimate.complete:
+                self._learn_guessed(estimate, reported_input)
+            elif estimate.estimate.source == "full" and estimate.heuristic_raw > 0:
                 ratio = (reported_input - estimate.fixed) / estimate.heuristic_raw
                 ratio = min(max(ratio, _RATIO_BOUNDS[0]), _RATIO_BOUNDS[1])
-                ratios = self._ratios.get(estimate.model)
-                if ratios is None:
-                    ratios = _Ratios(self._window)
-                    _put(self._ratios, estimate.model, ratios)
-                ratios.add(ratio)
+                self._add(self._ratios, estimate.model, ratio)
+
+    def _learn_guessed(self, estimate: RequestEstimate, reported_input: int) -> None:
+        """The actual tokens per part of unknown size: what the call reported beyond the rest
+        of the estimate, shared by its parts of one kind (a mix of kinds teaches nothing)."""
+        if estimate.guessed is None or estimate.server_tools:
+            return
+        kind, count, counted = estimate.guessed
+        if kind == "mixed":
+            return
+        rest = estimate.estimate.input_tokens - counted
+        per_part = (reported_input - rest) / count
+        self._add(self._media, (estimate.model, kind), min(max(per_part, 0.0), _MAX_PER_PART))
+
+    def _add(self, table: dict[Any, _Ratios], key: Any, value: float) -> None:
+        ratios = table.get(key)
+        if ratios is None:
+            ratios = _Ratios(self._window)
+            _put(table, key, ratios)
+        ratios.add(value)
 
     def output_tokens(self, text: str, model: str | None) -> int:
         """Estimated output tokens of streamed text (a stream that ended without usage)."""

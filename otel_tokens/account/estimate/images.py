@@ -1,15 +1,17 @@
 """Image input tokens: the providers' published formulas, from dimensions when readable.
 
-* OpenAI (GPT-4o family): ``detail="low"`` costs 85 tokens; otherwise the image is scaled to
-  fit 2048x2048, then its short side to 768, and costs 85 + 170 per 512-pixel tile
-  (gpt-4o-mini: 2833 + 5667 per tile).
+* OpenAI, tile models (GPT-4o family): ``detail="low"`` costs 85 tokens; otherwise the image
+  is scaled to fit 2048x2048, then its short side to 768, and costs 85 + 170 per 512-pixel
+  tile (gpt-4o-mini 2833 + 5667, gpt-5 70 + 140, o1/o3 75 + 150); patch models (gpt-5-mini,
+  gpt-5-nano, gpt-4.1-mini, gpt-4.1-nano, o4-mini): 32x32 patches, at most 1,536, times the
+  model's multiplier.
 * Anthropic: width x height / 750, after scaling the long side down to 1568 pixels.
 
 Dimensions are read from the header of a base64 ``data:`` URL or base64 source (PNG, JPEG,
-GIF, WebP). When they cannot be read (a remote URL, another format), a documented constant
-stands in: :data:`OPENAI_UNKNOWN_IMAGE` (a 1024x1024 high-detail image) and
-:data:`ANTHROPIC_UNKNOWN_IMAGE` (a 1092x1092 image, Anthropic's largest square size
-without resizing).
+GIF, WebP). When they cannot be read (a remote URL, another format), the figure of a small
+384x384 image stands in (:data:`OPENAI_UNKNOWN_IMAGE`, :data:`ANTHROPIC_UNKNOWN_IMAGE`), the
+estimate says it is incomplete, and the estimator learns the model's actual tokens per such
+image from completed calls (see ``Estimator.observe``).
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ __all__ = [
     "image_size", "openai_image_tokens",
 ]  # fmt: skip
 
-OPENAI_UNKNOWN_IMAGE = 765
-ANTHROPIC_UNKNOWN_IMAGE = 1590
+OPENAI_UNKNOWN_IMAGE = 255  # gpt-4o's for 384x384 (other families: their own for that size)
+ANTHROPIC_UNKNOWN_IMAGE = 197  # 384x384
 _HEADER_CHARS = 87_384  # base64 of the first 64 KiB: enough to reach a JPEG's frame header
 
 
@@ -81,16 +83,44 @@ def size_from_base64(b64: str) -> tuple[int, int] | None:
         return None
 
 
-def openai_image_tokens(size: tuple[int, int] | None, detail: str | None, model: str | None) -> int:
-    """Tokens OpenAI bills for one image input."""
-    mini = bool(model and "mini" in model and "4o" in model)
-    base, per_tile = (2833, 5667) if mini else (85, 170)
-    if detail == "low":
-        return base
-    if size is None:
-        return OPENAI_UNKNOWN_IMAGE if not mini else base + 4 * per_tile
+#: OpenAI's published image costs by model family (name prefix, first match wins): patch
+#: models count 32x32 patches (at most 1,536) times a multiplier; tile models a base plus a
+#: figure per 512x512 tile
+_OPENAI_PATCHES = (("gpt-5-mini", 1.62), ("gpt-5-nano", 2.46), ("gpt-4.1-mini", 1.62),
+                   ("gpt-4.1-nano", 2.46), ("o4-mini", 1.72))  # fmt: skip
+_OPENAI_TILES = (("gpt-4o-mini", (2833, 5667)), ("gpt-5", (70, 140)), ("o1", (75, 150)),
+                 ("o3", (75, 150)))  # fmt: skip
+_OPENAI_DEFAULT_TILES = (85, 170)  # gpt-4o, gpt-4.1, gpt-4.5 and the rest
+_UNKNOWN_SIDE = 384  # an image of unknown size: a small 384x384 one stands in (marked)
+
+
+def _family(model: str | None, table: tuple) -> object:
+    name = (model or "").lower().rsplit("/", 1)[-1]
+    return next((value for prefix, value in table if name.startswith(prefix)), None)
+
+
+def _patches(size: tuple[int, int], multiplier: float) -> int:
+    """OpenAI's patch count: an image over 1,536 patches is shrunk to fit (whole patches
+    across), then the count times the model's multiplier."""
     w, h = size
-    if w <= 0 or h <= 0:
+    patches = math.ceil(w / 32) * math.ceil(h / 32)
+    if patches > 1536:
+        shrink = math.sqrt(1536 * 32 * 32 / (w * h))
+        shrink *= min(math.floor(w * shrink / 32) / (w * shrink / 32),
+                      math.floor(h * shrink / 32) / (h * shrink / 32))  # fmt: skip
+        patches = min(1536, math.ceil(w * shrink / 32) * math.ceil(h * shrink / 32))
+    return math.ceil(patches * multiplier)
+
+
+def openai_image_tokens(size: tuple[int, int] | None, detail: str | None, model: str | None) -> int:
+    """Tokens OpenAI bills for one image input (an unknown size: a 384x384 image's)."""
+    size = size if size is not None else (_UNKNOWN_SIDE, _UNKNOWN_SIDE)
+    multiplier = _family(model, _OPENAI_PATCHES)
+    if isinstance(multiplier, float):
+        return _patches(size, multiplier) if size[0] > 0 and size[1] > 0 else 1
+    base, per_tile = _family(model, _OPENAI_TILES) or _OPENAI_DEFAULT_TILES  # type: ignore[misc]
+    w, h = size
+    if detail == "low" or w <= 0 or h <= 0:
         return base
     scale = min(1.0, 2048 / max(w, h))
     w, h = w * scale, h * scale

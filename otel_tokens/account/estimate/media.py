@@ -18,12 +18,18 @@ import base64
 import binascii
 import re
 import struct
+from typing import Any
 
-__all__ = ["audio_tokens", "decoded_size", "pdf_pages"]
+__all__ = ["audio_tokens", "decoded_size", "inline_text", "pdf_pages"]
 
 OPENAI_AUDIO_PER_SECOND = 10
 _MP3_BYTES_PER_SECOND = 16_000  # 128 kbit/s
 OPENAI_FILE_ITEM = 64  # a file or document whose content cannot be read here (measured)
+OPENAI_PER_PDF_PAGE = 220  # a PDF page's text and image (measured on a simple page)
+#: inline files read as text, beside ``text/*``
+TEXT_TYPES = frozenset(("application/json", "application/xml", "application/x-yaml",
+                        "application/javascript", "application/x-python"))  # fmt: skip
+_MAX_TEXT = 4 << 20  # base64 characters of an inline text file decoded to count it (3 MiB)
 ANTHROPIC_PER_PDF_PAGE = 2_250
 _WINDOW = 87_384  # base64 characters of 64 KiB: what is decoded at each end of a PDF
 _LINEARIZED = re.compile(rb"/Linearized[^>]*?/N\s+(\d+)")
@@ -55,6 +61,20 @@ def audio_tokens(b64: str, fmt: str | None) -> int:
         except (binascii.Error, ValueError, struct.error):
             pass
     return max(1, round(seconds * OPENAI_AUDIO_PER_SECOND))
+
+
+def inline_text(b64: Any) -> str | None:
+    """The text of a base64 ``data:`` text file (None: not base64 text, or too large to
+    decode on the call's path)."""
+    if not isinstance(b64, str):
+        return None
+    data = _data(b64).strip()
+    if len(data) > _MAX_TEXT:
+        return None
+    try:
+        return base64.b64decode(data, validate=False).decode("utf-8", "replace")
+    except (binascii.Error, ValueError):
+        return None
 
 
 def _slice(data: str, start: int, end: int) -> bytes:

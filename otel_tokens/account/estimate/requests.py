@@ -18,7 +18,11 @@ import json
 from dataclasses import dataclass, field as dc_field
 from typing import Any, Iterable, Sequence
 
-from .media import ANTHROPIC_PER_PDF_PAGE, OPENAI_FILE_ITEM, audio_tokens, pdf_pages
+from .text import heuristic_tokens
+from .media import (
+    ANTHROPIC_PER_PDF_PAGE, OPENAI_FILE_ITEM, OPENAI_PER_PDF_PAGE, TEXT_TYPES, audio_tokens,
+    inline_text, pdf_pages,
+)  # fmt: skip
 from .images import (
     ANTHROPIC_UNKNOWN_IMAGE,
     anthropic_image_tokens,
@@ -38,21 +42,37 @@ OPENAI_PER_MESSAGE = 3
 OPENAI_PER_NAME = 1
 OPENAI_REPLY_PRIMING = 3
 RESPONSES_REPLY_PRIMING = 4
+#: tokens fewer that a reasoning model's reply priming takes, per API (measured)
+REASONING_PRIMING_SAVING = {"openai_chat": 1, "openai_responses": 2}
 OPENAI_TOOLS_OVERHEAD = 8  # wrapping of the function namespace
 OPENAI_PER_TOOL_CALL = 12  # the rendering of one call around its name and arguments
 OPENAI_PER_TOOL_RESULT = 5  # a tool result's framing beyond a message's
 ANTHROPIC_PER_MESSAGE = 4
 ANTHROPIC_REQUEST_OVERHEAD = 4
-ANTHROPIC_TOOL_SYSTEM_PROMPT = 346  # Anthropic's documented tool-use system prompt (auto)
+#: the tool-use system prompt: documented 346 (older models measure that); newer ones ~510
+ANTHROPIC_TOOL_SYSTEM_PROMPT = 420  # the middle, fitted on either half of the peer corpus
 ANTHROPIC_PER_TOOL_USE = 10
 ANTHROPIC_PER_TOOL_RESULT = 6
 ANTHROPIC_THINKING_PROMPT = 30  # the system text extended thinking adds (measured)
 STRUCTURED_OUTPUT_OVERHEAD = 0  # the schema's JSON is all a response format costs (measured)
 ANTHROPIC_STRUCTURED_OUTPUT_PROMPT = 143  # the system text a JSON-schema output adds (measured)
-#: Responses hosted tools: (tokens of the instructions the API adds, whether that is all);
-#: file search also bills the retrieved chunks as input, unknown before the call
-RESPONSES_HOSTED_TOOLS = {"web_search": (267, True), "web_search_preview": (267, True),
-                          "file_search": (800, False)}  # fmt: skip
+#: OpenAI reasoning models on chat completions: what function tools add beyond their text
+#: (the tool-calling instructions of their chat format; Responses adds none; measured: +78
+#: on gpt-5 and gpt-5-mini with one tool, 0 on gpt-4o)
+OPENAI_REASONING_CHAT_TOOLS = 78
+#: an encrypted reasoning item carried back (Responses): ciphertext characters of an empty
+#: item, and characters per reasoning token beyond it (measured on recorded follow-ups)
+ENCRYPTED_REASONING_EMPTY = 1000
+ENCRYPTED_REASONING_CHARS_PER_TOKEN = 4.7
+#: Responses hosted tools: tokens of the instructions the API adds (measured); what the tool
+#: returns (search results, retrieved chunks, code output) is billed as input within the
+#: call and unknown before it
+RESPONSES_HOSTED_TOOLS = {"web_search": 267, "web_search_preview": 267, "file_search": 800,
+                          "tool_search": 300}  # fmt: skip
+#: Anthropic server tools (by type prefix): tokens their definition adds beyond its JSON
+#: (measured on half of the peer corpus, confirmed on the other half); their results and the
+#: rest are learnt per model (the estimate is marked incomplete)
+ANTHROPIC_SERVER_TOOLS = (("advisor", 1950), ("tool_search_tool", 300))
 
 
 @dataclass
@@ -62,12 +82,41 @@ class Rendering:
     texts: list[str] = dc_field(default_factory=list)
     fixed: int = 0
     complete: bool = True  # False: a part was counted by a per-item figure (size unknown)
+    #: reasoning carried back (Responses reasoning items, Anthropic thinking blocks): billed
+    #: only within the turn that produced it, dropped once a new user turn follows
+    carried: int = 0
+    opens_turn: bool = False  # a user message (not only tool results): a new turn starts
+    #: parts counted by a per-item figure (their size is not in the request): how many, of
+    #: which kind ("image", "file"; "mixed" when both), and the tokens the figures gave;
+    #: the estimator replaces the figure by what it learnt per model from actual usage
+    unknown: int = 0
+    unknown_kind: str | None = None
+    unknown_tokens: int = 0
+    #: tools the provider runs itself (web search, code execution...): their results are
+    #: billed as input within the call, unknown before it (so the estimate is incomplete)
+    server: bool = False
 
     def add(self, other: Rendering) -> None:
         self.texts.extend(other.texts)
         self.fixed += other.fixed
         if not other.complete:
             self.complete = False
+        if other.server:
+            self.server = True
+        if other.unknown:
+            self.unknown += other.unknown
+            self.unknown_tokens += other.unknown_tokens
+            if self.unknown_kind != other.unknown_kind:
+                self.unknown_kind = other.unknown_kind if self.unknown_kind is None else "mixed"
+
+    def guess(self, kind: str, tokens: int) -> None:
+        """A part whose size is unknown, counted by a per-item figure (marked incomplete)."""
+        self.fixed += tokens
+        self.complete = False
+        self.unknown += 1
+        self.unknown_tokens += tokens
+        if self.unknown_kind != kind:
+            self.unknown_kind = kind if self.unknown_kind is None else "mixed"
 
 
 def field(obj: Any, name: str, default: Any = None) -> Any:
@@ -112,21 +161,36 @@ def _openai_part(part: Any, out: Rendering, model: str | None) -> None:
         url = field(image, "url") if not isinstance(image, str) else image
         detail = field(image, "detail") if not isinstance(image, str) else field(part, "detail")
         size = size_from_base64(url) if isinstance(url, str) and url.startswith("data:") else None
-        out.fixed += openai_image_tokens(size, detail, model)
         if size is None and detail != "low":
-            out.complete = False
+            out.guess("image", openai_image_tokens(None, detail, model))
+        else:
+            out.fixed += openai_image_tokens(size, detail, model)
     elif kind == "input_audio":
         audio = field(part, "input_audio")
         data = field(audio, "data")
         if isinstance(data, str):
             out.fixed += audio_tokens(data, field(audio, "format"))
         else:
-            out.fixed, out.complete = out.fixed + OPENAI_FILE_ITEM, False
-    elif kind in ("input_file", "file"):  # no published formula: a per-item figure, marked
-        out.fixed, out.complete = out.fixed + OPENAI_FILE_ITEM, False
+            out.guess("file", OPENAI_FILE_ITEM)
+    elif kind in ("input_file", "file"):
+        _openai_file(field(part, "file") or part, out)
     elif part is not None:
         text = field(part, "text")
         out.texts.append(text if isinstance(text, str) else _as_json(part))
+
+
+def _openai_file(file: Any, out: Rendering) -> None:
+    """A file given inline: a text file as its text; a PDF by its pages at a per-page figure
+    (OpenAI shows the model each page's text and image; no published count), marked; a file
+    by id or URL, a per-item figure, marked."""
+    data = field(file, "file_data")
+    mime = data[5 : data.find(";", 5)] if isinstance(data, str) and data.startswith("data:") else ""
+    text = inline_text(data) if mime.startswith("text/") or mime in TEXT_TYPES else None
+    if text is not None:
+        out.texts.append(text)
+        return
+    pages = pdf_pages(data) if mime == "application/pdf" else None
+    out.guess("file", OPENAI_PER_PDF_PAGE * pages if pages else OPENAI_FILE_ITEM)
 
 
 def _openai_content(content: Any, out: Rendering, model: str | None) -> None:
@@ -150,7 +214,7 @@ def _openai_tool_call(call: Any, out: Rendering) -> None:
 
 
 def _openai_chat_message(message: Any, model: str | None) -> Rendering:
-    out = Rendering(fixed=OPENAI_PER_MESSAGE)
+    out = Rendering(fixed=OPENAI_PER_MESSAGE, opens_turn=field(message, "role") == "user")
     out.texts.append(field(message, "role") or "")
     if field(message, "name"):
         out.texts.append(field(message, "name"))
@@ -180,9 +244,31 @@ def _responses_item(item: Any, model: str | None) -> Rendering:
         else:
             _openai_content(output, out, model)
         return out
-    if kind == "reasoning":  # reasoning carried between turns is not billed as input again
-        return Rendering()
+    if kind == "reasoning":
+        return _reasoning_item(item)
+    if kind == "compaction":  # the compacted conversation, encrypted: sized like reasoning
+        tokens = _encrypted_tokens(field(item, "encrypted_content"))
+        return Rendering(fixed=tokens or 0, complete=False)
+    if field(item, "tools") is not None:  # tools made available mid-conversation (tool search)
+        out = Rendering(fixed=OPENAI_PER_MESSAGE)
+        out.add(_openai_tools(field(item, "tools")))
+        return out
     return _openai_chat_message(item, model)  # messages: {"role", "content"}
+
+
+def _reasoning_item(item: Any) -> Rendering:
+    """A reasoning item carried back: its tokens (billed only in the turn that produced it)
+    from the size of its ciphertext, an approximation, so marked; without encrypted content
+    the server holds it (a stored response) and its size is unknown."""
+    return Rendering(complete=False, carried=_encrypted_tokens(field(item, "encrypted_content")) or 0)
+
+
+def _encrypted_tokens(encrypted: Any) -> int | None:
+    """Tokens of an encrypted item from its ciphertext's size (None: no ciphertext)."""
+    if not isinstance(encrypted, str):
+        return None
+    size = max(0, len(encrypted) - ENCRYPTED_REASONING_EMPTY)
+    return round(size / ENCRYPTED_REASONING_CHARS_PER_TOKEN)
 
 
 def _ts_type(schema: Any, indent: str) -> str:
@@ -219,10 +305,12 @@ def _openai_tools(tools: Any) -> Rendering:
     out = Rendering()
     parts = []
     for tool in _iter(tools):
-        hosted = RESPONSES_HOSTED_TOOLS.get(field(tool, "type"))
-        if hosted is not None:  # a hosted tool's own instructions (and, for file search, results)
-            out.fixed += hosted[0]
-            out.complete = out.complete and hosted[1]
+        kind = field(tool, "type")
+        if kind not in (None, "function", "custom"):  # a hosted tool: the server runs it
+            out.fixed += RESPONSES_HOSTED_TOOLS.get(kind, 0)  # its own instructions, if known
+            out.server, out.complete = True, False
+            continue
+        if field(tool, "defer_loading"):  # shown to the model only once a tool search finds it
             continue
         function = field(tool, "function") or tool  # chat: {"type","function"}; responses: flat
         if hasattr(function, "model_dump"):
@@ -255,8 +343,10 @@ def _anthropic_blocks(content: Any, out: Rendering) -> None:
             source = field(block, "source")
             data = field(source, "data") if field(source, "type") == "base64" else None
             size = size_from_base64(data) if data else None
-            out.fixed += anthropic_image_tokens(size)
-            out.complete = out.complete and size is not None
+            if size is None:
+                out.guess("image", anthropic_image_tokens(None))
+            else:
+                out.fixed += anthropic_image_tokens(size)
         elif kind in ("tool_use", "server_tool_use"):
             out.texts.append(f'{field(block, "id") or ""}{field(block, "name") or ""}')
             out.texts.append(_as_json(field(block, "input") or {}))
@@ -265,8 +355,12 @@ def _anthropic_blocks(content: Any, out: Rendering) -> None:
             out.texts.append(field(block, "tool_use_id") or "")
             _anthropic_blocks(field(block, "content"), out)
             out.fixed += ANTHROPIC_PER_TOOL_RESULT
-        elif kind in ("thinking", "redacted_thinking"):
-            out.texts.append(field(block, "thinking") or "")
+        elif kind == "thinking":  # billed only within its turn (see Rendering.carried)
+            out.carried += heuristic_tokens(field(block, "thinking") or "")
+        elif kind == "redacted_thinking":  # encrypted: its size approximates its tokens
+            data = field(block, "data") or ""
+            out.carried += round(len(data) / ENCRYPTED_REASONING_CHARS_PER_TOKEN)
+            out.complete = False
         elif kind == "document":
             _anthropic_document(field(block, "source"), out)
         elif block is not None:
@@ -283,20 +377,29 @@ def _anthropic_document(source: Any, out: Rendering) -> None:
     else:
         data = field(source, "data") if kind == "base64" else None
         pages = pdf_pages(data) if isinstance(data, str) else None
-        out.fixed += ANTHROPIC_PER_PDF_PAGE * (pages or 1)
-        out.complete = out.complete and pages is not None
+        if pages is None:
+            out.guess("file", ANTHROPIC_PER_PDF_PAGE)
+        else:
+            out.fixed += ANTHROPIC_PER_PDF_PAGE * pages
 
 
 def _anthropic_message(message: Any) -> Rendering:
     out = Rendering(fixed=ANTHROPIC_PER_MESSAGE)
-    _anthropic_blocks(field(message, "content"), out)
+    content = field(message, "content")
+    _anthropic_blocks(content, out)
+    out.opens_turn = field(message, "role") == "user" and (isinstance(content, str) or any(
+        field(block, "type") != "tool_result" for block in _iter(content)))  # fmt: skip
     return out
 
 
 def _anthropic_tools(tools: Any) -> Rendering:
     out = Rendering()
     for tool in _iter(tools):
-        out.texts.append(_as_json(tool))
+        out.texts.append(_as_json(tool))  # deferred ones too (measured: they cost about as much)
+        kind = field(tool, "type")
+        if kind not in (None, "custom") and field(tool, "input_schema") is None:
+            out.server, out.complete = True, False  # a server tool (web search, code execution)
+            out.fixed += next((n for p, n in ANTHROPIC_SERVER_TOOLS if str(kind).startswith(p)), 0)
     if out.texts:
         out.fixed += ANTHROPIC_TOOL_SYSTEM_PROMPT
     return out
@@ -430,14 +533,19 @@ def render_preamble(request: Request) -> Rendering:
         out.add(_anthropic_tools(request.tools))
         if request.thinking:
             out.fixed += ANTHROPIC_THINKING_PROMPT
-        if request.response_format is not None:
-            out.fixed += ANTHROPIC_STRUCTURED_OUTPUT_PROMPT
+        if request.response_format is not None and _structured_schema(request.response_format):
+            out.fixed += ANTHROPIC_STRUCTURED_OUTPUT_PROMPT  # not for effort or task budgets
     elif request.api in ("openai_chat", "openai_responses"):
         out.fixed += RESPONSES_REPLY_PRIMING if request.api == "openai_responses" else OPENAI_REPLY_PRIMING
+        if openai_reasoning_model(request.model):  # their reply is primed shorter (measured)
+            out.fixed -= REASONING_PRIMING_SAVING[request.api]
         if request.system:  # Responses `instructions`: a system message
             out.texts.append(request.system if isinstance(request.system, str) else _as_json(request.system))
             out.fixed += OPENAI_PER_MESSAGE
-        out.add(_openai_tools(request.tools))
+        tools = _openai_tools(request.tools)
+        if tools.texts and request.api == "openai_chat" and openai_reasoning_model(request.model):
+            tools.fixed += OPENAI_REASONING_CHAT_TOOLS
+        out.add(tools)
     elif request.api == "gemini_contents":
         if request.system:
             out.add(_gemini_content(request.system))
@@ -448,6 +556,8 @@ def render_preamble(request: Request) -> Rendering:
         _converse_blocks(request.system, out)
         for tool in _iter(request.tools):
             out.texts.append(_as_json(tool))
+    if out.server:  # what server-run tools return: learnt per model from actual usage
+        out.guess("server", 0)
     if request.response_format is not None:
         schema = _structured_schema(request.response_format)
         if schema is not None:
@@ -456,14 +566,30 @@ def render_preamble(request: Request) -> Rendering:
     return out
 
 
+def openai_reasoning_model(model: str | None) -> bool:
+    """An OpenAI reasoning model (the o-series and GPT-5 families, by name)."""
+    name = (model or "").lower().rsplit("/", 1)[-1]
+    return name.startswith(_REASONING_FAMILIES)
+
+
+_REASONING_FAMILIES = ("o1", "o3", "o4", "gpt-5")
+
+
 def _structured_schema(response_format: Any) -> str | None:
     """The JSON schema of a structured-output request (chat ``response_format`` or Responses
     ``text.format``), as the text the model is shown."""
     fmt = field(response_format, "format") or response_format  # Responses: {"format": {...}}
     if field(fmt, "type") != "json_schema":
         return None
-    schema = field(field(fmt, "json_schema"), "schema") or field(fmt, "schema")
-    return _as_json(schema) if schema is not None else None
+    named = field(fmt, "json_schema") or fmt  # chat: {"json_schema": {name, schema}}; flat
+    schema = field(named, "schema")
+    if schema is None:
+        return None
+    if not isinstance(named, dict) or "name" not in named:  # Anthropic: the schema alone
+        return _as_json(schema)
+    description = field(named, "description")
+    doc = f"// {description}\n" if description else ""
+    return f"{field(named, 'name')}\n{doc}{_as_json(schema)}"
 
 
 def render_request(request: Request) -> tuple[Rendering, list[Rendering]]:
