@@ -18,7 +18,7 @@ from . import registry
 
 __all__ = [
     "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AnthropicInstrumentor", "BedrockInstrumentor",
-    "GoogleGenAIInstrumentor", "LangGraphInstrumentor", "LiteLLMInstrumentor", "OpenAIAgentsInstrumentor",
+    "GenAIAgentSpansInstrumentor", "GoogleGenAIInstrumentor", "LangGraphInstrumentor", "LiteLLMInstrumentor", "OpenAIAgentsInstrumentor",
     "OpenAIInstrumentor", "PydanticAIInstrumentor",
 ]  # fmt: skip
 
@@ -82,6 +82,12 @@ class BedrockInstrumentor(_Delegating):
     and ``invoke_model_with_response_stream`` of ``bedrock-runtime``."""
 
     name = "bedrock"
+
+
+class GenAIAgentSpansInstrumentor(_Delegating):
+    """Agent names from GenAI ``invoke_agent`` spans, whichever framework or tracer made them."""
+
+    name = "genai_agents"
 
 
 class GoogleGenAIInstrumentor(_Delegating):
