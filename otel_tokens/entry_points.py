@@ -17,9 +17,10 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from . import registry
 
 __all__ = [
-    "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AnthropicInstrumentor", "BedrockInstrumentor",
-    "GenAIAgentSpansInstrumentor", "GoogleGenAIInstrumentor", "LangGraphInstrumentor", "LiteLLMInstrumentor", "OpenAIAgentsInstrumentor",
-    "OpenAIInstrumentor", "PydanticAIInstrumentor",
+    "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AnthropicInstrumentor",
+    "BedrockInstrumentor", "CrewAIInstrumentor", "GenAIAgentSpansInstrumentor",
+    "GoogleGenAIInstrumentor", "LangGraphInstrumentor", "LiteLLMInstrumentor",
+    "OpenAIAgentsInstrumentor", "OpenAIInstrumentor", "PydanticAIInstrumentor",
 ]  # fmt: skip
 
 
@@ -82,6 +83,12 @@ class BedrockInstrumentor(_Delegating):
     and ``invoke_model_with_response_stream`` of ``bedrock-runtime``."""
 
     name = "bedrock"
+
+
+class CrewAIInstrumentor(_Delegating):
+    """Agent names from CrewAI: each call is recorded under the role of the agent making it."""
+
+    name = "crewai"
 
 
 class GenAIAgentSpansInstrumentor(_Delegating):

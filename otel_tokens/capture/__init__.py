@@ -21,6 +21,7 @@ BACKENDS: dict[str, str] = {
     "openai_agents": "otel_tokens.capture.openai_agents_patches",
     "pydantic_ai": "otel_tokens.capture.pydantic_ai_patches",
     "langgraph": "otel_tokens.capture.langgraph_patches",
+    "crewai": "otel_tokens.capture.crewai_patches",
     "genai_agents": "otel_tokens.capture.genai_agents_patches",
     "agent_cli": "otel_tokens.capture.agent_cli_patches",
     "agent_backends": "otel_tokens.capture.backend_patches",
