@@ -20,7 +20,8 @@ __all__ = [
     "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AnthropicInstrumentor",
     "BedrockInstrumentor", "CrewAIInstrumentor", "GenAIAgentSpansInstrumentor",
     "GoogleGenAIInstrumentor", "LangGraphInstrumentor", "LiteLLMInstrumentor",
-    "OpenAIAgentsInstrumentor", "OpenAIInstrumentor", "PydanticAIInstrumentor",
+    "LlamaIndexInstrumentor", "OpenAIAgentsInstrumentor", "OpenAIInstrumentor",
+    "PydanticAIInstrumentor",
 ]  # fmt: skip
 
 
@@ -89,6 +90,12 @@ class CrewAIInstrumentor(_Delegating):
     """Agent names from CrewAI: each call is recorded under the role of the agent making it."""
 
     name = "crewai"
+
+
+class LlamaIndexInstrumentor(_Delegating):
+    """Agent names from LlamaIndex agents: each call is recorded under the agent taking the step."""
+
+    name = "llama_index"
 
 
 class GenAIAgentSpansInstrumentor(_Delegating):
