@@ -21,7 +21,7 @@ __all__ = [
     "BedrockInstrumentor", "CrewAIInstrumentor", "GenAIAgentSpansInstrumentor",
     "GoogleGenAIInstrumentor", "LangGraphInstrumentor", "LiteLLMInstrumentor",
     "LlamaIndexInstrumentor", "OpenAIAgentsInstrumentor", "OpenAIInstrumentor",
-    "PydanticAIInstrumentor",
+    "PydanticAIInstrumentor", "SmolagentsInstrumentor",
 ]  # fmt: skip
 
 
@@ -96,6 +96,12 @@ class LlamaIndexInstrumentor(_Delegating):
     """Agent names from LlamaIndex agents: each call is recorded under the agent taking the step."""
 
     name = "llama_index"
+
+
+class SmolagentsInstrumentor(_Delegating):
+    """Agent names from smolagents: each call is recorded under the named agent running (managed agents too)."""
+
+    name = "smolagents"
 
 
 class GenAIAgentSpansInstrumentor(_Delegating):

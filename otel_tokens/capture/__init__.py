@@ -23,6 +23,7 @@ BACKENDS: dict[str, str] = {
     "langgraph": "otel_tokens.capture.langgraph_patches",
     "crewai": "otel_tokens.capture.crewai_patches",
     "llama_index": "otel_tokens.capture.llama_index_patches",
+    "smolagents": "otel_tokens.capture.smolagents_patches",
     "genai_agents": "otel_tokens.capture.genai_agents_patches",
     "agent_cli": "otel_tokens.capture.agent_cli_patches",
     "agent_backends": "otel_tokens.capture.backend_patches",
