@@ -18,10 +18,10 @@ from . import registry
 
 __all__ = [
     "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AnthropicInstrumentor",
-    "BedrockInstrumentor", "CrewAIInstrumentor", "GenAIAgentSpansInstrumentor",
-    "GoogleGenAIInstrumentor", "LangGraphInstrumentor", "LiteLLMInstrumentor",
-    "LlamaIndexInstrumentor", "OpenAIAgentsInstrumentor", "OpenAIInstrumentor",
-    "PydanticAIInstrumentor", "SmolagentsInstrumentor",
+    "AutoGenInstrumentor", "BedrockInstrumentor", "CrewAIInstrumentor",
+    "GenAIAgentSpansInstrumentor", "GoogleGenAIInstrumentor", "LangGraphInstrumentor",
+    "LiteLLMInstrumentor", "LlamaIndexInstrumentor", "OpenAIAgentsInstrumentor",
+    "OpenAIInstrumentor", "PydanticAIInstrumentor", "SmolagentsInstrumentor",
 ]  # fmt: skip
 
 
@@ -102,6 +102,12 @@ class SmolagentsInstrumentor(_Delegating):
     """Agent names from smolagents: each call is recorded under the named agent running (managed agents too)."""
 
     name = "smolagents"
+
+
+class AutoGenInstrumentor(_Delegating):
+    """Agent names from AutoGen AgentChat: each call is recorded under the agent handling the messages (teams too)."""
+
+    name = "autogen"
 
 
 class GenAIAgentSpansInstrumentor(_Delegating):

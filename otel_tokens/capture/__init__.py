@@ -24,6 +24,7 @@ BACKENDS: dict[str, str] = {
     "crewai": "otel_tokens.capture.crewai_patches",
     "llama_index": "otel_tokens.capture.llama_index_patches",
     "smolagents": "otel_tokens.capture.smolagents_patches",
+    "autogen": "otel_tokens.capture.autogen_patches",
     "genai_agents": "otel_tokens.capture.genai_agents_patches",
     "agent_cli": "otel_tokens.capture.agent_cli_patches",
     "agent_backends": "otel_tokens.capture.backend_patches",
