@@ -17,8 +17,8 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from . import registry
 
 __all__ = [
-    "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AnthropicInstrumentor",
-    "AutoGenInstrumentor", "BedrockInstrumentor", "CrewAIInstrumentor",
+    "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AgnoInstrumentor",
+    "AnthropicInstrumentor", "AutoGenInstrumentor", "BedrockInstrumentor", "CrewAIInstrumentor",
     "GenAIAgentSpansInstrumentor", "GoogleGenAIInstrumentor", "LangGraphInstrumentor",
     "LiteLLMInstrumentor", "LlamaIndexInstrumentor", "OpenAIAgentsInstrumentor",
     "OpenAIInstrumentor", "PydanticAIInstrumentor", "SmolagentsInstrumentor",
@@ -108,6 +108,12 @@ class AutoGenInstrumentor(_Delegating):
     """Agent names from AutoGen AgentChat: each call is recorded under the agent handling the messages (teams too)."""
 
     name = "autogen"
+
+
+class AgnoInstrumentor(_Delegating):
+    """Agent names from Agno: each call is recorded under the agent or team running (members too)."""
+
+    name = "agno"
 
 
 class GenAIAgentSpansInstrumentor(_Delegating):

@@ -25,6 +25,7 @@ BACKENDS: dict[str, str] = {
     "llama_index": "otel_tokens.capture.llama_index_patches",
     "smolagents": "otel_tokens.capture.smolagents_patches",
     "autogen": "otel_tokens.capture.autogen_patches",
+    "agno": "otel_tokens.capture.agno_patches",
     "genai_agents": "otel_tokens.capture.genai_agents_patches",
     "agent_cli": "otel_tokens.capture.agent_cli_patches",
     "agent_backends": "otel_tokens.capture.backend_patches",

@@ -95,65 +95,71 @@ def _leave(token: Any) -> None:
 
 
 def run_wrapper(describe: Describe) -> Callable[[bool], Callable[..., Any]]:
-    """A wrapper factory (for :class:`~.patching.SdkPatches`) making the agent run ``describe``
-    tells of current while the wrapped method runs: sync, coroutine, or generator (sync or
-    async: current during each step, so nothing leaks into the consumer between items)."""
+    """A wrapper factory making the agent run ``describe`` tells of current while the wrapped
+    method runs: sync or coroutine, and what it returns when that is a coroutine or a generator
+    (sync or async: current during each step, so nothing leaks into the consumer between items)."""
 
     def factory(_: bool) -> Callable[..., Any]:
         def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
-            if inspect.isasyncgenfunction(wrapped):
-                return _async_steps(wrapped(*args, **kwargs), describe, instance, args, kwargs)
-            if inspect.isgeneratorfunction(wrapped):
-                return _steps(wrapped(*args, **kwargs), describe, instance, args, kwargs)
             if inspect.iscoroutinefunction(wrapped):
-                return _awaited(wrapped, describe, instance, args, kwargs)
+                return _awaited(wrapped(*args, **kwargs), _described(describe, instance, args, kwargs))
             token = _enter(describe, instance, args, kwargs)
             try:
-                return wrapped(*args, **kwargs)
+                result = wrapped(*args, **kwargs)
+                run = _runs.get() if token is not None else None
             finally:
                 _leave(token)
+            if run is None:
+                return result
+            if inspect.isgenerator(result):  # a run streamed: its steps run when consumed
+                return _steps(result, run)
+            if inspect.isasyncgen(result):
+                return _async_steps(result, run)
+            if inspect.iscoroutine(result):
+                return _awaited(result, run)
+            return result
 
         return wrapper
 
     return factory
 
 
-async def _awaited(wrapped: Callable[..., Any], describe: Describe, instance: Any, args: tuple,
-                   kwargs: dict) -> Any:  # fmt: skip
-    token = _enter(describe, instance, args, kwargs)
-    try:
-        return await wrapped(*args, **kwargs)
-    finally:
-        _leave(token)
-
-
 def _described(describe: Describe, instance: Any, args: tuple, kwargs: dict) -> FrameworkRun | None:
-    """The run a generator's agent starts, described once when it is made."""
+    """The run ``describe`` tells of, as it would be set now."""
     token = _enter(describe, instance, args, kwargs)
     run = _runs.get() if token is not None else None
     _leave(token)
     return run
 
 
-def _steps(gen: Any, describe: Describe, instance: Any, args: tuple, kwargs: dict) -> Any:
+async def _awaited(coroutine: Any, run: FrameworkRun | None) -> Any:
+    token = _runs.set(run) if run is not None else None
+    try:
+        return await coroutine
+    finally:
+        _leave(token)
+
+
+def _steps(gen: Any, run: FrameworkRun) -> Any:
     """Yield from ``gen`` with the run current while each item is made."""
-    run = _described(describe, instance, args, kwargs)
-    while True:
-        token = _runs.set(run) if run is not None else None
-        try:
-            item = next(gen)
-        except StopIteration as stop:
-            return stop.value
-        finally:
-            _leave(token)
-        yield item
-
-
-async def _async_steps(gen: Any, describe: Describe, instance: Any, args: tuple, kwargs: dict) -> Any:
-    run = _described(describe, instance, args, kwargs)
     try:
         while True:
-            token = _runs.set(run) if run is not None else None
+            token = _runs.set(run)
+            try:
+                item = next(gen)
+            except StopIteration as stop:
+                return stop.value
+            finally:
+                _leave(token)
+            yield item
+    finally:
+        gen.close()
+
+
+async def _async_steps(gen: Any, run: FrameworkRun) -> Any:
+    try:
+        while True:
+            token = _runs.set(run)
             try:
                 item = await gen.__anext__()
             except StopAsyncIteration:
