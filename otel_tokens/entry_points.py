@@ -21,7 +21,7 @@ __all__ = [
     "AnthropicInstrumentor", "AutoGenInstrumentor", "BedrockInstrumentor", "CrewAIInstrumentor",
     "GenAIAgentSpansInstrumentor", "GoogleGenAIInstrumentor", "LangGraphInstrumentor",
     "LiteLLMInstrumentor", "LlamaIndexInstrumentor", "OpenAIAgentsInstrumentor",
-    "OpenAIInstrumentor", "PydanticAIInstrumentor", "SmolagentsInstrumentor",
+    "OpenAIInstrumentor", "PydanticAIInstrumentor", "SmolagentsInstrumentor", "StrandsInstrumentor",
 ]  # fmt: skip
 
 
@@ -114,6 +114,12 @@ class AgnoInstrumentor(_Delegating):
     """Agent names from Agno: each call is recorded under the agent or team running (members too)."""
 
     name = "agno"
+
+
+class StrandsInstrumentor(_Delegating):
+    """Agent names from Strands Agents: each call is recorded under the agent running (swarms, graphs, agents as tools)."""
+
+    name = "strands"
 
 
 class GenAIAgentSpansInstrumentor(_Delegating):
