@@ -19,9 +19,10 @@ from . import registry
 __all__ = [
     "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AgnoInstrumentor",
     "AnthropicInstrumentor", "AutoGenInstrumentor", "BedrockInstrumentor", "CrewAIInstrumentor",
-    "GenAIAgentSpansInstrumentor", "GoogleGenAIInstrumentor", "LangGraphInstrumentor",
-    "LiteLLMInstrumentor", "LlamaIndexInstrumentor", "OpenAIAgentsInstrumentor",
-    "OpenAIInstrumentor", "PydanticAIInstrumentor", "SmolagentsInstrumentor", "StrandsInstrumentor",
+    "GenAIAgentSpansInstrumentor", "GoogleADKInstrumentor", "GoogleGenAIInstrumentor",
+    "LangGraphInstrumentor", "LiteLLMInstrumentor", "LlamaIndexInstrumentor",
+    "OpenAIAgentsInstrumentor", "OpenAIInstrumentor", "PydanticAIInstrumentor",
+    "SmolagentsInstrumentor", "StrandsInstrumentor",
 ]  # fmt: skip
 
 
@@ -120,6 +121,12 @@ class StrandsInstrumentor(_Delegating):
     """Agent names from Strands Agents: each call is recorded under the agent running (swarms, graphs, agents as tools)."""
 
     name = "strands"
+
+
+class GoogleADKInstrumentor(_Delegating):
+    """Agent names from Google ADK: each call is recorded under the agent running (sub-agents, agents as tools)."""
+
+    name = "google_adk"
 
 
 class GenAIAgentSpansInstrumentor(_Delegating):

@@ -27,6 +27,7 @@ BACKENDS: dict[str, str] = {
     "autogen": "otel_tokens.capture.autogen_patches",
     "agno": "otel_tokens.capture.agno_patches",
     "strands": "otel_tokens.capture.strands_patches",
+    "google_adk": "otel_tokens.capture.google_adk_patches",
     "genai_agents": "otel_tokens.capture.genai_agents_patches",
     "agent_cli": "otel_tokens.capture.agent_cli_patches",
     "agent_backends": "otel_tokens.capture.backend_patches",
