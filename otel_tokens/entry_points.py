@@ -17,12 +17,12 @@ from opentelemetry.instrumentation.instrumentor import BaseInstrumentor  # type:
 from . import registry
 
 __all__ = [
-    "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AgnoInstrumentor",
-    "AnthropicInstrumentor", "AutoGenInstrumentor", "BedrockInstrumentor", "CrewAIInstrumentor",
-    "GenAIAgentSpansInstrumentor", "GoogleADKInstrumentor", "GoogleGenAIInstrumentor",
-    "LangGraphInstrumentor", "LiteLLMInstrumentor", "LlamaIndexInstrumentor",
-    "OpenAIAgentsInstrumentor", "OpenAIInstrumentor", "PydanticAIInstrumentor",
-    "SmolagentsInstrumentor", "StrandsInstrumentor",
+    "AgentBackendsInstrumentor", "AgentCliInstrumentor", "AgentFrameworkInstrumentor",
+    "AgnoInstrumentor", "AnthropicInstrumentor", "AutoGenInstrumentor", "BedrockInstrumentor",
+    "CrewAIInstrumentor", "GenAIAgentSpansInstrumentor", "GoogleADKInstrumentor",
+    "GoogleGenAIInstrumentor", "LangGraphInstrumentor", "LiteLLMInstrumentor",
+    "LlamaIndexInstrumentor", "OpenAIAgentsInstrumentor", "OpenAIInstrumentor",
+    "PydanticAIInstrumentor", "SmolagentsInstrumentor", "StrandsInstrumentor",
 ]  # fmt: skip
 
 
@@ -127,6 +127,12 @@ class GoogleADKInstrumentor(_Delegating):
     """Agent names from Google ADK: each call is recorded under the agent running (sub-agents, agents as tools)."""
 
     name = "google_adk"
+
+
+class AgentFrameworkInstrumentor(_Delegating):
+    """Agent names from Microsoft Agent Framework: each call is recorded under the agent running (workflows, agents as tools)."""
+
+    name = "agent_framework"
 
 
 class GenAIAgentSpansInstrumentor(_Delegating):

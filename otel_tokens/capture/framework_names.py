@@ -6,12 +6,14 @@ one runs, its agent is the calling context's."""
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+import functools
 import importlib.util
 import inspect
 import sys
 import threading
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import wrapt
 
@@ -94,10 +96,25 @@ def _leave(token: Any) -> None:
             pass
 
 
-def run_wrapper(describe: Describe) -> Callable[[bool], Callable[..., Any]]:
+#: adapt(result, scope) -> result: makes ``scope()`` (a context manager setting the run) be
+#: entered around each step of a framework's own stream object
+Adapt = Callable[[Any, Callable[[], Any]], Any]
+
+
+@contextlib.contextmanager
+def _scope(run: FrameworkRun) -> Iterator[None]:
+    token = _runs.set(run)
+    try:
+        yield
+    finally:
+        _leave(token)
+
+
+def run_wrapper(describe: Describe, adapt: Adapt | None = None) -> Callable[[bool], Callable[..., Any]]:
     """A wrapper factory making the agent run ``describe`` tells of current while the wrapped
     method runs: sync or coroutine, and what it returns when that is a coroutine or a generator
-    (sync or async: current during each step, so nothing leaks into the consumer between items)."""
+    (sync or async: current during each step, so nothing leaks into the consumer between items)
+    or, through ``adapt``, a framework's own stream object."""
 
     def factory(_: bool) -> Callable[..., Any]:
         def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
@@ -117,6 +134,11 @@ def run_wrapper(describe: Describe) -> Callable[[bool], Callable[..., Any]]:
                 return _async_steps(result, run)
             if inspect.iscoroutine(result):
                 return _awaited(result, run)
+            if adapt is not None:
+                try:
+                    return adapt(result, functools.partial(_scope, run))
+                except Exception as exc:  # the framework moved: counted, the result unchanged
+                    faults.report("internal", exc)
             return result
 
         return wrapper
@@ -179,9 +201,11 @@ class RunScopes:
     (module, class, method, describe); each module is patched when the application imports it
     (the class is looked up on whatever ``sys.modules`` holds under that name)."""
 
-    def __init__(self, package: str, targets: Iterable[tuple[str, str, str, Describe]]) -> None:
+    def __init__(self, package: str, targets: Iterable[tuple[str, str, str, Describe]],
+                 adapt: Adapt | None = None) -> None:  # fmt: skip
         self.package = package
         self.targets = tuple(targets)
+        self.adapt = adapt
         self.installed = False
         self._hooked: set[str] = set()
         self._patched: list[tuple[Any, str]] = []
@@ -195,7 +219,7 @@ class RunScopes:
                 owner = getattr(sys.modules.get(name), cls, None)
                 if owner is None or method not in vars(owner) or (owner, method) in self._patched:
                     continue  # not imported yet, a version without it, or done already
-                wrapt.wrap_function_wrapper(owner, method, run_wrapper(describe)(False))
+                wrapt.wrap_function_wrapper(owner, method, run_wrapper(describe, self.adapt)(False))
                 self._patched.append((owner, method))
 
     def install(self) -> bool:
