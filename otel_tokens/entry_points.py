@@ -22,7 +22,8 @@ __all__ = [
     "CrewAIInstrumentor", "GenAIAgentSpansInstrumentor", "GoogleADKInstrumentor",
     "GoogleGenAIInstrumentor", "LangGraphInstrumentor", "LiteLLMInstrumentor",
     "LlamaIndexInstrumentor", "OpenAIAgentsInstrumentor", "OpenAIInstrumentor",
-    "PydanticAIInstrumentor", "SmolagentsInstrumentor", "StrandsInstrumentor",
+    "PydanticAIInstrumentor", "SemanticKernelInstrumentor", "SmolagentsInstrumentor",
+    "StrandsInstrumentor",
 ]  # fmt: skip
 
 
@@ -133,6 +134,12 @@ class AgentFrameworkInstrumentor(_Delegating):
     """Agent names from Microsoft Agent Framework: each call is recorded under the agent running (workflows, agents as tools)."""
 
     name = "agent_framework"
+
+
+class SemanticKernelInstrumentor(_Delegating):
+    """Agent names from Semantic Kernel agents: each call is recorded under the agent answering (group chats, agents as plugins)."""
+
+    name = "semantic_kernel"
 
 
 class GenAIAgentSpansInstrumentor(_Delegating):

@@ -29,6 +29,7 @@ BACKENDS: dict[str, str] = {
     "strands": "otel_tokens.capture.strands_patches",
     "google_adk": "otel_tokens.capture.google_adk_patches",
     "agent_framework": "otel_tokens.capture.agent_framework_patches",
+    "semantic_kernel": "otel_tokens.capture.semantic_kernel_patches",
     "genai_agents": "otel_tokens.capture.genai_agents_patches",
     "agent_cli": "otel_tokens.capture.agent_cli_patches",
     "agent_backends": "otel_tokens.capture.backend_patches",
