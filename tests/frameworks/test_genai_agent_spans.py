@@ -137,3 +137,107 @@ def test_spans_never_ended_are_forgotten_past_the_bound(telemetry, tracer, monke
     for span in leaked:
         span.end()
     assert not genai_agents_patches._SPANS.enclosing
+
+
+# -- real frameworks' own agent spans, with no reader of their own: each in a fresh process, as
+# the global tracer provider those frameworks trace with can be set once per process ---------------
+CHILD = """
+import json, os
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+spans = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(spans))
+trace.set_tracer_provider(provider)  # the application's telemetry, set up before instrument()
+
+from otel_tokens.account.anomalies import AnomalyGuard
+from otel_tokens.account.pricing import Pricer
+from otel_tokens.capture import genai_agents_patches, litellm_patches, openai_sdk
+from otel_tokens.handler import Handler, set_handler
+
+set_handler(Handler(pricer=Pricer(), guard=AnomalyGuard()))  # on the global providers
+for patches in (openai_sdk, litellm_patches, genai_agents_patches):  # no framework reader
+    patches.install()
+from tests.frameworks.chat_server import ChatServer, completion, tool_call
+%s
+print(json.dumps([[s.attributes["gen_ai.agent.name"], s.attributes["gen_ai.usage.input_tokens"]]
+                  for s in spans.get_finished_spans()
+                  if s.instrumentation_scope.name == "otel_tokens" and s.name.startswith("chat")]))
+"""
+
+STRANDS = """
+from strands import Agent, tool
+from tests.frameworks.test_strands import model
+server = ChatServer(completion(tool_call("ask_expert", {"question": "2+2?"}), 300, 30),
+                    completion({"content": "4"}, 40, 4), completion({"content": "It is 4."}, 410, 41))
+expert = Agent(name="expert", model=model(server), callback_handler=None)
+
+@tool
+def ask_expert(question: str) -> str:
+    \"\"\"Ask the expert.\"\"\"
+    return str(expert(question))
+
+Agent(name="lead", model=model(server), tools=[ask_expert], callback_handler=None)("2+2?")
+"""
+
+ADK = """
+from google.adk.agents import LlmAgent
+from tests.frameworks.test_google_adk import model, run
+server = ChatServer(completion(tool_call("transfer_to_agent", {"agent_name": "billing"}), 100, 10),
+                    completion({"content": "Paid."}, 200, 20))
+billing = LlmAgent(name="billing", model=model(server), instruction="Bill.", description="Billing.")
+run(LlmAgent(name="triage", model=model(server), instruction="Route.", sub_agents=[billing]), "Paid?")
+"""
+
+AGENT_FRAMEWORK = """
+import asyncio
+from tests.frameworks.test_agent_framework import agent
+server = ChatServer(completion(tool_call("expert", {"task": "2+2?"}), 300, 30),
+                    completion({"content": "4"}, 40, 4), completion({"content": "It is 4."}, 410, 41))
+expert = agent(server, "expert", description="Does sums.")
+asyncio.run(agent(server, "lead", tools=[expert.as_tool()]).run("2+2?"))  # instrumentation on by default
+"""
+
+SEMANTIC_KERNEL = """
+import asyncio, os
+os.environ["SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS"] = "true"
+from tests.frameworks.test_semantic_kernel import agent
+server = ChatServer(completion(tool_call("expert-expert", {"messages": "2+2?"}), 300, 30),
+                    completion({"content": "4"}, 40, 4), completion({"content": "It is 4."}, 410, 41))
+expert = agent(server, "expert", description="Does sums.")
+asyncio.run(agent(server, "lead", plugins=[expert]).get_response("2+2?"))
+"""
+
+#: framework -> (its scenario, made with its telemetry on; the calls it makes: agent, input tokens)
+SCENARIOS = {
+    "strands": (STRANDS, [["lead", 300], ["expert", 40], ["lead", 410]]),
+    "google.adk": (ADK, [["triage", 100], ["billing", 200]]),
+    "agent_framework": (AGENT_FRAMEWORK, [["lead", 300], ["expert", 40], ["lead", 410]]),
+    "semantic_kernel": (SEMANTIC_KERNEL, [["lead", 300], ["expert", 40], ["lead", 410]]),
+}
+
+
+@pytest.mark.parametrize("framework", sorted(SCENARIOS))
+def test_a_real_frameworks_own_agent_spans_name_its_calls(framework):
+    import importlib.util
+    import json
+    import pathlib
+    import subprocess
+    import sys
+
+    try:
+        found = importlib.util.find_spec(framework) is not None
+    except ImportError:
+        found = False
+    if not found:
+        pytest.skip(f"{framework} is not installed (an optional extra)")
+    scenario, expected = SCENARIOS[framework]
+    root = pathlib.Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "-c", CHILD % scenario], cwd=root, capture_output=True,
+                            text=True, timeout=300, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == expected
