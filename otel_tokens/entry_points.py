@@ -95,49 +95,49 @@ class CrewAIInstrumentor(_Delegating):
 
 
 class LlamaIndexInstrumentor(_Delegating):
-    """Agent names from LlamaIndex agents: each call is recorded under the agent taking the step."""
+    """Agent names from LlamaIndex agents: each call is recorded under the agent stepping."""
 
     name = "llama_index"
 
 
 class SmolagentsInstrumentor(_Delegating):
-    """Agent names from smolagents: each call is recorded under the named agent running (managed agents too)."""
+    """Agent names from smolagents: each call is recorded under the named agent running."""
 
     name = "smolagents"
 
 
 class AutoGenInstrumentor(_Delegating):
-    """Agent names from AutoGen AgentChat: each call is recorded under the agent handling the messages (teams too)."""
+    """Agent names from AutoGen AgentChat: each call is recorded under the agent handling it."""
 
     name = "autogen"
 
 
 class AgnoInstrumentor(_Delegating):
-    """Agent names from Agno: each call is recorded under the agent or team running (members too)."""
+    """Agent names from Agno: each call is recorded under the agent or team running."""
 
     name = "agno"
 
 
 class StrandsInstrumentor(_Delegating):
-    """Agent names from Strands Agents: each call is recorded under the agent running (swarms, graphs, agents as tools)."""
+    """Agent names from Strands Agents: each call is recorded under the agent running."""
 
     name = "strands"
 
 
 class GoogleADKInstrumentor(_Delegating):
-    """Agent names from Google ADK: each call is recorded under the agent running (sub-agents, agents as tools)."""
+    """Agent names from Google ADK: each call is recorded under the agent running."""
 
     name = "google_adk"
 
 
 class AgentFrameworkInstrumentor(_Delegating):
-    """Agent names from Microsoft Agent Framework: each call is recorded under the agent running (workflows, agents as tools)."""
+    """Agent names from Microsoft Agent Framework: each call is recorded under its agent."""
 
     name = "agent_framework"
 
 
 class SemanticKernelInstrumentor(_Delegating):
-    """Agent names from Semantic Kernel agents: each call is recorded under the agent answering (group chats, agents as plugins)."""
+    """Agent names from Semantic Kernel agents: each call is recorded under its agent."""
 
     name = "semantic_kernel"
 

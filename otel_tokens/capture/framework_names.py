@@ -110,7 +110,8 @@ def _scope(run: FrameworkRun) -> Iterator[None]:
         _leave(token)
 
 
-def run_wrapper(describe: Describe, adapt: Adapt | None = None) -> Callable[[bool], Callable[..., Any]]:
+def run_wrapper(describe: Describe, adapt: Adapt | None = None
+                ) -> Callable[[bool], Callable[..., Any]]:  # fmt: skip
     """A wrapper factory making the agent run ``describe`` tells of current while the wrapped
     method runs: sync or coroutine, and what it returns when that is a coroutine or a generator
     (sync or async: current during each step, so nothing leaks into the consumer between items)
@@ -119,7 +120,8 @@ def run_wrapper(describe: Describe, adapt: Adapt | None = None) -> Callable[[boo
     def factory(_: bool) -> Callable[..., Any]:
         def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
             if inspect.iscoroutinefunction(wrapped):
-                return _awaited(wrapped(*args, **kwargs), _described(describe, instance, args, kwargs))
+                run = _described(describe, instance, args, kwargs)
+                return _awaited(wrapped(*args, **kwargs), run)
             token = _enter(describe, instance, args, kwargs)
             try:
                 result = wrapped(*args, **kwargs)
@@ -193,7 +195,7 @@ async def _async_steps(gen: Any, run: FrameworkRun) -> Any:
         await gen.aclose()
 
 
-_scopes_installed: set[int] = set()  # ids of the RunScopes installed (the source stays while any is)
+_scopes_installed: set[int] = set()  # ids of the RunScopes installed (the source stays while any)
 
 
 class RunScopes:

@@ -134,8 +134,9 @@ def _agent_name(span: Any) -> str | None:
     if isinstance(name, str) and name.strip():
         return name
     title = getattr(span, "name", None)  # "invoke_agent {gen_ai.agent.name}"
-    rest = title[len(INVOKE_AGENT):].strip() if isinstance(title, str) else ""
-    return rest if title.startswith(INVOKE_AGENT) and rest else None  # type: ignore[union-attr]
+    if not isinstance(title, str) or not title.startswith(INVOKE_AGENT):
+        return None
+    return title[len(INVOKE_AGENT):].strip() or None
 
 
 def _conversation(agent: Any) -> str | None:
@@ -154,10 +155,10 @@ def current_run() -> FrameworkRun | None:
     conversation id; None outside any agent span."""
     trace = sys.modules.get("opentelemetry.trace")
     span = trace.get_current_span() if trace is not None else None
-    context = span.get_span_context() if span is not None else None
-    if context is None or not context.is_valid:
+    if span is None or span is trace.INVALID_SPAN:  # no span current: the common case
         return None
-    agent = _SPANS.enclosing.get(context.span_id) if _SPANS.enclosing else None
+    enclosing = _SPANS.enclosing
+    agent = enclosing.get(span.get_span_context().span_id) if enclosing else None
     if agent is None:
         if not is_agent_span(span):  # a span of a provider not watched is read if it is one
             return None

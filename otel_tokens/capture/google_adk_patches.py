@@ -31,7 +31,8 @@ def _run(agent: Any, args: tuple, kwargs: dict) -> FrameworkRun | None:
 
 
 _SCOPES = RunScopes("google.adk", [
-    ("google.adk.agents.base_agent", "BaseAgent", method, _run) for method in ("run_async", "run_live")
+    ("google.adk.agents.base_agent", "BaseAgent", method, _run)
+    for method in ("run_async", "run_live")
 ])  # fmt: skip
 
 

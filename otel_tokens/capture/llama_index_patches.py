@@ -20,13 +20,14 @@ __all__ = ["DEPENDENCIES", "install", "uninstall"]
 DEPENDENCIES: tuple[str, ...] = ("llama-index-core >= 0.12",)
 _TAGS = "llama_index_instrumentation.dispatcher"
 _AGENTS = "llama_index.core.agent.workflow."
+_RUN_ID = "llamaindex.run_id"
 
 
 def _run(agent: Any, _args: tuple, _kwargs: dict) -> FrameworkRun | None:
     """The agent's name and the workflow run it steps in."""
     name = getattr(agent, "name", None)
     tags = sys.modules.get(_TAGS)
-    run_id = tags.active_instrument_tags.get().get("llamaindex.run_id") if tags is not None else None
+    run_id = tags.active_instrument_tags.get().get(_RUN_ID) if tags is not None else None
     if not isinstance(name, str):
         return None
     return FrameworkRun(name.strip() or None, run_id if isinstance(run_id, str) else None)
