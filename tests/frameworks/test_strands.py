@@ -56,11 +56,13 @@ def test_an_agent_used_as_a_tool_records_its_own_calls(telemetry):
     server.close()
 
 
-def test_async_runs_and_a_binding_that_wins(telemetry):
+def test_async_runs_in_the_agents_session_and_a_binding_that_wins(telemetry, tmp_path):
     from strands import Agent
+    from strands.session.file_session_manager import FileSessionManager
 
     server = ChatServer(completion({"content": "one"}, 50, 5), completion({"content": "two"}, 60, 6))
-    helper = Agent(name="helper", model=model(server), callback_handler=None)
+    session = FileSessionManager(session_id="session-9", storage_dir=str(tmp_path))
+    helper = Agent(name="helper", model=model(server), callback_handler=None, session_manager=session)
 
     async def run():  # type: ignore[no-untyped-def]
         await helper.invoke_async("first")
@@ -69,4 +71,5 @@ def test_async_runs_and_a_binding_that_wins(telemetry):
 
     asyncio.run(run())
     assert recorded(telemetry) == [("helper", 50, 5), ("batch", 60, 6)]
+    assert [s.attributes.get("gen_ai.conversation.id") for s in telemetry.finished()] == ["session-9"] * 2
     server.close()
