@@ -160,15 +160,29 @@ class FrameworkRun(NamedTuple):
 _framework_sources: list[Callable[[], FrameworkRun | None]] = []
 
 
-def add_framework_source(source: Callable[[], FrameworkRun | None]) -> None:
-    """Let ``source`` name the agent (and conversation) of calls no ``agent(...)`` binding names."""
-    if source not in _framework_sources:
+#: sources asked only after every framework's own (the GenAI agent spans: generic, and a
+#: framework's run context knows its innermost agent at least as well)
+_fallback_sources: list[Callable[[], FrameworkRun | None]] = []
+
+
+def add_framework_source(source: Callable[[], FrameworkRun | None], fallback: bool = False) -> None:
+    """Let ``source`` name the agent (and conversation) of calls no ``agent(...)`` binding
+    names; a ``fallback`` source is asked after the others, whenever they were added."""
+    if source in _framework_sources:
+        return
+    if fallback:
+        _fallback_sources.append(source)
         _framework_sources.append(source)
+    else:
+        first = min((_framework_sources.index(s) for s in _fallback_sources), default=None)
+        _framework_sources.insert(len(_framework_sources) if first is None else first, source)
 
 
 def remove_framework_source(source: Callable[[], FrameworkRun | None]) -> None:
     if source in _framework_sources:
         _framework_sources.remove(source)
+    if source in _fallback_sources:
+        _fallback_sources.remove(source)
 
 
 def _framework_run() -> FrameworkRun | None:

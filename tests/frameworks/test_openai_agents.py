@@ -6,7 +6,6 @@ agent; an ``otel_tokens.agent(...)`` binding still wins."""
 from __future__ import annotations
 
 import asyncio
-import json
 
 import pytest
 
@@ -17,19 +16,7 @@ from otel_tokens.capture import openai_agents_patches, openai_sdk  # noqa: E402
 
 from ..sdk.replay import http_module  # noqa: E402
 from ..telemetry.conftest import handling  # noqa: E402
-
-
-def completion(message: dict, prompt: int, completion_tokens: int) -> dict:
-    return {"id": f"chatcmpl-{prompt}", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
-            "choices": [{"index": 0, "message": {"role": "assistant", **message},
-                         "finish_reason": "tool_calls" if "tool_calls" in message else "stop"}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt + completion_tokens}}  # fmt: skip
-
-
-def tool_call(name: str, arguments: dict) -> dict:
-    return {"content": None, "tool_calls": [{"id": f"call_{name}", "type": "function",
-                                             "function": {"name": name, "arguments": json.dumps(arguments)}}]}  # fmt: skip
+from .chat_server import completion, tool_call  # noqa: E402,F401 (also used by the other framework tests)
 
 
 class Endpoint:
