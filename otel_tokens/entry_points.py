@@ -86,3 +86,8 @@ def __getattr__(name: str) -> type[_Delegating]:
     if found is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return found
+
+
+def __dir__() -> list[str]:
+    """The module's names, the instrumentor classes included (``dir()``, PEP 562)."""
+    return sorted({*globals(), *instrumentor_classes()})
