@@ -22,6 +22,9 @@ def _fresh_agents(monkeypatch: pytest.MonkeyPatch):
             monkeypatch.delenv(name)
     otel_settings.reload()
     otel_tokens.clear_agents()
+    from otel_tokens import faults
+
+    faults.sink()._pending.clear()  # faults an earlier test reported with no recorder bound
     binding = _current.set(None)
     yield
     _current.reset(binding)

@@ -23,6 +23,8 @@ import contextvars
 import functools
 import inspect
 import threading
+import weakref
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, TypeVar
 
@@ -47,9 +49,10 @@ LEDGER_LOCK_WAIT = 0.1
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class AgentEntry:
-    """One agent: its name, RFC 00040 token state and usage ledger."""
+    """One agent: its name, RFC 00040 token state and usage ledger (weakly referenceable:
+    the registry keeps only the most recently used agents strongly)."""
 
     name: str
     state: TokenState
@@ -91,7 +94,14 @@ def _who(user: Any, tenant: Any, conversation: Any) -> tuple[str | None, str | N
     return tuple(values) if any(v is not None for v in values) else None  # type: ignore[return-value]
 
 
-_registry: dict[str, AgentEntry] = {}
+#: agents kept in memory, the most recently used. Past that, the least recently used agent
+#: that nothing else holds (a binding, a call in progress) goes dormant: its TokenState (and,
+#: without a ledger file, its ledger's totals) is kept in a few hundred bytes and restored at
+#: its next call; a ledger file's rows are read again on its first query.
+MAX_ACTIVE_AGENTS = 1024
+_registry: OrderedDict[str, AgentEntry] = OrderedDict()
+_live: weakref.WeakValueDictionary[str, AgentEntry] = weakref.WeakValueDictionary()
+_dormant: dict[str, tuple[Any, Any]] = {}
 _registry_lock = threading.Lock()
 _current: contextvars.ContextVar[_Binding | None] = contextvars.ContextVar(
     "otel_tokens_agent", default=None
@@ -116,10 +126,15 @@ def get_agent(name: str, max_input_tokens: int | None = None) -> AgentEntry:
         with _registry_lock:
             entry = _registry.get(name)
             if entry is None:
-                from .state import TokenState
-
-                entry = AgentEntry(name=name, state=TokenState(), ledger=_open_ledger(name))
+                entry = _live.get(name) or _revive(name)
                 _registry[name] = entry
+                if len(_registry) > MAX_ACTIVE_AGENTS:
+                    _registry.popitem(last=False)  # dormant once nothing else holds it
+    elif len(_registry) > MAX_ACTIVE_AGENTS // 2:
+        try:
+            _registry.move_to_end(name)
+        except KeyError:
+            pass
     if max_input_tokens is not None:
         try:
             entry.state.max_input_tokens = max_input_tokens
@@ -127,6 +142,38 @@ def get_agent(name: str, max_input_tokens: int | None = None) -> AgentEntry:
             faults.report("argument", exc, f"agent({name!r}): max_input_tokens ignored: {exc}",
                           each=True)
     return entry
+
+
+def _revive(name: str) -> AgentEntry:
+    """A new entry for ``name``: its dormant state restored, if it had one."""
+    from .state import TokenState
+
+    snapshot = _dormant.pop(name, None)
+    state = TokenState.from_snapshot(snapshot[0]) if snapshot is not None else TokenState()
+    ledger = _open_ledger(name)
+    if snapshot is not None and snapshot[1] is not None and ledger.path is None:
+        ledger.restore_totals(snapshot[1])
+    entry = AgentEntry(name=name, state=state, ledger=ledger)
+    _live[name] = entry
+    weakref.finalize(entry, _go_dormant, name, state, ledger)
+    return entry
+
+
+def _go_dormant(name: str, state: TokenState, ledger: UsageLedger) -> None:
+    """An entry nothing holds any more: keep what its next call needs, compactly."""
+    try:
+        if ledger.path is not None:
+            ledger.close()  # pending rows written; the file keeps the rest
+            totals = None
+        else:
+            totals = ledger.dormant_totals()
+        if state.snapshot() != _FRESH or totals is not None:
+            _dormant[name] = (state.snapshot(), totals)
+    except Exception as exc:  # never into the host (this runs when the entry is collected)
+        faults.report("internal", exc, f"agent {name!r}: state not kept: {exc!r}")
+
+
+_FRESH = (None, None, None, 0, 0, None)  # TokenState().snapshot()
 
 
 def _open_ledger(name: str) -> UsageLedger:
@@ -227,16 +274,19 @@ def current_attribution() -> tuple[AgentEntry, tuple[str | None, str | None, str
 
 
 def agents() -> list[AgentEntry]:
-    """Every agent entry created so far, in creation order."""
+    """Every agent entry in memory (the most recently used, and those still held), oldest
+    first."""
     with _registry_lock:
-        return list(_registry.values())
+        return list({**dict(_live.items()), **_registry}.values())
 
 
 def clear_agents() -> None:
     """Close every ledger and forget every agent (tests; long-running hosts between jobs)."""
     with _registry_lock:
-        entries = list(_registry.values())
+        entries = list({**dict(_live.items()), **_registry}.values())
         _registry.clear()
+        _live.clear()
+        _dormant.clear()
     for entry in entries:
         try:
             entry.ledger.close()

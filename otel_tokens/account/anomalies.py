@@ -20,7 +20,7 @@ import bisect
 import math
 import threading
 import time
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
@@ -124,14 +124,17 @@ class _Rolling:
             del self.sorted[bisect.bisect_left(self.sorted, old)]
 
 
+#: agents whose spike statistics are kept (the most recently active; an agent back after
+#: that warms up again): state per agent name must not grow for the life of the process
+MAX_SPIKE_AGENTS = 1024
+
+
 @dataclass
 class _AgentWindow:
     spends: deque[tuple[float, int, float]] = field(default_factory=deque)
     tokens: int = 0
     usd: float = 0.0
     over: set[str] = field(default_factory=set)
-    token_values: _Rolling | None = None
-    cost_values: _Rolling | None = None
 
     def expire(self, now: float, window: float) -> None:
         spends = self.spends
@@ -155,7 +158,9 @@ class AnomalyGuard:
         self.spike = spike or SpikeRule()
         self.default_budget = default_budget
         self._budgets: dict[str, Budget | None] = dict(budgets or {})
-        self._windows: dict[str, _AgentWindow] = {}
+        self._windows: dict[str, _AgentWindow] = {}  # budgets: agents with spend in the window
+        # spikes: (tokens, cost) rolling values of the most recently active agents only
+        self._spikes: OrderedDict[str, tuple[_Rolling, _Rolling]] = OrderedDict()
         self._callbacks: list[Callable[[Anomaly], None]] = []
         self._lock = threading.Lock()
 
@@ -220,39 +225,49 @@ class AnomalyGuard:
         budget = self.budget_of(agent)
         rule = self.spike
         with self._lock:
-            window = self._windows.get(agent)
-            if window is None:
-                window = self._windows[agent] = _AgentWindow(
-                    token_values=_Rolling(rule.window), cost_values=_Rolling(rule.window)
-                )
-            for value, rolling, kind in (
-                (tokens, window.token_values, "token_spike"),
-                (cost_usd, window.cost_values, "cost_spike"),
-            ):
-                if value is None or rolling is None:
+            rolling = self._spikes.get(agent)
+            if rolling is None:
+                rolling = self._spikes[agent] = (_Rolling(rule.window), _Rolling(rule.window))
+                if len(self._spikes) > MAX_SPIKE_AGENTS:  # the least recently active goes
+                    self._spikes.popitem(last=False)
+            else:
+                self._spikes.move_to_end(agent)
+            for value, values, kind in ((tokens, rolling[0], "token_spike"),
+                                        (cost_usd, rolling[1], "cost_spike")):  # fmt: skip
+                if value is None:
                     continue
-                if len(rolling.order) >= rule.warmup and rolling.above(value, rule.factor):
-                    p95 = rolling.p95()
+                if len(values.order) >= rule.warmup and values.above(value, rule.factor):
+                    p95 = values.p95()
                     if p95 is not None and p95 > 0 and value > rule.factor * p95:
                         found.append(Anomaly(agent, kind, float(value), rule.factor * p95, model))  # type: ignore[arg-type]
-                rolling.add(value)
+                values.add(value)
             if budget is not None:
-                now = time.monotonic()
-                window.expire(now, budget.window_seconds)
-                window.spends.append((now, tokens or 0, cost_usd or 0.0))
-                window.tokens += tokens or 0
-                window.usd += cost_usd or 0.0
-                for resource, used, limit in (
-                    ("tokens", window.tokens, budget.tokens),
-                    ("usd", window.usd, budget.usd),
-                ):
-                    if limit is None:
-                        continue
-                    if used > limit:
-                        if resource not in window.over:  # once per crossing, not every call
-                            window.over.add(resource)
-                            found.append(Anomaly(agent, "budget_exceeded", float(used),
-                                                 float(limit), model))  # fmt: skip
-                    else:
-                        window.over.discard(resource)
+                found.extend(self._spend(agent, budget, tokens, cost_usd, model))
+        return found
+
+    def _spend(self, agent: str, budget: Budget, tokens: int | None, cost_usd: float | None,
+               model: str | None) -> list[Anomaly]:  # fmt: skip
+        """Add one request to the agent's budget window (under the lock); the crossings."""
+        found: list[Anomaly] = []
+        window = self._windows.get(agent)
+        if window is None:
+            window = self._windows[agent] = _AgentWindow()
+        now = time.monotonic()
+        window.expire(now, budget.window_seconds)
+        window.spends.append((now, tokens or 0, cost_usd or 0.0))
+        window.tokens += tokens or 0
+        window.usd += cost_usd or 0.0
+        for resource, used, limit in (
+            ("tokens", window.tokens, budget.tokens),
+            ("usd", window.usd, budget.usd),
+        ):
+            if limit is None:
+                continue
+            if used > limit:
+                if resource not in window.over:  # once per crossing, not every call
+                    window.over.add(resource)
+                    found.append(Anomaly(agent, "budget_exceeded", float(used),
+                                         float(limit), model))  # fmt: skip
+            else:
+                window.over.discard(resource)
         return found

@@ -264,6 +264,21 @@ class TokenState:
             )
         return handle._id
 
+    # -- a dormant agent's state --------------------------------------------------------------
+    def snapshot(self) -> tuple[Any, ...]:
+        """The figures a dormant agent keeps (no stream is open when an agent goes dormant)."""
+        with self._lock:
+            return (self._input_tokens, self._output_tokens, self._max_input_tokens,
+                    self._turn_count, self._total_output_tokens, self._max_observed_input_tokens)  # fmt: skip
+
+    @classmethod
+    def from_snapshot(cls, figures: tuple[Any, ...]) -> TokenState:
+        """The state :meth:`snapshot` kept."""
+        state = cls(max_input_tokens=figures[2])
+        (state._input_tokens, state._output_tokens, _, state._turn_count,
+         state._total_output_tokens, state._max_observed_input_tokens) = figures  # fmt: skip
+        return state
+
     # -- serialization (RFC camelCase names) ----------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The RFC's ``TokenState`` shape; absent values are omitted, as optional TS fields."""

@@ -241,3 +241,33 @@ def test_a_locked_ledger_file_does_not_stop_the_host(monkeypatch, tmp_path):
     rows = sqlite3.connect(db).execute(
         "SELECT input_tokens FROM otel_tokens_requests WHERE ledger='second'").fetchall()
     assert rows == [(1,)]
+
+
+@pytest.mark.parametrize("with_file", [False, True], ids=["in memory", "ledger file"])
+def test_agents_past_the_active_bound_go_dormant_and_come_back_whole(monkeypatch, tmp_path, with_file):
+    """Past MAX_ACTIVE_AGENTS the least recently used agents leave memory; the next call of one
+    finds its TokenState and its ledger's totals as they were (history: from the file, or
+    counted as evicted in memory), and an agent still bound is never split in two."""
+    import gc
+
+    from otel_tokens.account import agents as registry
+
+    if with_file:
+        monkeypatch.setenv("OTEL_TOKENS_LEDGER_PATH", str(tmp_path / "l.db"))
+        settings.reload()
+    monkeypatch.setattr(registry, "MAX_ACTIVE_AGENTS", 50)
+    held = registry.get_agent("held")
+    first = registry.get_agent("a-0")
+    first.state.complete(Usage(input_tokens=120, output_tokens=30))
+    first.ledger.append(Usage(input_tokens=120, output_tokens=30), cost_usd=0.25)
+    del first
+    for i in range(1, 200):
+        registry.get_agent(f"a-{i}").ledger.append(Usage(input_tokens=1))
+    gc.collect()
+    assert "a-0" not in registry._live and len(registry._registry) == 50
+    back = registry.get_agent("a-0")
+    assert back.state.turn_count == 1 and back.state.input_tokens == 120
+    assert back.ledger.cumulative.input_tokens == 120 and back.ledger.cumulative.cost_usd == 0.25
+    assert back.ledger.cost_by_model() == {None: 0.25}
+    assert registry.get_agent("held") is held  # held elsewhere: the same entry, never a second
+    assert len(registry._dormant) <= 200

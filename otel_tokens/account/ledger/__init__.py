@@ -527,6 +527,27 @@ class UsageLedger:
         self._pending.clear()
         self._pending_deactivate = []
 
+    # -- a dormant agent's ledger (in memory) ----------------------------------------------------
+    def dormant_totals(self) -> tuple[Any, ...]:
+        """What an in-memory ledger keeps when its agent goes dormant: the totals, cost by
+        model and the newest timestamp (the records themselves are dropped)."""
+        with self._lock:
+            h = self._history
+            newest = max((h.ts[p] for p in h.positions()), default=self._evicted_last_ts)
+            return (_packed(self._cumulative), _packed(self._discarded),
+                    tuple((m, c, n) for m, (c, n) in self._model_cost.items()), newest)  # fmt: skip
+
+    def restore_totals(self, kept: tuple[Any, ...]) -> None:
+        """Start from :meth:`dormant_totals`: its requests count as evicted history."""
+        with self._lock:
+            _unpack(self._cumulative, kept[0])
+            _unpack(self._discarded, kept[1])
+            self._model_cost = {m: [c, n] for m, c, n in kept[2]}
+            self._evicted = self._cumulative.requests
+            self._evicted_last_ts = kept[3]
+            self._evicted_last_lid = self._evicted
+            self._next_lid = self._evicted + 1
+
     def _loaded(self) -> _Loaded:
         """The lock, with the file's rows read first when they have not been yet."""
         return _Loaded(self)
@@ -631,6 +652,14 @@ class UsageLedger:
     def __repr__(self) -> str:
         where = f", path={self.path!r}" if self._store is not None else ""
         return f"<UsageLedger {self.name!r}: {len(self)} records, {self._evicted} evicted{where}>"
+
+
+def _packed(acc: TotalsAccumulator) -> tuple[int, ...]:
+    return (acc.requests, *acc.sums, *acc.known)
+
+
+def _unpack(acc: TotalsAccumulator, packed: tuple[int, ...]) -> None:
+    acc.requests, acc.sums, acc.known = packed[0], list(packed[1:8]), list(packed[8:15])
 
 
 def _add_sums(acc: TotalsAccumulator, sums: list[Any]) -> None:
