@@ -19,7 +19,7 @@ import click
 
 _PACKAGES = ("otel-tokens", "opentelemetry-api", "opentelemetry-sdk",
              "opentelemetry-semantic-conventions", "opentelemetry-instrumentation",
-             "opentelemetry-exporter-otlp",
+             "opentelemetry-exporter-otlp-proto-http", "opentelemetry-exporter-otlp-proto-grpc",
              "opentelemetry-exporter-prometheus", "genai-prices", "openai", "anthropic",
              "tiktoken")  # fmt: skip
 _STALE_DAYS = 180
@@ -122,6 +122,9 @@ def _telemetry(setup: Any, found: Any, problems: list[str]) -> None:
     if setup.metrics.startswith("nowhere (port"):
         problems.append(f"metrics are not served: {setup.metrics[len('nowhere ('):-1]} "
                         "(or send OTLP: set OTEL_EXPORTER_OTLP_ENDPOINT)")
+    elif "otel-tokens[grpc]" in setup.metrics or "otel-tokens[grpc]" in setup.traces:
+        problems.append("telemetry goes nowhere: OTLP over gRPC needs pip install "
+                        "'otel-tokens[grpc]' (or OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf)")
     elif setup.metrics.startswith("nowhere (open"):
         problems.append("metrics go nowhere: install otel-tokens[prometheus] or set "
                         "OTEL_EXPORTER_OTLP_ENDPOINT")

@@ -144,12 +144,58 @@ def _protocol(configured: str | None, endpoint: str) -> str:
 
 
 def _otlp_exporter(signal: str, endpoint: str, protocol: str | None) -> Any:
+    """The OTLP exporter of ``signal`` and where it sends. OTLP/HTTP is in the base install;
+    gRPC is the ``grpc`` extra: without it, one line says so and the signal goes nowhere
+    (an HTTP exporter would only fail against a gRPC port)."""
     protocol = _protocol(protocol, endpoint)
     kind = "trace_exporter" if signal == "TRACES" else "metric_exporter"
     cls = "OTLPSpanExporter" if signal == "TRACES" else "OTLPMetricExporter"
     module = "grpc" if protocol == "grpc" else "http"
-    mod = importlib.import_module(f"opentelemetry.exporter.otlp.proto.{module}.{kind}")
+    try:
+        mod = importlib.import_module(f"opentelemetry.exporter.otlp.proto.{module}.{kind}")
+    except ImportError as exc:
+        if module != "grpc":
+            raise
+        return _no_grpc(signal, endpoint, exc)
     return getattr(mod, cls)(), f"otlp {protocol} {endpoint}"
+
+
+_GRPC_MISSING = ("OTLP over gRPC needs the grpc extra: pip install 'otel-tokens[grpc]' (or send "
+                 "OTLP/HTTP, in the base install: OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf and "
+                 "the collector's HTTP port, 4318)")  # fmt: skip
+
+
+def _no_grpc(signal: str, endpoint: str, exc: ImportError) -> tuple[Any, str]:
+    """An exporter that drops ``signal`` (the gRPC one is not installed), said once per
+    process for both signals, and counted."""
+    if not _grpc_said.is_set():
+        _grpc_said.set()
+        _log.warning("otel_tokens: telemetry for %s goes nowhere: %s", endpoint, _GRPC_MISSING)
+        faults.report("config", exc, f"no gRPC exporter for {endpoint}", log=False)
+    if signal == "TRACES":
+        from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+        class _Dropped(SpanExporter):
+            def export(self, spans: Any) -> Any:
+                return SpanExportResult.SUCCESS
+    else:
+        from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult
+
+        class _Dropped(MetricExporter):  # type: ignore[no-redef]
+            def export(self, metrics_data: Any, timeout_millis: float = 10_000,
+                       **kwargs: Any) -> Any:  # fmt: skip
+                return MetricExportResult.SUCCESS
+
+            def force_flush(self, timeout_millis: float = 10_000) -> bool:
+                return True
+
+            def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+                pass
+
+    return _Dropped(), f"nowhere ({_GRPC_MISSING})"
+
+
+_grpc_said = threading.Event()
 
 
 def _resource(settings: _settings.Settings) -> Any:
