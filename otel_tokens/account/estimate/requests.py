@@ -277,6 +277,9 @@ def _ts_type(schema: Any, indent: str) -> str:
         return "any"
     if "enum" in schema:
         return " | ".join(json.dumps(v) for v in schema["enum"])
+    union = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(union, list):
+        return " | ".join(_ts_type(option, indent) for option in union)
     kind = schema.get("type")
     if kind == "array":
         return f"{_ts_type(schema.get('items'), indent)}[]"
@@ -296,7 +299,9 @@ def _ts_properties(schema: dict[str, Any], indent: str) -> str:
         if isinstance(prop, dict) and prop.get("description"):
             lines.append(f"{indent}// {prop['description']}\n")
         optional = "" if name in required else "?"
-        lines.append(f"{indent}{name}{optional}: {_ts_type(prop, indent)},\n")
+        default = prop.get("default") if isinstance(prop, dict) else None
+        comment = f" // default: {json.dumps(default)}" if default is not None else ""
+        lines.append(f"{indent}{name}{optional}: {_ts_type(prop, indent)},{comment}\n")
     return "".join(lines)
 
 
