@@ -85,3 +85,17 @@ def test_server_run_tools_mark_the_estimate_incomplete():
     assert not anthropic.complete and anthropic.server_tools
     assert not responses.complete and responses.server_tools
     assert custom.complete and not custom.server_tools
+
+
+def test_what_server_run_tools_return_is_learnt_per_model():
+    ask = [{"role": "user", "content": "Who won yesterday?"}]
+    tools = [{"type": "web_search"}]
+    estimator = Estimator()
+    first = estimator.estimate(Request("openai_responses", "gpt-5", ask, tools=tools),
+                               provider="openai")  # fmt: skip
+    assert first.guessed is not None and first.guessed[:2] == ("server", 1)
+    estimator.observe(first, first.estimate.input_tokens + 8000)  # the search results
+    again = estimator.estimate(Request("openai_responses", "gpt-5", [{"role": "user", "content":
+                               "And the day before?"}], tools=tools), provider="openai")  # fmt: skip
+    assert not again.complete
+    assert again.guessed[2] == 8000

@@ -269,11 +269,11 @@ class Estimator:
     def _learn_guessed(self, estimate: RequestEstimate, reported_input: int) -> None:
         """The actual tokens per part of unknown size: what the call reported beyond the rest
         of the estimate, shared by its parts of one kind (a mix of kinds teaches nothing)."""
-        if estimate.guessed is None or estimate.server_tools:
+        if estimate.guessed is None:
             return
         kind, count, counted = estimate.guessed
-        if kind == "mixed":
-            return
+        if kind == "mixed" or (estimate.server_tools and kind != "server"):
+            return  # what server-run tools returned is in the residual too
         rest = estimate.estimate.input_tokens - counted
         per_part = (reported_input - rest) / count
         self._add(self._media, (estimate.model, kind), min(max(per_part, 0.0), _MAX_PER_PART))

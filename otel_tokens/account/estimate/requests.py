@@ -260,7 +260,8 @@ def _reasoning_item(item: Any) -> Rendering:
     """A reasoning item carried back: its tokens (billed only in the turn that produced it)
     from the size of its ciphertext, an approximation, so marked; without encrypted content
     the server holds it (a stored response) and its size is unknown."""
-    return Rendering(complete=False, carried=_encrypted_tokens(field(item, "encrypted_content")) or 0)
+    tokens = _encrypted_tokens(field(item, "encrypted_content"))
+    return Rendering(complete=False, carried=tokens or 0)
 
 
 def _encrypted_tokens(encrypted: Any) -> int | None:
@@ -271,17 +272,24 @@ def _encrypted_tokens(encrypted: Any) -> int | None:
     return round(size / ENCRYPTED_REASONING_CHARS_PER_TOKEN)
 
 
-def _ts_type(schema: Any, indent: str) -> str:
-    """A JSON-schema type as the TypeScript-like text OpenAI renders functions with."""
-    if not isinstance(schema, dict):
+def _ts_type(schema: Any, indent: str, defs: dict[str, Any], depth: int = 0) -> str:
+    """A JSON-schema type as the TypeScript-like text OpenAI renders functions with
+    (``$ref`` to the schema's own ``$defs`` inlined, a few levels deep)."""
+    if not isinstance(schema, dict) or depth > _MAX_SCHEMA_DEPTH:
         return "any"
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        return _ts_type(defs.get(ref.rsplit("/", 1)[-1]), indent, defs, depth + 1)
     if "enum" in schema:
         return " | ".join(json.dumps(v) for v in schema["enum"])
+    union = schema.get("anyOf") or schema.get("oneOf")
+    if isinstance(union, list):
+        return " | ".join(_ts_type(option, indent, defs, depth + 1) for option in union)
     kind = schema.get("type")
     if kind == "array":
-        return f"{_ts_type(schema.get('items'), indent)}[]"
+        return f"{_ts_type(schema.get('items'), indent, defs, depth + 1)}[]"
     if kind == "object" or "properties" in schema:
-        return "{\n" + _ts_properties(schema, indent + "  ") + indent + "}"
+        return "{\n" + _ts_properties(schema, indent + "  ", defs, depth + 1) + indent + "}"
     if kind in ("integer", "number"):
         return "number"
     if isinstance(kind, list):
@@ -289,14 +297,21 @@ def _ts_type(schema: Any, indent: str) -> str:
     return str(kind or "any")
 
 
-def _ts_properties(schema: dict[str, Any], indent: str) -> str:
+_MAX_SCHEMA_DEPTH = 8
+
+
+def _ts_properties(
+    schema: dict[str, Any], indent: str, defs: dict[str, Any], depth: int = 0
+) -> str:
     required = set(schema.get("required") or ())
     lines = []
     for name, prop in (schema.get("properties") or {}).items():
         if isinstance(prop, dict) and prop.get("description"):
             lines.append(f"{indent}// {prop['description']}\n")
         optional = "" if name in required else "?"
-        lines.append(f"{indent}{name}{optional}: {_ts_type(prop, indent)},\n")
+        default = prop.get("default") if isinstance(prop, dict) else None
+        comment = f" // default: {json.dumps(default)}" if default is not None else ""
+        lines.append(f"{indent}{name}{optional}: {_ts_type(prop, indent, defs, depth)},{comment}\n")
     return "".join(lines)
 
 
@@ -320,7 +335,10 @@ def _openai_tools(tools: Any) -> Rendering:
         name = function.get("name") or function.get("type") or "tool"
         doc = f"// {function['description']}\n" if function.get("description") else ""
         params = function.get("parameters") or {}
-        body = _ts_properties(params, "") if isinstance(params, dict) else ""
+        body = ""
+        if isinstance(params, dict):
+            defs = params.get("$defs") or params.get("definitions") or {}
+            body = _ts_properties(params, "", defs if isinstance(defs, dict) else {})
         parts.append(f"{doc}type {name} = (_: {{\n{body}}}) => any;\n")
     if parts:
         out.texts.append("namespace functions {\n\n" + "\n".join(parts) + "\n} // namespace functions")
