@@ -163,13 +163,15 @@ class Recorder:
     @staticmethod
     def _borrowed(emission: _Emission) -> Any:
         """The GenAI span another instrumentation opened for this call (the current span,
-        recording, with ``gen_ai.operation.name``, of another scope), or None."""
+        recording, with a model call's ``gen_ai.operation.name``, of another scope), or None:
+        an agent's or a tool's span around the call is never taken for the call's own."""
         span = trace.get_current_span()
         if not span.is_recording():
             return None
         scope = getattr(getattr(span, "instrumentation_scope", None), "name", None)
         attributes = getattr(span, "attributes", None) or {}
-        if scope == SCOPE or names.OPERATION not in attributes:
+        operation = attributes.get(names.OPERATION)
+        if scope == SCOPE or operation is None or operation in _NOT_MODEL_CALLS:
             return None
         emission.span, emission.borrowed = span, True
         return span
@@ -408,6 +410,10 @@ def _instruments_of(meter_provider: Any, recorder: Recorder) -> Instruments:
         shared.recorder = recorder
         _shared[provider] = shared
         return shared.instruments
+
+
+#: GenAI operations that are not a model call (an agent's run, a tool's execution)
+_NOT_MODEL_CALLS = frozenset({"invoke_agent", "create_agent", "execute_tool", "invoke_workflow"})
 
 
 def _takes_context(histogram: Histogram) -> bool:
