@@ -252,7 +252,8 @@ def summarize(tally: Any) -> dict[str, Any]:
         display = entry.state.display()
         errors = tally.errors.get(entry.name, [])
         rows[entry.name] = {
-            "requests": totals.requests,
+            # the ledger has a row for every call, failed ones included (tokens unknown)
+            "requests": totals.requests - tally.failed.get(entry.name, 0),
             "failed": tally.failed.get(entry.name, 0),
             **{name: getattr(totals, name) for name in _TOKEN_ROWS},
             "total_tokens": totals.total_tokens,
