@@ -107,16 +107,20 @@ def check_sent_usage(usage: Any) -> None:
     and ``"10"`` into 10) to :func:`check_token_count`: every token count in it, at any depth
     (details objects, modality lists), must be one; raises ``ValueError`` naming the first
     that is not."""
-    if isinstance(usage, list):
+    kind = type(usage)
+    if kind is list:
         for item in usage:
             check_sent_usage(item)
         return
-    if not isinstance(usage, dict):
+    if kind is not dict:
         return
     for name, value in usage.items():
-        if isinstance(value, (dict, list)):
+        kind = type(value)
+        if kind is int and 0 <= value <= MAX_TOKEN_COUNT or value is None:
+            continue  # a count, whatever the field (the common case, kept cheap: every call)
+        if kind is dict or kind is list:
             check_sent_usage(value)
-        elif value is not None and isinstance(name, str):
+        elif isinstance(name, str):
             low = name.lower()
             if low.endswith(_COUNT_SUFFIXES) and not low.startswith("total"):
                 check_token_count(name, value)

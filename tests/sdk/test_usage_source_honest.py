@@ -1,12 +1,9 @@
 """``usage.source`` says ``reported`` only for figures the provider sent, on the span and in
-the ledger row, through the real clients: litellm's made-up 0/0 usage and its local count on
-streams are ``estimated``; a row of a call whose usage is unknown does not claim ``reported``;
+the ledger row, through the real clients: litellm's made-up 0/0 usage is unknown and its
+local count on streams ``estimated``; a row of a call whose usage is unknown does not claim ``reported``;
 a Gemini stream cut inside its final chunk marks its partial usage (output unknown, not 0);
 a 200 "stream" whose body is an HTML proxy page is an error (``error.type`` and a ``parse``
-fault), never a silent 0-token success. Responses follow each provider's documented format.
-
-Cases capture does not hold yet are strict xfails naming the missing wiring (capture is being
-refactored into one start/finish path; the wiring lands after it)."""
+fault), never a silent 0-token success. Responses follow each provider's documented format."""
 
 from __future__ import annotations
 
@@ -146,9 +143,6 @@ def test_an_html_page_for_a_stream_is_an_error_not_a_silent_success(sdk):
 
 # -- a Gemini stream cut inside its final chunk ----------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="capture records the last whole chunk's promptTokenCount as "
-                   "the whole usage, reported, output 0; wiring: a stream that ends in an error "
-                   "before its final usage marks the usage partial and leaves output unknown")
 def test_a_gemini_stream_cut_in_its_final_chunk_marks_its_usage_partial():
     pytest.importorskip("google.genai", reason="google-genai is an optional extra")
     from .gemini_server import GeminiServer, answer
