@@ -91,8 +91,7 @@ class _Accumulator(_ChatAccumulator):
         super().__init__(gateway.kwargs, gateway.kwargs)
         self.gateway = gateway
         self.inner = inner if RawEvents.watch(inner, gateway) else None  # the provider's stream
-
-    silent = False  # the provider sent no event: nothing to estimate the output from
+        self.silent = False  # the provider sent no event: nothing to estimate the output from
 
     def final_text(self) -> Any:
         return None if self.silent else super().final_text()
@@ -100,9 +99,10 @@ class _Accumulator(_ChatAccumulator):
     def end_call(self, call: Call, how: str, error: BaseException | str | None = None,
                  once: str | None = None) -> None:  # fmt: skip
         sent = self.gateway
-        if self.inner is not None and not sent.seen:  # no event: any usage is litellm's own
-            self.usage, self.billing, self.text = None, None, []
-            self.silent = True
+        if self.inner is not None and not sent.seen and not self.text:  # no event, no text:
+            # any usage is litellm's own (text without an event seen: litellm read the
+            # stream before it was watched, and nothing is known of what was sent)
+            self.usage, self.billing, self.silent = None, None, True
             if error is None and how == "exhausted":  # and was it a stream at all?
                 error = not_an_event_stream(self.inner)
                 how = "error" if error is not None else how
