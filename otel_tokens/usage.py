@@ -20,7 +20,7 @@ from typing import Any, Literal, Mapping, NamedTuple
 from . import faults
 
 __all__ = ["TOKEN_CLASSES", "USAGE_SOURCES", "Billing", "Usage", "UsageSource", "check_amount",
-           "check_token_count", "check_token_text"]
+           "check_sent_usage", "check_token_count", "check_token_text"]
 
 UsageSource = Literal["reported", "estimated", "parsed_text"]
 
@@ -94,6 +94,36 @@ def check_token_text(name: str, text: Any) -> int | None:
     if not (digits.isascii() and digits.isdigit()):
         raise ValueError(f"{name} must be a whole number of tokens in decimal digits, got {text!r}")
     return check_token_count(name, int(digits))
+
+
+#: how a token-count field of a usage block ends, in any provider's spelling (``prompt_tokens``,
+#: ``inputTokens``, ``promptTokenCount``, ``token_count``); totals are not recorded, not checked
+_COUNT_SUFFIXES = ("tokens", "tokencount", "token_count")
+
+
+def check_sent_usage(usage: Any) -> None:
+    """Hold a usage block *as the provider sent it* (decoded JSON, before a client library
+    made numbers of it: openai's, google-genai's and botocore's parsers turn ``true`` into 1
+    and ``"10"`` into 10) to :func:`check_token_count`: every token count in it, at any depth
+    (details objects, modality lists), must be one; raises ``ValueError`` naming the first
+    that is not."""
+    kind = type(usage)
+    if kind is list:
+        for item in usage:
+            check_sent_usage(item)
+        return
+    if kind is not dict:
+        return
+    for name, value in usage.items():
+        kind = type(value)
+        if kind is int and 0 <= value <= MAX_TOKEN_COUNT or value is None:
+            continue  # a count, whatever the field (the common case, kept cheap: every call)
+        if kind is dict or kind is list:
+            check_sent_usage(value)
+        elif isinstance(name, str):
+            low = name.lower()
+            if low.endswith(_COUNT_SUFFIXES) and not low.startswith("total"):
+                check_token_count(name, value)
 
 
 def check_amount(name: str, value: Any) -> float | None:

@@ -284,8 +284,11 @@ class Accountant:
         ids: dict[str, Any] = {"trace_id": call.trace_id, "span_id": call.span_id}
         if call.user or call.tenant or call.conversation_id:
             ids["who"] = (call.user, call.tenant, call.conversation_id)
-        if usage.provider is None and _has_tokens(usage):
-            usage = usage.replace(provider=call.provider)  # a backend whose usage does not say
+        if _has_tokens(usage):
+            if usage.provider is None:
+                usage = usage.replace(provider=call.provider)  # a backend whose usage does not say
+        elif usage.source == "reported":  # no figure was reported: the row must not say so
+            usage = usage.replace(source="estimated")
         response_id = call.response_id
         try:
             if failed and usage.input_tokens is None and usage.output_tokens is None:

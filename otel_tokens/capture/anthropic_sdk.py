@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 from .. import faults
 from ..request import Request
-from ..usage import Billing, Usage, check_token_count
+from ..usage import Billing, Usage, check_sent_usage, check_token_count
 from .anthropic_patches import DEPENDENCIES, install, uninstall
 from .managers import managed
 from .operations import Operation, Response, async_wrapper, sdk_field, server_of, sync_wrapper
@@ -257,10 +257,7 @@ class _RawUsageCheck:
         try:
             data = sse.json()
             usage = (data.get("message") or {}).get("usage") if sse.event == "message_start" else data.get("usage")
-            for name in _TOKEN_FIELDS:
-                value = (usage or {}).get(name)
-                if isinstance(value, (bool, str)):
-                    check_token_count(name, value)  # raises: not a token count
+            check_sent_usage(usage)  # raises: a count in it is not a token count
         except ValueError as exc:
             if not self._acc.invalid:
                 faults.report("usage_invalid", exc)

@@ -33,9 +33,10 @@ import wrapt
 from .. import faults
 from ..call import Call
 from ..request import Request
-from ..usage import Billing, Usage
+from ..usage import Billing, Usage, check_token_text
 from .lifecycle import open_call, sync_wrapper, unusable
 from .operations import sdk_field
+from .sent import check_converse, rejected
 from .stream import STREAM_END, Accumulator, wrap_stream
 
 __all__ = ["wrapper"]
@@ -93,7 +94,7 @@ def _header_usage(result: Any) -> Usage | None:
     if values[0] is None and values[1] is None:
         return None
     try:
-        fresh, out, read, write = (None if v is None else int(v) for v in values)
+        fresh, out, read, write = (check_token_text(name, v) for name, v in zip(_HEADERS, values))
     except ValueError as exc:
         faults.report("usage_invalid", exc)
         return Usage()
@@ -290,6 +291,9 @@ def _open(instance: Any, args: tuple, kwargs: dict) -> tuple[Call, tuple, dict, 
             return None
         model = params.get("modelId")
         address, port = _server(instance)
+        if operation == "Converse":  # its usage as sent, before botocore's parser (see .sent)
+            instance.meta.events.register(_AFTER_CONVERSE, check_converse,
+                                          unique_id=_AFTER_CONVERSE)  # fmt: skip
     except Exception:
         return None
     call = open_call(
@@ -300,13 +304,20 @@ def _open(instance: Any, args: tuple, kwargs: dict) -> tuple[Call, tuple, dict, 
     return None if call is None else (call, args, kwargs, operation)
 
 
+_AFTER_CONVERSE = "after-call.bedrock-runtime.Converse"
+
+
 def _read(call: Call, result: Any, operation: str) -> Any:
     """End the call from the response, or hand its stream or body to the caller wrapped."""
     response_id = _get(_get(result, "ResponseMetadata"), "RequestId")
     if operation == "Converse":
         usage = _get(result, "usage")
         reason = _get(result, "stopReason")
-        call.stop(converse_usage(usage), response_id=response_id, finish_reasons=(str(reason),) if reason else None,
+        exc = rejected(result)
+        if exc is not None:  # a count botocore made an integer of: unusable as sent
+            faults.report("usage_invalid", exc)
+            usage = None
+        call.stop(converse_usage(usage) if exc is None else Usage(), response_id=response_id, finish_reasons=(str(reason),) if reason else None,
                   billing=converse_billing(usage))  # fmt: skip
     elif operation == "ConverseStream":
         acc = _ConverseAccumulator()

@@ -32,6 +32,9 @@ _TARGETS: tuple[tuple[str, str, str, Any], ...] = (
     ("google.genai.models", "AsyncModels", "_generate_content", _CALL),
     ("google.genai.models", "Models", "_generate_content_stream", _STREAM),
     ("google.genai.models", "AsyncModels", "_generate_content_stream", _STREAM),
+    # every response and chunk, as sent, where the SDK makes its object of it (see .sent)
+    ("google.genai.types", "GenerateContentResponse", "_from_response",
+     deferred("otel_tokens.capture.sent", "genai")),
 )
 
 _PATCHES = SdkPatches("google.genai", _TARGETS)

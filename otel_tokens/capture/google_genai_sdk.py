@@ -81,16 +81,21 @@ def _model_name(model: Any) -> str | None:
 
 
 # -- the response --------------------------------------------------------------------------
-def _usage(meta: Any, model: str | None, response_id: str | None) -> Usage | None:
-    """Usage of one ``usage_metadata`` (None: the response had none)."""
+def _usage(meta: Any, model: str | None, response_id: str | None,
+           final: bool = True) -> Usage | None:  # fmt: skip
+    """Usage of one ``usage_metadata`` (None: the response had none). Of a stream chunk
+    before the last (not ``final``: no finish reason yet), an absent output count is not yet
+    known (the stream may be cut before its last chunk), not 0."""
     if meta is None:
         return None
     prompt, tool = _get(meta, "prompt_token_count"), _get(meta, "tool_use_prompt_token_count")
     candidates, thoughts = _get(meta, "candidates_token_count"), _get(meta, "thoughts_token_count")
     if prompt is None and candidates is None and thoughts is None and _get(meta, "total_token_count") is None:
         return Usage(model=model, response_id=response_id)  # nothing reported
+    known = final or candidates is not None or thoughts is not None
+    output = _sum(candidates, thoughts) if known else None
     return Usage(
-        input_tokens=_sum(prompt, tool), output_tokens=_sum(candidates, thoughts),
+        input_tokens=_sum(prompt, tool), output_tokens=output,
         cache_read_tokens=_get(meta, "cached_content_token_count"), reasoning_tokens=thoughts,
         model=model, response_id=response_id,  # the provider: the call's (Gemini API or Vertex)
     )  # fmt: skip
@@ -150,10 +155,12 @@ class _Accumulator(Accumulator):
 
     def __init__(self, given: dict[str, Any], sent: dict[str, Any]) -> None:
         super().__init__()
+        self._meta: Any = None  # the last usage_metadata
 
     def add(self, chunk: Any) -> bool:
         self.model = _get(chunk, "model_version") or self.model
         self.response_id = _get(chunk, "response_id") or self.response_id
+        final = False
         for candidate in _get(chunk, "candidates") or ():
             for part in _get(_get(candidate, "content"), "parts") or ():
                 text = _get(part, "text")
@@ -161,18 +168,22 @@ class _Accumulator(Accumulator):
                     self.text.append(text)
             reason = _reason(_get(candidate, "finish_reason"))
             if reason:
-                self.finish_reasons = [reason]
+                self.finish_reasons, final = [reason], True
         meta = _get(chunk, "usage_metadata")
         if meta is not None:
-            self.usage = _usage(meta, self.model, self.response_id)
+            self.usage, self._meta = _usage(meta, self.model, self.response_id, final), meta
             self.billing = _billing(meta)
         return True
 
     def end_call(self, call: Call, how: str, error: BaseException | str | None = None,
                  once: str | None = None) -> None:  # fmt: skip
-        """A stream's request is sent at its first read: an HTTP failure ends it here."""
+        """A stream's request is sent at its first read: an HTTP failure ends it here. A
+        stream read to its end without a finish reason: its last usage is the whole."""
         if isinstance(error, BaseException):
             error = _failure(error)
+        elif error is None and how == "exhausted" and self._meta is not None and not self.invalid \
+                and self.usage is not None and self.usage.output_tokens is None:  # fmt: skip
+            self.usage = _usage(self._meta, self.model, self.response_id)
         super().end_call(call, how, error, once)
 
 

@@ -32,8 +32,9 @@ from ..usage import Usage
 __all__ = ["async_wrapper", "inside_gateway", "open_call", "sync_wrapper", "unusable"]
 
 #: set while a gateway library's call (litellm) is recorded: SDK calls it makes inside are
-#: part of that call, counted once by it
-inside_gateway: ContextVar[bool] = ContextVar("otel_tokens_inside_gateway", default=False)
+#: part of that call, counted once by it. Its value is the gateway reader's context when
+#: that is an object of its own (litellm's record of what its provider sent, see .sent)
+inside_gateway: ContextVar[Any] = ContextVar("otel_tokens_inside_gateway", default=False)
 
 #: ``start(instance, args, kwargs)`` -> (call, args, kwargs to call with, reader's context)
 Start = Callable[[Any, tuple, dict], "tuple[Call, tuple, dict, Any] | None"]
@@ -113,7 +114,7 @@ def sync_wrapper(start: Start, read: Read, failure: Callable[[BaseException], An
         if opened is None:
             return wrapped(*args, **kwargs)
         call, send_args, send, context = opened
-        token = inside_gateway.set(True) if gateway else None
+        token = inside_gateway.set(context or True) if gateway else None
         try:
             with call.activate():
                 result = wrapped(*send_args, **send)
@@ -145,7 +146,7 @@ def async_wrapper(start: Start, read: Read, failure: Callable[[BaseException], A
             if opened is None:
                 return await wrapped(*args, **kwargs)
             call, send_args, send, context = opened
-            token = inside_gateway.set(True) if gateway else None
+            token = inside_gateway.set(context or True) if gateway else None
             try:
                 with call.activate():
                     result = await wrapped(*send_args, **send)

@@ -18,10 +18,12 @@ from urllib.parse import urlsplit
 
 from .. import faults
 from ..call import Call
+from ..usage import Usage
 from .lifecycle import async_wrapper, open_call, sync_wrapper
 from .openai_sdk import _chat_request, _chat_response, _ChatAccumulator
-from .operations import stop_with
-from .stream import wrap_stream
+from .operations import Response, stop_with
+from .sent import RawEvents, Sent
+from .stream import not_an_event_stream, wrap_stream
 
 __all__ = ["wrapper"]
 
@@ -54,8 +56,20 @@ def _server(kwargs: dict[str, Any]) -> tuple[str | None, int | None]:
     return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
 
 
+class _Gateway(Sent):
+    """One litellm call's record of what its provider sent (litellm's answer may be its
+    own: a 0/0 usage for a response without one, a stream's tokens counted locally), set as
+    :data:`.lifecycle.inside_gateway` while litellm runs; and the caller's arguments."""
+
+    __slots__ = ("kwargs",)
+
+    def __init__(self, kwargs: dict[str, Any]) -> None:
+        super().__init__()
+        self.kwargs = kwargs
+
+
 def _open(instance: Any, args: tuple,
-          kwargs: dict[str, Any]) -> tuple[Call, tuple, dict, dict] | None:  # fmt: skip
+          kwargs: dict[str, Any]) -> tuple[Call, tuple, dict, _Gateway] | None:  # fmt: skip
     """Open the call as litellm routes it (:data:`.lifecycle.Start`)."""
     try:
         provider, model = _route(kwargs)
@@ -66,27 +80,62 @@ def _open(instance: Any, args: tuple,
     call = open_call(_chat_request, {**kwargs, "model": model}, operation="chat",
                      provider=provider, request_model=model, stream=kwargs.get("stream") is True,
                      server_address=address, server_port=port)  # fmt: skip
-    return None if call is None else (call, args, kwargs, kwargs)
+    return None if call is None else (call, args, kwargs, _Gateway(kwargs))
 
 
 class _Accumulator(_ChatAccumulator):
-    """Chunks in the OpenAI shape; usage without a provider of its own (the call's)."""
+    """Chunks in the OpenAI shape; usage without a provider of its own (the call's), held
+    to what the provider's own events said when they were seen (:class:`_Gateway`)."""
+
+    def __init__(self, gateway: _Gateway, inner: Any) -> None:
+        super().__init__(gateway.kwargs, gateway.kwargs)
+        self.gateway = gateway
+        self.inner = inner if RawEvents.watch(inner, gateway) else None  # the provider's stream
+        self.silent = False  # the provider sent no event: nothing to estimate the output from
+
+    def final_text(self) -> Any:
+        return None if self.silent else super().final_text()
 
     def end_call(self, call: Call, how: str, error: BaseException | str | None = None,
                  once: str | None = None) -> None:  # fmt: skip
+        sent = self.gateway
+        if self.inner is not None and not sent.seen and not self.text:  # no event, no text:
+            # any usage is litellm's own (text without an event seen: litellm read the
+            # stream before it was watched, and nothing is known of what was sent)
+            self.usage, self.billing, self.silent = None, None, True
+            if error is None and how == "exhausted":  # and was it a stream at all?
+                error = not_an_event_stream(self.inner)
+                how = "error" if error is not None else how
+        if error is None and self.inner is not None and sent.seen:
+            if sent.error is not None and not self.invalid:
+                faults.report("usage_invalid", sent.error)
+                self.invalid = True
+            elif not sent.usage and self.usage is not None:  # litellm's own count
+                self.usage = self.usage.replace(source="estimated")
         if self.usage is not None and self.usage.provider is not None:
             self.usage = self.usage.replace(provider=None)
         super().end_call(call, how, error, once)
 
 
-def _read(is_async: bool, call: Call, result: Any, kwargs: dict[str, Any]) -> Any:
+def _held(answer: Response, sent: Sent) -> Response:
+    """litellm's answer held to what its provider sent (when it was seen): usage that broke
+    the rule is unusable; usage the provider never sent (litellm's 0/0) is unknown."""
+    if sent.error is not None:
+        faults.report("usage_invalid", sent.error)
+        return answer._replace(usage=Usage(), billing=None)
+    if sent.seen and not sent.usage:
+        return answer._replace(usage=None, billing=None)
+    if answer.usage is not None:
+        return answer._replace(usage=answer.usage.replace(provider=None))
+    return answer
+
+
+def _read(is_async: bool, call: Call, result: Any, gateway: _Gateway) -> Any:
     """End the call from litellm's answer, or hand its stream to the proxy."""
     if call.stream and hasattr(result, "__anext__" if is_async else "__next__"):
-        return wrap_stream(result, call, _Accumulator(kwargs, kwargs), is_async)
-    answer = _chat_response(result)
-    if answer.usage is not None:
-        answer = answer._replace(usage=answer.usage.replace(provider=None))
-    stop_with(call, answer)
+        acc = _Accumulator(gateway, getattr(result, "completion_stream", None))
+        return wrap_stream(result, call, acc, is_async)
+    stop_with(call, _held(_chat_response(result), gateway))
     return result
 
 

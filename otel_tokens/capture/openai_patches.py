@@ -26,6 +26,9 @@ _RETRIEVE, _EMBEDDINGS = deferred(_SDK, "retrieve"), deferred(_SDK, "embeddings"
 _COMPLETIONS, _AUDIO = deferred(_SDK, "completions"), deferred(_SDK, "transcriptions")
 _RUNS, _RUNS_STREAM = deferred(_SDK, "runs"), deferred(_SDK, "runs_stream")
 _RUNS_MODULE = "openai.resources.beta.threads.runs.runs"
+#: every body and stream event, as sent, where the client makes its object of it (see .sent)
+_SENT = ("openai._base_client", "BaseClient", "_process_response_data",
+         deferred("otel_tokens.capture.sent", "openai"))
 
 
 def _both(module: str, cls: str, methods: tuple[str, ...], factory: object) -> list:
@@ -44,6 +47,7 @@ _PATCHES = SdkPatches("openai", [
     *_both(_RUNS_MODULE, "Runs", ("create", "retrieve", "submit_tool_outputs"), _RUNS),
     *_both(_RUNS_MODULE, "Runs", ("stream", "create_and_stream", "submit_tool_outputs_stream"),
            _RUNS_STREAM),
+    _SENT,
 ])  # fmt: skip
 
 

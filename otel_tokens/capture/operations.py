@@ -20,10 +20,11 @@ from ..usage import Billing, Usage
 from . import lifecycle
 from .lifecycle import inside_gateway, open_call
 from .raw import RAW_TYPES, wrap_raw
+from .sent import rejected
 from .stream import Accumulator, wrap_stream
 
-__all__ = ["Operation", "Response", "async_wrapper", "given", "inside_gateway", "open_call",
-           "sdk_field", "server_of", "stop_with", "sync_wrapper"]
+__all__ = ["Operation", "Response", "async_wrapper", "checked", "given", "inside_gateway",
+           "open_call", "sdk_field", "server_of", "stop_with", "sync_wrapper"]
 
 
 class Response(NamedTuple):
@@ -41,6 +42,16 @@ class Response(NamedTuple):
     billing: Billing | None = None
     parts: tuple[Usage, ...] = ()
     pending: bool = False
+
+
+def checked(answer: Response, result: Any) -> Response:
+    """``answer`` read from ``result``, its usage unusable (reported, not token counts) when
+    the body ``result`` was made of broke the one rule for counts (:mod:`.sent`)."""
+    exc = rejected(result)
+    if exc is None:
+        return answer
+    faults.report("usage_invalid", exc)
+    return answer._replace(usage=Usage(), parts=(), billing=None)
 
 
 def stop_with(call: Call, answer: Response, once: str | None = None) -> None:
@@ -166,12 +177,13 @@ def _read(op: Operation, is_async: bool, call: Call, result: Any, context: tuple
     if type(result).__name__ in RAW_TYPES:  # with_raw_response / with_streaming_response
         given, sent = context
         acc = op.accumulator(given, sent) if call.stream and op.accumulator is not None else None
-        return wrap_raw(result, call, lambda parsed: stop_with(call, op.response(parsed), op.once),
+        return wrap_raw(result, call,
+                        lambda parsed: stop_with(call, checked(op.response(parsed), parsed), op.once),
                         acc, is_async, op.once)  # fmt: skip
     streamed = hasattr(result, "__anext__" if is_async else "__next__")
     if call.stream and op.accumulator is not None and streamed:
         return wrap_stream(result, call, op.accumulator(*context), is_async, op.once)
-    answer = op.response(result)  # stop_with, inlined: this runs on every call
+    answer = checked(op.response(result), result)  # stop_with, inlined: this runs on every call
     call.stop(None if answer.parts else answer.usage, response_model=answer.model,
               response_id=answer.response_id, finish_reasons=answer.finish_reasons or None,
               parts=answer.parts or None, billing=answer.billing, once=op.once,

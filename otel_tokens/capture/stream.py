@@ -26,8 +26,10 @@ import wrapt
 from .. import faults
 from ..call import Call
 from ..usage import Billing, Usage
+from .sent import rejected
 
-__all__ = ["Accumulator", "AsyncStreamProxy", "StreamObserver", "StreamProxy", "wrap_stream"]
+__all__ = ["Accumulator", "AsyncStreamProxy", "StreamObserver", "StreamProxy",
+           "not_an_event_stream", "wrap_stream"]
 
 STREAM_END = "otel_tokens.stream.end"
 
@@ -101,6 +103,11 @@ class StreamObserver:
                 self.call.first_chunk()
             before = acc.usage
             show = acc.add(item)
+            exc = rejected(item)  # its usage, as sent, broke the rule (see .sent)
+            if exc is not None:
+                faults.report("usage_invalid", exc)
+                acc.invalid = True
+                return show
             usage = acc.usage
             if usage is not before and usage is not None:
                 self.call.stream_usage(usage)
@@ -141,7 +148,7 @@ class _ProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
         self._self_finalizer.detach()
         observer = self._self_observer
         if how == "exhausted" and observer.call.first_chunk_at is None:
-            error = _not_an_event_stream(self.__wrapped__)
+            error = not_an_event_stream(self.__wrapped__)
             how = "error" if error is not None else how
         observer.end(how, error)
 
@@ -251,7 +258,7 @@ class AsyncStreamProxy(_ProxyBase):
 NOT_AN_EVENT_STREAM = "not_an_event_stream"  #: error.type of a "stream" that was something else
 
 
-def _not_an_event_stream(stream: Any) -> str | None:
+def not_an_event_stream(stream: Any) -> str | None:
     """A stream that ended without one event and whose body was not an event stream (an HTML
     proxy page, a JSON error with status 200): an error, not a 0-token answer."""
     response = getattr(stream, "response", None)

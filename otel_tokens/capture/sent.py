@@ -1,0 +1,190 @@
+"""Usage as the provider sent it, before a client library coerced it.
+
+openai's, google-genai's and botocore's parsers turn a count sent as ``true`` into 1 and
+``"10"`` into 10 (botocore ``10.7`` into 10) before capture reads the parsed object; litellm
+makes up a 0/0 usage for a response that had none and counts a stream's tokens itself. Here
+the decoded body is seen where the client turns it into its object, held to the one rule
+(:func:`otel_tokens.usage.check_sent_usage`), and what it said is kept for the reader:
+
+* an object made from a body whose counts break the rule is *held* (:func:`hold`): the
+  reader of that object (:func:`rejected`) records the usage as unusable (``usage_invalid``);
+* a gateway call (litellm) keeps a :class:`Sent` of every body and event its provider sent.
+
+The hooks: openai's ``BaseClient._process_response_data`` (every body and stream event of
+both sync and async clients), google-genai's ``GenerateContentResponse._from_response``,
+botocore's ``after-call`` event of ``Converse``, and the SSE decoder of a stream
+(:class:`RawEvents`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from .. import faults
+from ..usage import check_sent_usage
+from .lifecycle import inside_gateway
+
+__all__ = ["RawEvents", "Sent", "check_converse", "hold", "rejected", "usage_of", "wrapper"]
+
+_MAX_HELD = 64  # objects held at once: rejected usage is rare, and a held object is read soon
+_held: dict[int, tuple[Any, ValueError]] = {}
+
+
+def hold(obj: Any, usage: Any) -> None:
+    """Hold ``obj`` when ``usage`` (as sent) breaks the rule. Held strongly (so its id is not
+    reused) until read, the oldest let go past :data:`_MAX_HELD`."""
+    try:
+        check_sent_usage(usage)
+    except ValueError as exc:
+        if len(_held) >= _MAX_HELD:
+            del _held[next(iter(_held))]
+        _held[id(obj)] = (obj, exc)
+
+
+def rejected(obj: Any) -> ValueError | None:
+    """Why ``obj``'s usage breaks the rule (once), or None; costs a dict test when none is held."""
+    if not _held:
+        return None
+    found = _held.get(id(obj))
+    if found is None or found[0] is not obj:
+        return None
+    del _held[id(obj)]
+    return found[1]
+
+
+def usage_of(body: dict[str, Any]) -> Any:
+    """The usage block of an OpenAI-shaped body: a chat completion or chunk, a Responses
+    result, or a Responses stream event (``response.usage``)."""
+    usage = body.get("usage")
+    if usage is None:
+        response = body.get("response")
+        if type(response) is dict:
+            usage = response.get("usage")
+    return usage
+
+
+class Sent:
+    """What a provider sent for one call, as far as it was seen: ``seen`` (a body or event
+    arrived), ``usage`` (one of them carried usage), ``error`` (a count in it broke the
+    rule: the first such)."""
+
+    __slots__ = ("seen", "usage", "error")
+
+    def __init__(self) -> None:
+        self.seen = False
+        self.usage = False
+        self.error: ValueError | None = None
+
+    def note(self, usage: Any) -> None:
+        """One body or event, with ``usage`` as sent (None: it had none)."""
+        self.seen = True
+        if usage is None:
+            return
+        self.usage = True
+        try:
+            check_sent_usage(usage)
+        except ValueError as exc:
+            if self.error is None:
+                self.error = exc
+
+
+class RawEvents:
+    """An SDK's SSE decoder (``stream._decoder``), passing every event on unchanged; each
+    event's usage is noted on ``sent`` as the provider sent it."""
+
+    __slots__ = ("_decoder", "_sent")
+
+    def __init__(self, decoder: Any, sent: Sent) -> None:
+        self._decoder, self._sent = decoder, sent
+
+    @classmethod
+    def watch(cls, stream: Any, sent: Sent) -> bool:
+        """Put the decoder of ``stream`` (not read yet) behind one; False when it has none."""
+        decoder = getattr(stream, "_decoder", None)
+        if decoder is None or not hasattr(decoder, "iter_bytes"):
+            return False
+        stream._decoder = cls(decoder, sent)
+        return True
+
+    def iter_bytes(self, chunks: Any) -> Any:
+        for sse in self._decoder.iter_bytes(chunks):
+            self._see(sse.data)
+            yield sse
+
+    async def aiter_bytes(self, chunks: Any) -> Any:
+        async for sse in self._decoder.aiter_bytes(chunks):
+            self._see(sse.data)
+            yield sse
+
+    def _see(self, data: Any) -> None:
+        sent = self._sent
+        if not data or data == "[DONE]":
+            return
+        sent.seen = True
+        if '"usage"' not in data or "okens" not in data:  # no usage, or "usage": null
+            return
+        try:
+            body = json.loads(data)
+        except ValueError:
+            return  # the SDK reports what it cannot parse itself
+        if type(body) is dict:
+            sent.note(usage_of(body))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._decoder, name)
+
+
+# -- the hooks -------------------------------------------------------------------------------
+def _openai_data(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
+    """openai's ``_process_response_data(data=, cast_to=, response=)``: the object made of a
+    body is held when the body's usage breaks the rule; a gateway call notes the body."""
+    result = wrapped(*args, **kwargs)
+    data = kwargs.get("data")
+    if type(data) is dict:
+        try:
+            usage = usage_of(data)
+            if usage is not None:
+                hold(result, usage)
+            gateway = inside_gateway.get()
+            if isinstance(gateway, Sent):
+                gateway.note(usage)
+        except Exception as exc:
+            faults.report("internal", exc)
+    return result
+
+
+def _genai_response(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
+    """google-genai's ``GenerateContentResponse._from_response(response=, kwargs=)``: a
+    response (or stream chunk) whose ``usage_metadata`` breaks the rule is held."""
+    result = wrapped(*args, **kwargs)
+    response = kwargs.get("response")
+    if type(response) is dict:
+        meta = response.get("usage_metadata")
+        if meta is not None:
+            try:
+                hold(result, meta)
+            except Exception as exc:
+                faults.report("internal", exc)
+    return result
+
+
+def check_converse(http_response: Any = None, parsed: Any = None, **_: Any) -> None:
+    """botocore's ``after-call`` of ``Converse``: the parsed answer is held when the body's
+    usage, as sent, breaks the rule (botocore's parser made integers of it)."""
+    try:
+        content = getattr(http_response, "content", None)
+        if isinstance(parsed, dict) and content:
+            body = json.loads(content)
+            if isinstance(body, dict) and body.get("usage") is not None:
+                hold(parsed, body["usage"])
+    except Exception as exc:
+        faults.report("internal", exc)
+
+
+_HOOKS = {"openai": _openai_data, "genai": _genai_response}
+
+
+def wrapper(name: str, is_async: bool) -> Callable[..., Any]:
+    """The wrapt wrapper of a client's body-to-object step (the patch tables install it)."""
+    return _HOOKS[name]
