@@ -155,12 +155,17 @@ def _revive(name: str) -> AgentEntry:
         ledger.restore_totals(snapshot[1])
     entry = AgentEntry(name=name, state=state, ledger=ledger)
     _live[name] = entry
-    weakref.finalize(entry, _go_dormant, name, state, ledger)
+    weakref.finalize(entry, _go_dormant, name, state, ledger, _generation[0])
     return entry
 
 
-def _go_dormant(name: str, state: TokenState, ledger: UsageLedger) -> None:
+_generation = [0]  # clear_agents() starts a new one: entries of an older one leave nothing
+
+
+def _go_dormant(name: str, state: TokenState, ledger: UsageLedger, generation: int) -> None:
     """An entry nothing holds any more: keep what its next call needs, compactly."""
+    if generation != _generation[0]:
+        return  # forgotten by clear_agents(): its ledger was closed there
     try:
         if ledger.path is not None:
             ledger.close()  # pending rows written; the file keeps the rest
@@ -287,6 +292,7 @@ def clear_agents() -> None:
         _registry.clear()
         _live.clear()
         _dormant.clear()
+        _generation[0] += 1
     for entry in entries:
         try:
             entry.ledger.close()
