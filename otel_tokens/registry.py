@@ -11,6 +11,7 @@ leaves each backend's patches applied exactly once or not at all. A backend is a
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 import time
 from typing import Any
@@ -131,10 +132,24 @@ def _use_providers(tracer_provider: Any, meter_provider: Any) -> None:
         threading.Thread(target=_warm_up, name="otel_tokens-warm-up", daemon=True).start()
 
 
+#: held while the warm-up imports modules and loads data; a fork waits for it, so a child
+#: (gunicorn --preload, a fork pool) never inherits a module import lock or a cache lock held
+#: by the warm-up thread (the child would hang at its first import of that module)
+_warming = threading.Lock()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_warming.acquire, after_in_parent=_warming.release,
+                        after_in_child=_warming.release)  # fmt: skip
+
+
 def _warm_up(delay: float = 0.5) -> None:
     """Build the handler and load price data and tokenizer encodings in the background,
     after the host's own start-up (a call before then simply does it itself)."""
     time.sleep(delay)
+    with _warming:
+        _warm()
+
+
+def _warm() -> None:
     try:
         from .account.estimate import warm_up as warm_up_tokenizers
         from .emit.setup import providers_closed

@@ -40,6 +40,7 @@ class FakeLLM:
         self.url = self.server.url + "/v1"
 
     def _answer(self, path: str, body: object) -> tuple[int, str, bytes, dict[str, str]]:
+        time.sleep(0.02)  # a real model takes a while: concurrent requests overlap
         with self._lock:
             tokens = next(self._counter)
             self.input_total += tokens
@@ -132,7 +133,12 @@ def free_port() -> int:
 def wait_for(predicate, timeout: float = 30.0, every: float = 0.2):  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while True:
-        value = predicate()
+        try:
+            value = predicate()
+        except OSError:  # the port changing hands (a restarted front): ask again
+            if time.monotonic() > deadline:
+                raise
+            value = None
         if value or time.monotonic() > deadline:
             return value
         time.sleep(every)

@@ -12,7 +12,11 @@ import shutil
 import signal
 import subprocess
 import sys
+import http.client
+import time
+import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -45,11 +49,19 @@ def _ready(port: int) -> bool:
 def _drive(proc: subprocess.Popen, port: int, requests: int) -> set[int]:
     assert wait_for(lambda: proc.poll() is not None or _ready(port), 60), "server did not start"
     assert proc.poll() is None, proc.stderr.read().decode() if proc.stderr else ""
-    pids = set()
-    for _ in range(requests - 1):  # _ready made one
-        body = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30).read()
-        pids.add(int(body.split(b'"pid": ')[1].rstrip(b"}")))
-    return pids
+    def one(_: int) -> int:
+        for attempt in range(6):  # a worker restarted by --max-requests may drop a connection
+            try:
+                body = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30).read()
+                return int(body.split(b'"pid": ')[1].rstrip(b"}"))
+            except (ConnectionError, http.client.HTTPException, urllib.error.URLError):
+                if attempt == 5:
+                    raise
+                time.sleep(0.2)
+        raise AssertionError("unreachable")
+
+    with ThreadPoolExecutor(4) as pool:  # in parallel: several workers serve
+        return set(pool.map(one, range(requests - 1)))  # _ready made one
 
 
 def _stop(proc: subprocess.Popen) -> None:
