@@ -68,6 +68,11 @@ class Settings:
     # ledger (one SQLite file shared by every agent; unset: in memory)
     ledger_path: str | None = None
     ledger_max_history: int = 10_000
+    # fleet ledger (issue 32): every process's rows into one PostgreSQL database too
+    ledger_url: str | None = None  # postgresql://user@host:port/db (OTEL_TOKENS_LEDGER_URL)
+    ledger_spool_dir: str = ""  # rows kept on disk while it is down ("": the default folder)
+    ledger_spool_max_mb: int = 256
+    ledger_queue: int = 10_000  # rows queued in memory before they are spilled to the spool
     # accounting: a request above this many tokens of one class is not real usage (rejected)
     max_tokens_per_request: int = 100_000_000
     # pricing
@@ -246,6 +251,23 @@ def _agent_budget(part: str, window: float, enforce: bool) -> tuple[str, Budget]
     return agent.strip(), budget
 
 
+def _fleet_ledger(reader: _Reader) -> dict[str, Any]:
+    """``OTEL_TOKENS_LEDGER_URL`` and its spool and queue (issue 32)."""
+    name, url = reader.raw("OTEL_TOKENS_LEDGER_URL")
+    if url and not url.startswith(("postgresql://", "postgres://")):
+        url = reader.bad(name, url, "a postgresql://user@host:port/db URL", None)
+    cache = reader.env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return {
+        "ledger_url": url or None,
+        "ledger_spool_dir": reader.text("OTEL_TOKENS_LEDGER_SPOOL")
+        or os.path.join(cache, "otel_tokens", "ledger-spool"),
+        "ledger_spool_max_mb": reader.number("OTEL_TOKENS_LEDGER_SPOOL_MAX_MB", default=256,
+                                             low=1, accepted="a positive integer (MB)"),
+        "ledger_queue": reader.number("OTEL_TOKENS_LEDGER_QUEUE", default=10_000, low=1,
+                                      accepted="a positive integer (rows)"),
+    }
+
+
 def _cli_names(reader: _Reader) -> dict[str, str]:
     names: dict[str, str] = {}
     name, raw = reader.raw("OTEL_TOKENS_CLI_NAMES")
@@ -285,6 +307,7 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
         ledger_path=r.text("OTEL_TOKENS_LEDGER_PATH"),
         ledger_max_history=r.number("OTEL_TOKENS_LEDGER_MAX_HISTORY", default=10_000, low=1,
                                     accepted="a positive integer"),
+        **_fleet_ledger(r),
         max_tokens_per_request=r.number("OTEL_TOKENS_MAX_TOKENS_PER_REQUEST", default=100_000_000,
                                         low=1, high=2**53, accepted="a positive integer <= 2**53"),
         prices_file=prices_file,
