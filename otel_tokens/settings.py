@@ -104,6 +104,10 @@ class Settings:
     # budgets and spikes
     default_budget: Budget | None = None
     agent_budgets: Mapping[str, Budget] = field(default_factory=dict)
+    # fleet budgets (with ledger_url): per tenant and per user, "*" the default of each
+    tenant_budgets: Mapping[str, Budget] = field(default_factory=dict)
+    user_budgets: Mapping[str, Budget] = field(default_factory=dict)
+    budget_reserve_output_tokens: int = 4096  # reserved when a request says no max_tokens
     spike: SpikeRule = field(default_factory=_default_spike)
     # capture
     capture_content: bool = False
@@ -233,6 +237,24 @@ def _budgets(reader: _Reader) -> tuple[Budget | None, dict[str, Budget], SpikeRu
     return default, agents, spike
 
 
+def _who_budgets(reader: _Reader, name: str) -> dict[str, Budget]:
+    """``acme:usd=50;*:usd=5`` (tenant or user -> budget, ``*`` for every other one), with
+    the window and enforcement of ``OTEL_TOKENS_BUDGET_WINDOW``/``_ENFORCE``."""
+    quiet = _Reader(reader.env)  # their problems are reported once, by _budgets
+    window = quiet.number("OTEL_TOKENS_BUDGET_WINDOW", kind=float, default=3600.0, above=0)
+    enforce = quiet.boolean("OTEL_TOKENS_BUDGET_ENFORCE")
+    budgets: dict[str, Budget] = {}
+    for part in filter(None, (p.strip() for p in reader.raw(name)[1].split(";"))):
+        try:
+            who, budget = _agent_budget(part, window, enforce)
+        except ValueError as exc:
+            reader.bad(name, part, f"acme:usd=5,tokens=1000,window=3600 or *:usd=5 ({exc})",
+                       "no budget for that entry")  # fmt: skip
+            continue
+        budgets[who] = budget
+    return budgets
+
+
 def _agent_budget(part: str, window: float, enforce: bool) -> tuple[str, Budget]:
     from .account.anomalies import Budget
 
@@ -339,6 +361,10 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
         metric_attributes=r.subset("OTEL_TOKENS_METRIC_ATTRIBUTES", ("user", "tenant", "conversation")),
         default_budget=default_budget,
         agent_budgets=agent_budgets,
+        tenant_budgets=_who_budgets(r, "OTEL_TOKENS_TENANT_BUDGETS"),
+        user_budgets=_who_budgets(r, "OTEL_TOKENS_USER_BUDGETS"),
+        budget_reserve_output_tokens=r.number("OTEL_TOKENS_BUDGET_RESERVE_OUTPUT_TOKENS",
+                                              default=4096, low=1, accepted="a positive integer"),
         spike=spike,
         capture_content=r.boolean("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"),
         openai_include_usage=r.boolean("OTEL_TOKENS_OPENAI_INCLUDE_USAGE"),

@@ -20,6 +20,7 @@ from .anomalies import AnomalyGuard, BudgetExceeded
 from .outcome import Line, Outcome, error_type
 from .pricing import PriceResult, Pricer
 from .conversation_totals import ConversationTotals
+from .fleet_budget import reserve, settle_reservation
 
 if TYPE_CHECKING:
     from ..call import Call
@@ -74,6 +75,8 @@ class Accountant:
         try:
             estimate = call.estimate
             self.guard.check_before(entry.name, estimate.input_tokens if estimate else None)
+            if self.guard.fleet is not None:  # fleet budgets hook (issue 32)
+                call.reservation = reserve(self.guard.fleet, self.pricer, call, entry.name)
         except BudgetExceeded:
             raise
         except Exception as exc:
@@ -122,6 +125,8 @@ class Accountant:
         response_model = call.response_model or usage.model
         default_model = response_model or call.request_model
         prices, price = self._prices(call, usage, parts, default_model, billing)
+        if call.reservation is not None:  # fleet budgets hook (issue 32)
+            settle_reservation(self.guard.fleet, call.reservation, usage, price, failed)
         entry = call.agent
         state = None
         anomalies: tuple = ()
