@@ -146,9 +146,6 @@ class _AgentWindow:
 class AnomalyGuard:
     """Budgets and spike detection for every agent of the process; thread-safe."""
 
-    #: the fleet's shared budgets (a :class:`~.fleet_budget.FleetBudgets`) with a ledger URL
-    fleet: Any = None
-
     def __init__(
         self,
         spike: SpikeRule | None = None,
@@ -166,13 +163,8 @@ class AnomalyGuard:
     def from_settings(cls, settings: Any) -> AnomalyGuard:
         """Budgets and the spike rule as :mod:`otel_tokens.settings` read them
         (``OTEL_TOKENS_BUDGET_*``, ``OTEL_TOKENS_AGENT_BUDGETS``, ``OTEL_TOKENS_SPIKE_*``)."""
-        guard = cls(spike=settings.spike, default_budget=settings.default_budget,
-                    budgets=dict(settings.agent_budgets))  # fmt: skip
-        if settings.ledger_url is not None:  # fleet budgets hook (issue 32)
-            from .fleet_budget import FleetBudgets
-
-            guard.fleet = FleetBudgets.from_settings(settings)
-        return guard
+        return cls(spike=settings.spike, default_budget=settings.default_budget,
+                   budgets=dict(settings.agent_budgets))  # fmt: skip
 
     # -- configuration --------------------------------------------------------------------
     def set_budget(self, agent: str, budget: Budget | None) -> None:

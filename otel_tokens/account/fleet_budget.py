@@ -19,7 +19,8 @@ import os
 import threading
 import time
 import uuid
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from .. import faults
 from .anomalies import Anomaly, Budget, BudgetExceeded
@@ -37,8 +38,8 @@ _SCHEMA = (
         settled BOOLEAN NOT NULL DEFAULT false,
         PRIMARY KEY (id, scope)
     )""",
-    "CREATE INDEX IF NOT EXISTS otel_tokens_budget_reservations_window "
-    "ON otel_tokens_budget_reservations (scope, key, ts)",
+    ("CREATE INDEX IF NOT EXISTS otel_tokens_budget_reservations_window "
+     "ON otel_tokens_budget_reservations (scope, key, ts)"),
 )
 DOWN_FOR = 5.0  # seconds without an attempt after the database failed
 PRUNE_EVERY = 200  # settlements between deletions of reservations past every window
@@ -47,7 +48,7 @@ PRUNE_EVERY = 200  # settlements between deletions of reservations past every wi
 class Reservation:
     """What a call reserved: its id and the budgets it holds room in."""
 
-    __slots__ = ("id", "scopes", "usd", "tokens")
+    __slots__ = ("id", "scopes", "tokens", "usd")
 
     def __init__(self, scopes: list[tuple[str, str, Budget]], usd: float, tokens: int) -> None:
         self.id, self.scopes, self.usd, self.tokens = str(uuid.uuid4()), scopes, usd, tokens
@@ -196,6 +197,8 @@ def reserve(fleet: FleetBudgets, pricer: Any, call: Any, agent: str) -> Reservat
     tokens, at the request model's price (USD unknown for an unpriced model: tokens only)."""
     from ..usage import Usage
 
+    if not fleet.applying(agent, call.tenant, call.user):
+        return None  # no enforced budget: nothing to price nor reserve
     estimate = call.estimate
     input_tokens = (estimate.input_tokens or 0) if estimate is not None else 0
     output_tokens = fleet.reserve_output_tokens

@@ -59,9 +59,8 @@ def test_sixteen_callers_in_four_processes_share_one_budget(scope, tenant_llm, l
     calls = sum(int(re.search(r"calls=(\d+)", out)[1]) for out in outputs)
     assert calls == tenant_llm.calls
     spent = _spent(ledger_db)
+    # four processes each holding the budget alone would have spent up to 4x it
     assert BUDGET * 0.8 <= spent <= BUDGET * 1.05, (spent, calls)
-    # one process alone would have let each of the four spend the whole budget
-    assert calls < 4 * 0.8 * calls
 
 
 def test_unreachable_database_falls_back_to_the_process_budget(tenant_llm, tmp_path):

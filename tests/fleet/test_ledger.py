@@ -7,7 +7,6 @@ from __future__ import annotations
 import collections
 import itertools
 import json
-import os
 import subprocess
 import sys
 import threading
@@ -74,7 +73,7 @@ def _finish(workers: list[subprocess.Popen], timeout: float = 120) -> list[str]:
     for worker in workers:
         out, err = worker.communicate(timeout=timeout)
         assert worker.returncode == 0, err
-        outputs.append(out)
+        outputs.append(out + err)
     return outputs
 
 
@@ -92,7 +91,7 @@ def _totals(url: str) -> tuple[int, int, dict[str, int], int, int]:
 
 def _report(url: str, *args: str) -> dict:
     out = subprocess.run([sys.executable, "-m", "otel_tokens.cli", "report", "--db", url,
-                          "--json", *args], capture_output=True, text=True, timeout=60,
+                          "--json", *args], check=False, capture_output=True, text=True, timeout=60,
                          env=clean_env())  # fmt: skip
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
@@ -127,7 +126,7 @@ def test_database_stopped_and_started_mid_run(tenant_llm, own_ledger_db, tmp_pat
     and every row reaches the database exactly once once it is back."""
     cluster, url = own_ledger_db
     workers = _workers(4, tenant_llm, url, tmp_path / "spool", THREADS="2", CALLS="40",
-                       PAUSE="0.05")  # fmt: skip
+                       PAUSE="0.2")  # fmt: skip
     try:
         assert wait_for(lambda: tenant_llm.calls >= 60, timeout=60)
         cluster.stop()
@@ -135,9 +134,11 @@ def test_database_stopped_and_started_mid_run(tenant_llm, own_ledger_db, tmp_pat
         time.sleep(2)
         answered_while_down = tenant_llm.calls - stopped_at
         cluster.start()
+        back_at = tenant_llm.calls
     finally:
         outputs = _finish(workers)
     assert answered_while_down > 0, "the calls went on while the database was down"
+    assert back_at < 300, "the database was back before the end of the run"
     assert all("calls=80" in out for out in outputs)
     spooled = sorted(p.name for p in (tmp_path / "spool").glob("*"))
     assert wait_for(lambda: _totals(url)[0] >= 320, timeout=30), (_totals(url), spooled, outputs)

@@ -15,8 +15,9 @@ import json
 import os
 import secrets
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 __all__ = ["Spool"]
 

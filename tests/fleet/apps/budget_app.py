@@ -10,7 +10,7 @@ import otel_tokens
 otel_tokens.configure()
 otel_tokens.instrument()
 
-import openai  # noqa: E402
+import openai
 
 URL = os.environ["FAKE_LLM_URL"]
 THREADS = int(os.environ.get("THREADS", "4"))
