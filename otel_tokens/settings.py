@@ -70,7 +70,7 @@ class Settings:
     ledger_max_history: int = 10_000
     # fleet ledger (issue 32): every process's rows into one PostgreSQL database too
     ledger_url: str | None = None  # postgresql://user@host:port/db (OTEL_TOKENS_LEDGER_URL)
-    ledger_spool_dir: str = ""  # rows kept on disk while it is down ("": the default folder)
+    ledger_spool_dir: str | None = None  # rows kept on disk while it is down (None: ~/.cache/..)
     ledger_spool_max_mb: int = 256
     ledger_queue: int = 10_000  # rows queued in memory before they are spilled to the spool
     # accounting: a request above this many tokens of one class is not real usage (rejected)
@@ -278,11 +278,9 @@ def _fleet_ledger(reader: _Reader) -> dict[str, Any]:
     name, url = reader.raw("OTEL_TOKENS_LEDGER_URL")
     if url and not url.startswith(("postgresql://", "postgres://")):
         url = reader.bad(name, url, "a postgresql://user@host:port/db URL", None)
-    cache = reader.env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return {
         "ledger_url": url or None,
-        "ledger_spool_dir": reader.text("OTEL_TOKENS_LEDGER_SPOOL")
-        or os.path.join(cache, "otel_tokens", "ledger-spool"),
+        "ledger_spool_dir": reader.text("OTEL_TOKENS_LEDGER_SPOOL"),
         "ledger_spool_max_mb": reader.number("OTEL_TOKENS_LEDGER_SPOOL_MAX_MB", default=256,
                                              low=1, accepted="a positive integer (MB)"),
         "ledger_queue": reader.number("OTEL_TOKENS_LEDGER_QUEUE", default=10_000, low=1,

@@ -19,6 +19,7 @@ from ..local_server import LocalServer
 from ..process.conftest import clean_env, free_port, wait_for
 
 APPS = Path(__file__).resolve().parent / "apps"
+ROOT_DIR = Path(__file__).resolve().parents[2]
 
 
 class TenantLLM:

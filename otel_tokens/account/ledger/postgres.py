@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import faults
-from .spool import Spool
+from .spool import Spool, default_folder
 
 __all__ = ["COLUMNS", "SCHEMA_VERSION", "FleetWriter", "connect", "ensure_schema", "fleet_writer"]
 
@@ -332,13 +332,14 @@ _inherited: list[Any] = []
 _hooked = False
 
 
-def fleet_writer(url: str, spool_folder: str, spool_max_bytes: int, queue_max: int,
+def fleet_writer(url: str, spool_folder: str | None, spool_max_bytes: int, queue_max: int,
                  service: str | None, exit_timeout: float) -> FleetWriter:  # fmt: skip
     """The process's writer for ``url`` (one per database, shared by every agent)."""
     with _writers_lock:
         writer = _writers.get(url)
         if writer is None:
-            writer = FleetWriter(url, Spool(spool_folder, spool_max_bytes), queue_max, service,
+            spool = Spool(spool_folder or default_folder(), spool_max_bytes)
+            writer = FleetWriter(url, spool, queue_max, service,
                                  exit_timeout)  # fmt: skip
             _writers[url] = writer
         return writer

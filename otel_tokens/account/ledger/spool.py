@@ -19,10 +19,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Spool"]
+__all__ = ["Spool", "default_folder"]
 
 _READY = ".rows"
 _CLAIMED = ".claimed"
+
+
+def default_folder() -> str:
+    """``$XDG_CACHE_HOME/otel_tokens/ledger-spool`` (``~/.cache`` when unset)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "otel_tokens", "ledger-spool")
 
 
 class Spool:
