@@ -117,6 +117,12 @@ def test_four_processes_write_one_ledger(tenant_llm, ledger_db, tmp_path):
     by_tenant = _report(ledger_db, "--by", "tenant")["groups"]
     assert {k: g["input_tokens"] for k, g in by_tenant.items()} == dict(tenant_llm.by_tenant)
     assert {k: g["requests"] for k, g in by_tenant.items()} == dict(tenant_llm.calls_by_tenant)
+    assert _report(ledger_db, "--since", "1h")["totals"]["requests"] == 160
+    assert _report(ledger_db, "--since", "2999-01-01")["totals"]["requests"] == 0
+    assert len(_report(ledger_db, "--top", "3")["top_requests"]) == 3
+    assert {k: g["requests"] for k, g in _report(ledger_db, "--by", "agent")["groups"].items()} == {
+        "worker": 160}
+    assert list(_report(ledger_db, "--by", "model")["groups"]) == ["gpt-4o-mini"]
     by_service = _report(ledger_db, "--by", "service")["groups"]
     assert sorted(by_service) == [f"svc-{i}" for i in range(4)]
     assert all(g["requests"] == 40 for g in by_service.values())
@@ -224,3 +230,15 @@ def test_schema_created_once_by_processes_starting_together(ledger_db):
 
     with psycopg.connect(ledger_db) as conn:
         assert conn.execute("SELECT value FROM otel_tokens_meta").fetchall() == [("1",)]
+
+
+def test_a_forked_child_writes_its_own_rows_on_its_own_connection(ledger_db, tmp_path):
+    environ = clean_env(OTEL_TOKENS_LEDGER_URL=ledger_db, OTEL_TOKENS_EXIT_TIMEOUT="5",
+                        OTEL_TOKENS_LEDGER_SPOOL=str(tmp_path / "spool"))  # fmt: skip
+    out = subprocess.run([sys.executable, str(APPS / "fork_app.py")], env=environ, check=False,
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "fault" not in out.stderr, out.stderr
+    count, tokens, _, ids, _ = _totals(ledger_db)
+    assert (count, ids) == (15, 15)
+    assert tokens == 5 * 1 + 7 * 10 + 3 * 100
