@@ -73,3 +73,28 @@ def test_unreachable_database_falls_back_to_the_process_budget(tenant_llm, tmp_p
     assert "refused=1 errors=[]" in out, out
     assert out.count("otel_tokens: budget_fleet fault (") == 1
     assert 30 < tenant_llm.calls < 400
+
+
+def test_reservations_settle_and_the_window_rolls(ledger_db):
+    """A reservation holds room until it is settled to the actual; spend older than the
+    window no longer counts (the database's clock)."""
+    import time
+
+    from otel_tokens.account.anomalies import Budget, BudgetExceeded
+    from otel_tokens.account.fleet_budget import FleetBudgets
+
+    fleet = FleetBudgets(ledger_db, {}, None, {"acme": Budget(usd=1.0, window_seconds=1.5,
+                                                               enforce=True)}, {})  # fmt: skip
+    first = fleet.reserve("bot", "acme", None, 0.6, 10)
+    with pytest.raises(BudgetExceeded):
+        fleet.reserve("bot", "acme", None, 0.6, 10)  # 0.6 held + 0.6 > 1.0
+    fleet.settle(first, 0.3, 5)
+    second = fleet.reserve("bot", "acme", None, 0.6, 10)  # 0.3 spent + 0.6 fits
+    assert second is not None
+    assert fleet.used("tenant", "acme", 1.5) == (pytest.approx(0.9), 15)
+    with pytest.raises(BudgetExceeded):
+        fleet.reserve("bot", "acme", None, 0.6, 10)
+    time.sleep(1.6)
+    assert fleet.reserve("bot", "acme", None, 0.6, 10) is not None  # the window rolled
+    assert fleet.reserve("bot", "other", None, 5.0, 10) is None  # no budget for that tenant
+    assert fleet.faults == 0
