@@ -51,6 +51,7 @@ class Call:
         "output_text", "cumulative_key", "billing", "once_key", "pending", "end_attributes",
         "estimate", "request_estimate", "started", "first_chunk_at", "ended_at", "trace_id",
         "span_id", "stream_handle", "stream_key", "emission", "_handler", "_ended",
+        "reservation",
     )  # fmt: skip
 
     def __init__(self, handler: Any, operation: str, provider: str, request_model: str | None,
@@ -96,6 +97,7 @@ class Call:
         self.span_id: int | None = None
         self.stream_handle: StreamHandle | None = None
         self.stream_key: object | None = None
+        self.reservation: Any = None  # the account step's room in the fleet's budgets
         self.emission: Any = None  # the recorder's own handle (the span; a context manager)
         self._ended = False
 

@@ -68,6 +68,11 @@ class Settings:
     # ledger (one SQLite file shared by every agent; unset: in memory)
     ledger_path: str | None = None
     ledger_max_history: int = 10_000
+    # fleet ledger (issue 32): every process's rows into one PostgreSQL database too
+    ledger_url: str | None = None  # postgresql://user@host:port/db (OTEL_TOKENS_LEDGER_URL)
+    ledger_spool_dir: str | None = None  # rows kept on disk while it is down (None: ~/.cache/..)
+    ledger_spool_max_mb: int = 256
+    ledger_queue: int = 10_000  # rows queued in memory before they are spilled to the spool
     # accounting: a request above this many tokens of one class is not real usage (rejected)
     max_tokens_per_request: int = 100_000_000
     # pricing
@@ -99,6 +104,10 @@ class Settings:
     # budgets and spikes
     default_budget: Budget | None = None
     agent_budgets: Mapping[str, Budget] = field(default_factory=dict)
+    # fleet budgets (with ledger_url): per tenant and per user, "*" the default of each
+    tenant_budgets: Mapping[str, Budget] = field(default_factory=dict)
+    user_budgets: Mapping[str, Budget] = field(default_factory=dict)
+    budget_reserve_output_tokens: int = 4096  # reserved when a request says no max_tokens
     spike: SpikeRule = field(default_factory=_default_spike)
     # capture
     capture_content: bool = False
@@ -228,6 +237,24 @@ def _budgets(reader: _Reader) -> tuple[Budget | None, dict[str, Budget], SpikeRu
     return default, agents, spike
 
 
+def _who_budgets(reader: _Reader, name: str) -> dict[str, Budget]:
+    """``acme:usd=50;*:usd=5`` (tenant or user -> budget, ``*`` for every other one), with
+    the window and enforcement of ``OTEL_TOKENS_BUDGET_WINDOW``/``_ENFORCE``."""
+    quiet = _Reader(reader.env)  # their problems are reported once, by _budgets
+    window = quiet.number("OTEL_TOKENS_BUDGET_WINDOW", kind=float, default=3600.0, above=0)
+    enforce = quiet.boolean("OTEL_TOKENS_BUDGET_ENFORCE")
+    budgets: dict[str, Budget] = {}
+    for part in filter(None, (p.strip() for p in reader.raw(name)[1].split(";"))):
+        try:
+            who, budget = _agent_budget(part, window, enforce)
+        except ValueError as exc:
+            reader.bad(name, part, f"acme:usd=5,tokens=1000,window=3600 or *:usd=5 ({exc})",
+                       "no budget for that entry")  # fmt: skip
+            continue
+        budgets[who] = budget
+    return budgets
+
+
 def _agent_budget(part: str, window: float, enforce: bool) -> tuple[str, Budget]:
     from .account.anomalies import Budget
 
@@ -244,6 +271,21 @@ def _agent_budget(part: str, window: float, enforce: bool) -> tuple[str, Budget]
     budget = Budget(tokens=values.get("tokens"), usd=values.get("usd"),
                     window_seconds=values.get("window", window), enforce=enforce)  # fmt: skip
     return agent.strip(), budget
+
+
+def _fleet_ledger(reader: _Reader) -> dict[str, Any]:
+    """``OTEL_TOKENS_LEDGER_URL`` and its spool and queue (issue 32)."""
+    name, url = reader.raw("OTEL_TOKENS_LEDGER_URL")
+    if url and not url.startswith(("postgresql://", "postgres://")):
+        url = reader.bad(name, url, "a postgresql://user@host:port/db URL", None)
+    return {
+        "ledger_url": url or None,
+        "ledger_spool_dir": reader.text("OTEL_TOKENS_LEDGER_SPOOL"),
+        "ledger_spool_max_mb": reader.number("OTEL_TOKENS_LEDGER_SPOOL_MAX_MB", default=256,
+                                             low=1, accepted="a positive integer (MB)"),
+        "ledger_queue": reader.number("OTEL_TOKENS_LEDGER_QUEUE", default=10_000, low=1,
+                                      accepted="a positive integer (rows)"),
+    }
 
 
 def _cli_names(reader: _Reader) -> dict[str, str]:
@@ -285,6 +327,7 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
         ledger_path=r.text("OTEL_TOKENS_LEDGER_PATH"),
         ledger_max_history=r.number("OTEL_TOKENS_LEDGER_MAX_HISTORY", default=10_000, low=1,
                                     accepted="a positive integer"),
+        **_fleet_ledger(r),
         max_tokens_per_request=r.number("OTEL_TOKENS_MAX_TOKENS_PER_REQUEST", default=100_000_000,
                                         low=1, high=2**53, accepted="a positive integer <= 2**53"),
         prices_file=prices_file,
@@ -316,6 +359,10 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
         metric_attributes=r.subset("OTEL_TOKENS_METRIC_ATTRIBUTES", ("user", "tenant", "conversation")),
         default_budget=default_budget,
         agent_budgets=agent_budgets,
+        tenant_budgets=_who_budgets(r, "OTEL_TOKENS_TENANT_BUDGETS"),
+        user_budgets=_who_budgets(r, "OTEL_TOKENS_USER_BUDGETS"),
+        budget_reserve_output_tokens=r.number("OTEL_TOKENS_BUDGET_RESERVE_OUTPUT_TOKENS",
+                                              default=4096, low=1, accepted="a positive integer"),
         spike=spike,
         capture_content=r.boolean("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"),
         openai_include_usage=r.boolean("OTEL_TOKENS_OPENAI_INCLUDE_USAGE"),

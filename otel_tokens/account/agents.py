@@ -188,14 +188,26 @@ def _open_ledger(name: str) -> UsageLedger:
     from .ledger import UsageLedger
 
     settings = current()
+    sink = _fleet_sink(settings)  # fleet-ledger hook (issue 32): every row to PostgreSQL too
     if settings.ledger_path is None:
-        return UsageLedger(name, max_history=settings.ledger_max_history)
+        return UsageLedger(name, max_history=settings.ledger_max_history, sink=sink)
     try:
-        return UsageLedger(name, max_history=settings.ledger_max_history,
+        return UsageLedger(name, max_history=settings.ledger_max_history, sink=sink,
                            path=settings.ledger_path, busy_timeout=LEDGER_LOCK_WAIT)  # fmt: skip
     except LedgerPersistenceError as exc:
         faults.report("ledger_persistence", exc)
-        return UsageLedger(name, max_history=settings.ledger_max_history)
+        return UsageLedger(name, max_history=settings.ledger_max_history, sink=sink)
+
+
+def _fleet_sink(settings: Any) -> Any:
+    """The process's fleet ledger writer when ``OTEL_TOKENS_LEDGER_URL`` is set, else None."""
+    if settings.ledger_url is None:
+        return None
+    from .ledger.postgres import fleet_writer
+
+    return fleet_writer(settings.ledger_url, settings.ledger_spool_dir,
+                        settings.ledger_spool_max_mb * 1024 * 1024, settings.ledger_queue,
+                        settings.service_name, settings.exit_timeout)  # fmt: skip
 
 
 class FrameworkRun(NamedTuple):

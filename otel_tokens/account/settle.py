@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import faults
 from ..errors import LedgerPersistenceError
+from ..settings import current
 from ..usage import Billing, Usage
 from .anomalies import AnomalyGuard, BudgetExceeded
 from .outcome import Line, Outcome, error_type
 from .pricing import PriceResult, Pricer
 from .conversation_totals import ConversationTotals
+from .fleet_budget import FleetBudgets, reserve, settle_reservation
 
 if TYPE_CHECKING:
     from ..call import Call
@@ -43,7 +45,7 @@ class Accountant:
     counted as ``usage_invalid`` and never billed, so that no counter, TokenState or ledger
     total is poisoned for the life of the process."""
 
-    __slots__ = ("pricer", "guard", "estimator", "max_tokens", "conversations", "_counted")
+    __slots__ = ("pricer", "guard", "estimator", "max_tokens", "conversations", "_counted", "fleet")
 
     def __init__(self, pricer: Pricer, guard: AnomalyGuard, estimator: Estimator,
                  max_tokens: int = 100_000_000, conversations: ConversationTotals | None = None) -> None:  # fmt: skip
@@ -53,6 +55,7 @@ class Accountant:
         self.max_tokens = max_tokens
         self.conversations = conversations if conversations is not None else ConversationTotals()
         self._counted: dict[tuple[str, str], None] = {}  # once-keys whose usage was counted
+        self.fleet = FleetBudgets.from_settings(current())  # fleet budgets hook (issue 32)
 
     # -- before and during the call -------------------------------------------------------------
     def open(self, call: Call) -> None:
@@ -74,6 +77,8 @@ class Accountant:
         try:
             estimate = call.estimate
             self.guard.check_before(entry.name, estimate.input_tokens if estimate else None)
+            if self.fleet is not None:  # fleet budgets hook (issue 32)
+                call.reservation = reserve(self.fleet, self.pricer, call, entry.name)
         except BudgetExceeded:
             raise
         except Exception as exc:
@@ -122,6 +127,8 @@ class Accountant:
         response_model = call.response_model or usage.model
         default_model = response_model or call.request_model
         prices, price = self._prices(call, usage, parts, default_model, billing)
+        if call.reservation is not None:  # fleet budgets hook (issue 32)
+            settle_reservation(self.fleet, call.reservation, usage, price, failed)
         entry = call.agent
         state = None
         anomalies: tuple = ()

@@ -22,6 +22,7 @@ from typing import Any
 import click
 
 from .common import CliError
+from .fleet_rows import is_url, read_fleet_rows, shown_url
 
 _COLUMNS = ("ledger, request_id, ts, model, provider, source, input_tokens, output_tokens, "
             "cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, "
@@ -221,8 +222,9 @@ def by_model(rows: list[dict[str, Any]], since: float | None) -> dict[str | None
     return dict(sorted(models.items(), key=lambda kv: (kv[1]["cost_usd"] is None, -(kv[1]["cost_usd"] or 0))))
 
 
-#: ``--by`` -> the ledger column it groups by
-GROUPS = {"user": "user_id", "tenant": "tenant_id", "conversation": "conversation_id"}
+#: ``--by`` -> the ledger column it groups by (service: a fleet ledger's only)
+GROUPS = {"user": "user_id", "tenant": "tenant_id", "conversation": "conversation_id",
+          "service": "service", "agent": "ledger", "model": "model"}  # fmt: skip
 
 
 def by_who(rows: list[dict[str, Any]], since: float | None, column: str) -> dict[str | None, dict[str, Any]]:
@@ -253,7 +255,10 @@ _ESTIMATED = ("estimated_requests", "estimated_tokens", "estimated_cost_usd")
 def build_report(path: str, since: float | None, top_n: int, by: str | None = None) -> dict[str, Any]:
     """The report's figures; dictionaries are keyed by the recorded values (None: none
     recorded). :func:`json_ready` turns them into JSON keys."""
-    rows = read_rows(path)
+    if is_url(path):  # a fleet ledger: every process's rows in PostgreSQL
+        rows, path = read_fleet_rows(path, since), shown_url(path)
+    else:
+        rows = read_rows(path)
     if by is not None:
         return {"ledger": str(path), "since": _iso(since) if since is not None else None,
                 "by": by, "groups": by_who(rows, since, GROUPS[by])}  # fmt: skip
@@ -451,19 +456,23 @@ def _print_time_and_top(console: Any, data: dict[str, Any]) -> None:
 
 
 @click.command()
-@click.option("--db", "db", metavar="PATH", envvar="OTEL_TOKENS_LEDGER_PATH",
-              help="The ledger's SQLite file (default: OTEL_TOKENS_LEDGER_PATH).")
+@click.option("--db", "db", metavar="PATH|URL",
+              envvar=["OTEL_TOKENS_LEDGER_PATH", "OTEL_TOKENS_LEDGER_URL"],
+              help="The ledger's SQLite file, or a fleet ledger's postgresql://user@host:port/db "
+                   "URL (default: OTEL_TOKENS_LEDGER_PATH, then OTEL_TOKENS_LEDGER_URL).")
 @click.option("--since", metavar="WHEN",
               help="Only requests since WHEN: a duration ago (30m, 24h, 7d, 2w) or an ISO date.")
 @click.option("--top", "top_n", type=click.IntRange(1, 1000), default=10, show_default=True,
               help="How many of the most expensive requests to list.")
 @click.option("--by", "by", type=click.Choice(sorted(GROUPS)),
-              help="Totals per user, tenant or conversation instead (who the calls were for).")
+              help="Totals per user, tenant, conversation, agent, model or service (a fleet "
+                   "ledger's processes) instead.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def report(db: str | None, since: str | None, top_n: int, by: str | None, as_json: bool) -> None:
     """Totals, percentiles, cost by model and time, top requests of a persisted ledger."""
     if not db:
-        raise click.UsageError("no ledger: pass --db PATH or set OTEL_TOKENS_LEDGER_PATH")
+        raise click.UsageError("no ledger: pass --db PATH|URL or set OTEL_TOKENS_LEDGER_PATH "
+                               "or OTEL_TOKENS_LEDGER_URL")
     start = parse_since(since) if since else None
     data = build_report(db, start, top_n, by)
     if as_json:

@@ -83,7 +83,8 @@ class UsageLedger:
     record to SQLite under ``name`` (many ledgers can share a file). Opening reads nothing, and
     recording only writes, so a ledger of a million rows costs a call no more than an empty
     one: the first query restores the cumulative and lifetime totals by SQL aggregates and
-    the ``max_history`` newest records into memory.
+    the ``max_history`` newest records into memory. ``sink`` (a fleet ledger's writer) is
+    handed every appended row too; its ``put`` never blocks nor raises.
     """
 
     def __init__(
@@ -93,6 +94,7 @@ class UsageLedger:
         max_history: int | None = None,
         path: str | os.PathLike[str] | None = None,
         busy_timeout: float = 5.0,
+        sink: Any = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"ledger name must be a non-empty string, got {name!r}")
@@ -121,6 +123,8 @@ class UsageLedger:
         self._pending: dict[int, list[Any]] = {}  # lid -> row not yet written (item 14: active)
         self._pending_deactivate: list[int] = []
         self._unread = False
+        #: also given every appended row, off the lock (the fleet ledger's writer: its ``put``)
+        self._sink = sink
         if path is not None:
             from .sqlite import SqliteStore  # sqlite3 only when persistence is asked for
 
@@ -172,6 +176,8 @@ class UsageLedger:
                 if who is not None:
                     self._pending[self._next_lid - 1].extend(who)  # after the active flag
                 self._flush_locked()
+        if self._sink is not None:
+            self._sink.put(self.name, request_id, float(timestamp), usage, cost, trace, span, who)
         return index
 
     def _append_locked(

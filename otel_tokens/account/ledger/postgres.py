@@ -1,0 +1,375 @@
+"""The fleet ledger: every process's ledger rows written to one PostgreSQL database.
+
+Rows leave the call path at once: :meth:`FleetWriter.put` appends to a bounded in-memory queue
+and a background thread writes them in batches (``psycopg``, the ``postgres`` extra). A slow or
+unreachable database therefore adds no latency to a call and raises nothing: while it cannot be
+written the rows go to a local :class:`~.spool.Spool` on disk and are replayed when it is back.
+Every row carries its own id (a UUID made when it was recorded) and is inserted with
+``ON CONFLICT DO NOTHING``, so a batch retried after a timeout (whose commit may have gone
+through) or replayed twice is stored exactly once. The first process that needs the schema
+creates or migrates it under an advisory lock, so several starting at once are safe. A forked
+child starts a writer of its own and never touches its parent's connection. At exit the
+queue is flushed within ``OTEL_TOKENS_EXIT_TIMEOUT`` and whatever is left is spooled.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import itertools
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from ... import faults
+from .spool import Spool, default_folder
+
+__all__ = ["COLUMNS", "SCHEMA_VERSION", "FleetWriter", "connect", "ensure_schema", "fleet_writer"]
+
+SCHEMA_VERSION = 1
+_SCHEMA_LOCK = 0x6F74_6F6B_6C65_6467  # pg_advisory_xact_lock key of the schema set-up
+
+#: the columns of a row, in the order :meth:`FleetWriter.put` is given them
+COLUMNS = (
+    "row_id", "ledger", "request_id", "ts", "model", "provider", "source", "input_tokens",
+    "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "cost_usd",
+    "premium_requests", "trace_id", "span_id", "active", "user_id", "tenant_id",
+    "conversation_id", "service", "host",
+)  # fmt: skip
+
+_SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS otel_tokens_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    """CREATE TABLE IF NOT EXISTS otel_tokens_requests (
+        row_id UUID PRIMARY KEY,
+        ledger TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        ts DOUBLE PRECISION NOT NULL,
+        model TEXT,
+        provider TEXT,
+        source TEXT NOT NULL,
+        input_tokens BIGINT,
+        output_tokens BIGINT,
+        cache_read_tokens BIGINT,
+        cache_write_tokens BIGINT,
+        reasoning_tokens BIGINT,
+        cost_usd DOUBLE PRECISION,
+        premium_requests DOUBLE PRECISION,
+        trace_id TEXT,
+        span_id TEXT,
+        active SMALLINT NOT NULL DEFAULT 1,
+        user_id TEXT,
+        tenant_id TEXT,
+        conversation_id TEXT,
+        service TEXT,
+        host TEXT,
+        written_at TIMESTAMPTZ NOT NULL DEFAULT now()
+    )""",
+    "CREATE INDEX IF NOT EXISTS otel_tokens_requests_ts ON otel_tokens_requests (ts)",
+    "CREATE INDEX IF NOT EXISTS otel_tokens_requests_tenant ON otel_tokens_requests (tenant_id, ts)",
+    "CREATE INDEX IF NOT EXISTS otel_tokens_requests_ledger ON otel_tokens_requests (ledger, ts)",
+)
+#: schema version found -> statements bringing it to SCHEMA_VERSION
+_MIGRATIONS: dict[str, tuple[str, ...]] = {}
+
+_INCOMING = ("CREATE TEMP TABLE IF NOT EXISTS otel_tokens_incoming "
+             "(LIKE otel_tokens_requests INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
+_COPY = f"COPY otel_tokens_incoming ({', '.join(COLUMNS)}) FROM STDIN"
+_MOVE = (f"INSERT INTO otel_tokens_requests ({', '.join(COLUMNS)}) SELECT {', '.join(COLUMNS)} "
+         "FROM otel_tokens_incoming ON CONFLICT (row_id) DO NOTHING")
+
+BATCH = 500  # rows per INSERT transaction
+LINGER = 0.2  # seconds a row may wait for others to share its transaction (fewer commits)
+CONNECT_TIMEOUT = 3  # seconds
+STATEMENT_TIMEOUT_MS = 5_000
+RETRY_MAX = 5.0  # seconds between attempts while the database is down (doubling from 0.25)
+
+
+def connect(url: str, autocommit: bool = False) -> Any:
+    """A psycopg connection to ``url`` with short connect and statement timeouts."""
+    import psycopg
+
+    return psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT, autocommit=autocommit,
+                           options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}")  # fmt: skip
+
+
+def ensure_schema(conn: Any) -> None:
+    """Create or migrate the tables, once across every process that starts at the same time
+    (a transaction-scoped advisory lock serialises them; the later ones find it done)."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        for statement in _SCHEMA:
+            conn.execute(statement)
+        row = conn.execute("SELECT value FROM otel_tokens_meta WHERE key='schema_version'").fetchone()
+        if row is None:
+            conn.execute("INSERT INTO otel_tokens_meta VALUES ('schema_version', %s)",
+                         (str(SCHEMA_VERSION),))  # fmt: skip
+        elif row[0] in _MIGRATIONS:
+            for statement in _MIGRATIONS[row[0]]:
+                conn.execute(statement)
+            conn.execute("UPDATE otel_tokens_meta SET value=%s WHERE key='schema_version'",
+                         (str(SCHEMA_VERSION),))  # fmt: skip
+        elif row[0] != str(SCHEMA_VERSION):
+            raise RuntimeError(f"fleet ledger has schema version {row[0]}, this otel_tokens "
+                               f"writes version {SCHEMA_VERSION}")  # fmt: skip
+
+
+class FleetWriter:
+    """This process's writer to one fleet database: a bounded queue and a writing thread."""
+
+    def __init__(self, url: str, spool: Spool, queue_max: int = 10_000,
+                 service: str | None = None, exit_timeout: float = 1.5) -> None:  # fmt: skip
+        self.url, self.spool, self.queue_max = url, spool, queue_max
+        self.service, self.host = service, socket.gethostname()
+        self.exit_timeout = exit_timeout
+        self.written = 0  # rows this process's writer committed (replayed ones included)
+        self.lost = 0  # rows neither written nor spooled (spool full)
+        self._fresh()
+
+    def _fresh(self) -> None:
+        """State of a new writer (at start and in a forked child)."""
+        self._cond = threading.Condition(threading.Lock())
+        self._queue: collections.deque[tuple[Any, ...]] = collections.deque()
+        self._inflight: list[tuple[Any, ...]] = []
+        self._thread: threading.Thread | None = None
+        self._conn: Any = None
+        self._pid = os.getpid()
+        self._prefix = uuid.uuid4().hex  # a forked child's rows get ids of their own
+        self._counter = itertools.count()
+        self._down = False
+        self._retry_at = 0.0
+        self._delay = 0.25
+        self._stopping = False
+        self._first_at = 0.0  # when the oldest queued row was queued
+
+    # -- the call path: never blocks on the database, never raises ---------------------------
+    def put(self, ledger: str, request_id: str | None, ts: float, usage: Any, cost: float | None,
+            trace: int, span: int, who: Sequence[str | None] | None) -> None:  # fmt: skip
+        """Queue one row (what :meth:`UsageLedger.append` recorded)."""
+        try:
+            if self._pid != os.getpid():
+                self._fresh()  # a forked child: its own queue, thread and connection
+            user, tenant, conversation = who if who is not None else (None, None, None)
+            row_id = self._row_id()
+            row = (row_id, ledger, request_id or row_id, ts, usage.model, usage.provider,
+                   usage.source, usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
+                   usage.cache_write_tokens, usage.reasoning_tokens, cost, usage.premium_requests,
+                   f"{trace:032x}" if trace else None, f"{span:016x}" if span else None, 1,
+                   user, tenant, conversation, self.service, self.host)  # fmt: skip
+            spill = None
+            with self._cond:
+                if not self._queue:
+                    self._first_at = time.monotonic()
+                self._queue.append(row)
+                if len(self._queue) > self.queue_max:  # the writer is behind: to disk, not lost
+                    spill = list(self._queue)
+                    self._queue.clear()
+                if len(self._queue) in (1, BATCH):  # a woken thread would take the host's GIL
+                    self._cond.notify()  # at once: only to start the linger or a full batch
+                if self._thread is None:
+                    self._start_locked()
+            if spill is not None:
+                self._spool(spill)
+        except Exception as exc:  # never the host's problem
+            faults.report("ledger_fleet", exc)
+
+    def _row_id(self) -> str:
+        """A UUID unique to this row: a random per-process prefix and a counter (no system
+        call per row, unlike uuid4)."""
+        n = next(self._counter)
+        return f"{self._prefix[:8]}-{self._prefix[8:12]}-4{self._prefix[13:16]}-a{n >> 48 & 0xFFF:03x}-{n & 0xFFFFFFFFFFFF:012x}"
+
+    def _start_locked(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="otel_tokens-fleet-ledger",
+                                        daemon=True)  # fmt: skip
+        self._thread.start()
+        _register(self)
+
+    # -- the writing thread ------------------------------------------------------------------
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while not self._stopping and not self._due_locked():
+                    self._cond.wait(self._wait())
+                batch = [self._queue.popleft() for _ in range(min(BATCH, len(self._queue)))]
+                stopping = self._stopping
+                self._inflight = batch
+            self._write(batch)
+            with self._cond:
+                self._inflight = []
+                if stopping and not self._queue:
+                    self._cond.notify_all()
+                    return
+
+    def _due_locked(self) -> bool:
+        """Whether there is work: rows (while the database is down, a batch's worth, or the
+        retry time), or, with nothing queued, a retry or another process's spool to replay."""
+        now = time.monotonic()
+        retry = self._down and now >= self._retry_at
+        if self._queue:
+            if len(self._queue) >= BATCH:
+                return True
+            return retry if self._down else now >= self._first_at + LINGER
+        return retry or (not self._down and self.spool.pending())
+
+    def _wait(self) -> float:
+        if self._down:
+            return max(0.01, self._retry_at - time.monotonic())
+        if self._queue:
+            return max(0.001, self._first_at + LINGER - time.monotonic())
+        return 5.0  # now and then: a spool another process left
+
+    def _write(self, batch: list[tuple[Any, ...]]) -> None:
+        """Write ``batch`` (after any spooled rows); on failure spool it and back off."""
+        if self._down and time.monotonic() < self._retry_at:
+            self._spool(batch)
+            return
+        try:
+            conn = self._connection()
+            self._replay(conn)
+            if batch:
+                self._insert(conn, batch)
+            self._down, self._delay = False, 0.25
+        except Exception as exc:
+            self._close()
+            self._spool(batch)
+            if not self._down:
+                faults.report("ledger_fleet", exc, f"fleet ledger unreachable ({_reason(exc)}); "
+                              "rows are spooled to disk and written when it is back")  # fmt: skip
+            self._down = True
+            self._retry_at = time.monotonic() + self._delay
+            self._delay = min(RETRY_MAX, self._delay * 2)
+
+    def _connection(self) -> Any:
+        if self._conn is None or self._conn.closed:
+            conn = connect(self.url)
+            try:
+                ensure_schema(conn)
+            except Exception:
+                conn.close()
+                raise
+            self._conn = conn
+        return self._conn
+
+    def _insert(self, conn: Any, rows: Sequence[Sequence[Any]]) -> None:
+        """One transaction: COPY into a temporary table (little work per row in this process,
+        which shares the interpreter with the host's calls), then the rows not stored yet."""
+        with conn.transaction(), conn.cursor() as cur:
+            cur.execute(_INCOMING)
+            with cur.copy(_COPY) as copy:
+                for row in rows:
+                    copy.write_row(row)
+            cur.execute(_MOVE)
+        self.written += len(rows)
+
+    def _replay(self, conn: Any) -> None:
+        """Every spooled batch of this host, written (each claimed by one process only)."""
+        if not self.spool.pending():
+            return
+        while (path := self.spool.claim()) is not None:
+            try:
+                rows = self.spool.read(path)
+                for start in range(0, len(rows), BATCH):
+                    self._insert(conn, rows[start : start + BATCH])
+            except BaseException:
+                self.spool.give_back(path)
+                raise
+            self.spool.done(path)
+
+    def _spool(self, rows: list[tuple[Any, ...]]) -> None:
+        try:
+            if rows and not self.spool.save(rows):
+                self.lost += len(rows)
+                faults.report("ledger_fleet_spool_full", detail=(
+                    f"fleet ledger spool {self.spool.folder} is full "
+                    f"(OTEL_TOKENS_LEDGER_SPOOL_MAX_MB): {len(rows)} rows lost"))  # fmt: skip
+        except Exception as exc:
+            self.lost += len(rows)
+            faults.report("ledger_fleet_spool", exc)
+
+    def _close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:
+                pass
+
+    # -- exit --------------------------------------------------------------------------------
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until the queue is written (or spooled), at most ``timeout`` seconds; then
+        spool what is left. True when nothing had to be spooled at this point."""
+        if self._pid != os.getpid() or self._thread is None:
+            return True
+        deadline = time.monotonic() + (self.exit_timeout if timeout is None else timeout)
+        with self._cond:
+            self._stopping = True
+            self._retry_at = 0.0  # one more attempt now, whatever the back-off said
+            self._cond.notify_all()
+        self._thread.join(max(0.0, deadline - time.monotonic()))
+        with self._cond:
+            left = list(self._inflight) + list(self._queue)
+            self._queue.clear()
+            if not self._thread.is_alive():
+                self._thread = None
+                self._stopping = False
+        self._spool(left)
+        return not left
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+_writers: dict[str, FleetWriter] = {}
+_writers_lock = threading.Lock()
+_running: list[FleetWriter] = []
+_inherited: list[Any] = []
+_hooked = False
+
+
+def fleet_writer(url: str, spool_folder: str | None, spool_max_bytes: int, queue_max: int,
+                 service: str | None, exit_timeout: float) -> FleetWriter:  # fmt: skip
+    """The process's writer for ``url`` (one per database, shared by every agent)."""
+    with _writers_lock:
+        writer = _writers.get(url)
+        if writer is None:
+            spool = Spool(spool_folder or default_folder(), spool_max_bytes)
+            writer = FleetWriter(url, spool, queue_max, service,
+                                 exit_timeout)  # fmt: skip
+            _writers[url] = writer
+        return writer
+
+
+def _register(writer: FleetWriter) -> None:
+    global _hooked
+    if writer not in _running:
+        _running.append(writer)
+    if not _hooked:
+        _hooked = True
+        atexit.register(flush_all)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _after_fork_in_child() -> None:
+    """The parent's writers are its own: a child's first row starts a writer of its own."""
+    global _writers_lock
+    _writers_lock = threading.Lock()
+    for writer in _writers.values():
+        _inherited.append(writer._conn)  # the parent's: kept referenced, never used or closed
+        writer._fresh()
+    _running.clear()
+
+
+def flush_all(timeout: float | None = None) -> None:
+    """Flush every running writer of this process (at exit, within the exit timeout)."""
+    for writer in _running:
+        try:
+            writer.flush(timeout)
+        except Exception as exc:
+            faults.report("ledger_fleet", exc)

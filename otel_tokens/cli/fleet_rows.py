@@ -1,0 +1,47 @@
+"""The rows of a fleet ledger (PostgreSQL) as ``otel-tokens report`` reads a ledger file's."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .common import CliError
+
+_COLUMNS = ("ledger", "request_id", "ts", "model", "provider", "source", "input_tokens",
+            "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
+            "cost_usd", "premium_requests", "trace_id", "span_id", "user_id", "tenant_id",
+            "conversation_id", "service", "host")  # fmt: skip
+
+
+def is_url(db: str) -> bool:
+    """Whether ``--db`` names a PostgreSQL database rather than a file."""
+    return db.startswith(("postgresql://", "postgres://"))
+
+
+def shown_url(url: str) -> str:
+    """``url`` without its password (it is printed in the report)."""
+    return re.sub(r"^(postgres(?:ql)?://[^:/@]+):[^@]*@", r"\1:***@", url)
+
+
+def read_fleet_rows(url: str, since: float | None = None) -> list[dict[str, Any]]:
+    """Every active row of every process (those from ``since`` on when given), oldest first."""
+    try:
+        import psycopg
+    except ImportError:
+        raise CliError("report: reading a PostgreSQL ledger needs psycopg "
+                       "(pip install 'otel-tokens[postgres]')") from None  # fmt: skip
+    from ..account.ledger.postgres import connect
+
+    where = "active=1" if since is None else "active=1 AND ts >= %s"
+    try:
+        with connect(url) as conn:
+            cursor = conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM otel_tokens_requests "
+                                  f"WHERE {where} ORDER BY ts, row_id",
+                                  () if since is None else (since,))  # fmt: skip
+            return [dict(zip(_COLUMNS, row)) for row in cursor]
+    except psycopg.errors.UndefinedTable:
+        raise CliError(f"report: {shown_url(url)} holds no otel_tokens ledger (no "
+                       "otel_tokens_requests table)") from None  # fmt: skip
+    except psycopg.Error as exc:
+        detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CliError(f"report: cannot read {shown_url(url)}: {detail}") from None
