@@ -206,6 +206,8 @@ class _ChatAccumulator(Accumulator):
                     self.finish_reasons.append(str(reason))
         except AttributeError:
             return self._add_any(chunk)
+        if usage is None and self.finish_reasons and self.usage is None:
+            usage = _get(_get(chunk, "x_groq"), "usage")  # Groq: usage with the last chunk
         if usage is not None:
             self.usage = _chat_usage(usage, self.model, self.response_id)
             self.billing = _chat_billing(usage, getattr(chunk, "service_tier", None))
@@ -234,6 +236,8 @@ class _ChatAccumulator(Accumulator):
             if reason:
                 self.finish_reasons.append(str(reason))
         usage = _get(chunk, "usage")
+        if usage is None and self.finish_reasons and self.usage is None:
+            usage = _get(_get(chunk, "x_groq"), "usage")  # Groq: usage with the last chunk
         if usage is not None:
             self.usage = _chat_usage(usage, self.model, self.response_id)
             self.billing = _chat_billing(usage, _get(chunk, "service_tier"))
