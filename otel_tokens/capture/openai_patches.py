@@ -26,6 +26,7 @@ _RETRIEVE, _EMBEDDINGS = deferred(_SDK, "retrieve"), deferred(_SDK, "embeddings"
 _COMPLETIONS, _AUDIO = deferred(_SDK, "completions"), deferred(_SDK, "transcriptions")
 _RUNS, _RUNS_STREAM = deferred(_SDK, "runs"), deferred(_SDK, "runs_stream")
 _RUNS_MODULE = "openai.resources.beta.threads.runs.runs"
+_GATEWAY_COST = deferred(_SDK, "gateway_cost")  # a gateway's cost header (LiteLLM proxy)
 
 
 def _both(module: str, cls: str, methods: tuple[str, ...], factory: object) -> list:
@@ -44,6 +45,8 @@ _PATCHES = SdkPatches("openai", [
     *_both(_RUNS_MODULE, "Runs", ("create", "retrieve", "submit_tool_outputs"), _RUNS),
     *_both(_RUNS_MODULE, "Runs", ("stream", "create_and_stream", "submit_tool_outputs_stream"),
            _RUNS_STREAM),
+    ("openai._base_client", "SyncAPIClient", "_process_response", _GATEWAY_COST),
+    ("openai._base_client", "AsyncAPIClient", "_process_response", _GATEWAY_COST),
 ])  # fmt: skip
 
 

@@ -267,3 +267,29 @@ def test_openai_itself_and_azure_keep_their_names(telemetry):
     call("https://api.openai.com/v1", Host("openai", chat_body("gpt-4o-mini", usage)), "gpt-4o-mini")
     attrs = span_of(telemetry)
     assert attrs["gen_ai.provider.name"] == "openai" and attrs["otel_tokens.cost.price_match"] == "endpoint"
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+def test_litellm_proxy_cost_header_wins(telemetry, is_async):
+    """A LiteLLM proxy reports each response's cost in ``x-litellm-response-cost``."""
+    usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    host = Host("openai", chat_body("claude-3-5-haiku", usage), headers={"x-litellm-response-cost": "0.000375"})
+    assert call("http://litellm-proxy.example.com:4000", host, "claude-3-5-haiku", is_async=is_async) == "Hello there"
+    attrs = span_of(telemetry)
+    assert attrs["gen_ai.provider.name"] == "litellm-proxy.example.com"
+    assert attrs["otel_tokens.cost.usd"] == pytest.approx(0.000375)
+    assert attrs["otel_tokens.cost.source"] == "provider"
+
+
+def test_a_cost_header_is_this_calls_only(telemetry):
+    """A malformed header is no cost; a second call without the header is priced again."""
+    usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    bad = Host("openai", chat_body("gpt-4o-mini", usage), headers={"x-litellm-response-cost": "nan"})
+    call("https://proxy.example.com", bad, "gpt-4o-mini")
+    good = Host("openai", chat_body("gpt-4o-mini", usage), headers={"x-litellm-response-cost": "0.5"})
+    call("https://proxy.example.com", good, "gpt-4o-mini")
+    call("https://proxy.example.com", Host("openai", chat_body("gpt-4o-mini", usage)), "gpt-4o-mini")
+    first, second, third = (dict(s.attributes) for s in telemetry.finished())
+    assert first["otel_tokens.cost.source"] == "computed"
+    assert second["otel_tokens.cost.usd"] == 0.5 and second["otel_tokens.cost.source"] == "provider"
+    assert third["otel_tokens.cost.source"] == "computed"
