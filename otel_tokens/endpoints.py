@@ -33,7 +33,7 @@ SEMCONV_NAMES: dict[str, str] = {
 
 _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa", ".localdomain")
 _CACHE_MAX = 256
-_cache: dict[tuple[str, str, str | None], Endpoint] = {}
+_cache: dict[tuple[Any, ...], Endpoint] = {}
 _self_hosted_names: dict[str, None] = {}  # provider names given to self-hosted endpoints
 _lock = threading.Lock()
 
@@ -113,18 +113,18 @@ def _resolve(url: str, host: str | None, default: str, platform: str | None,
     return Endpoint(host)
 
 
-def endpoint(base_url: Any, host: str | None, default: str, platform: str | None = None) -> Endpoint:
+def endpoint(base_url: Any, host: str | None, default: str, platform: str | None = None,
+             overrides: tuple[tuple[str, str], ...] = ()) -> Endpoint:  # fmt: skip
     """The :class:`Endpoint` of a client's ``base_url`` (``host``: its host, already parsed;
     ``default``: the SDK's provider when the URL says nothing; ``platform``: the client
-    class's own platform, e.g. ``aws.bedrock``). Cached per URL."""
+    class's own platform, e.g. ``aws.bedrock``; ``overrides``: the settings'
+    ``provider_urls``). Cached per URL and overrides."""
     url = str(base_url) if base_url is not None else ""
-    key = (url, default, platform)
+    key = (url, default, platform, overrides)
     hit = _cache.get(key)
     if hit is not None:
         return hit
-    from .settings import current
-
-    found = _resolve(url.lower(), host, default, platform, current().provider_urls)
+    found = _resolve(url.lower(), host, default, platform, overrides)
     with _lock:
         if len(_cache) >= _CACHE_MAX:
             _cache.clear()  # clients come and go: keep it small
@@ -133,5 +133,5 @@ def endpoint(base_url: Any, host: str | None, default: str, platform: str | None
 
 
 def clear_cache() -> None:
-    """Forget resolved endpoints (after the overrides changed: tests, ``settings.reload``)."""
+    """Forget resolved endpoints (tests)."""
     _cache.clear()

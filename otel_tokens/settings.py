@@ -406,9 +406,6 @@ def current() -> Settings:
 def _set(settings: Settings) -> None:
     global _current
     _current = settings
-    from .endpoints import clear_cache
-
-    clear_cache()  # endpoints resolved under the old OTEL_TOKENS_PROVIDER_URLS
     _announce(settings.problems)
 
 

@@ -39,6 +39,7 @@ from typing import Any, Callable
 from .. import faults
 from ..endpoints import endpoint
 from ..request import Request
+from ..settings import current
 from ..usage import Billing, Usage, check_token_count
 from .anthropic_patches import DEPENDENCIES, install, uninstall
 from .managers import managed
@@ -70,7 +71,8 @@ def _endpoint(instance: Any) -> tuple[str, str | None, int | None]:
     if platform is None:
         name = getattr(client, "_gen_ai_provider_name", None)  # anthropic >= 2
         platform = name if isinstance(name, str) and name and name != "anthropic" else None
-    return endpoint(url, address, "anthropic", platform).provider, address, port
+    found = endpoint(url, address, "anthropic", platform, current().provider_urls)
+    return found.provider, address, port
 
 
 def _provider(instance: Any) -> str:

@@ -33,6 +33,7 @@ from typing import Any
 from .. import faults
 from ..endpoints import endpoint
 from ..request import Request
+from ..settings import current
 from ..handler import get_handler
 from ..usage import Billing, Usage
 from .openai_patches import DEPENDENCIES, install, uninstall
@@ -62,7 +63,8 @@ def _client(instance: Any) -> tuple[str, str | None, int | None]:
     platform = "azure.ai.openai" if type(client).__name__ in _AZURE else None
     if _gateway_cost.get() is not None:
         _gateway_cost.set(None)  # an earlier response's, not this call's
-    return endpoint(url, address, "openai", platform).provider, address, port
+    found = endpoint(url, address, "openai", platform, current().provider_urls)
+    return found.provider, address, port
 
 
 def _provider(instance: Any) -> str:
