@@ -396,14 +396,14 @@ def _find_model(provider: str | None, model: str) -> tuple[Any, str | None]:
 
     snapshot = data_snapshot.get_snapshot()
     _bound_library_caches(snapshot)
+    if is_self_hosted(provider):  # first: a host named "openai-proxy" is not OpenAI
+        return None, "self_hosted"
     provider_id = price_id(provider, snapshot)
     if provider_id is not None:
         try:
             return snapshot.find_provider_model(model, None, provider_id, None)[1], "endpoint"
         except LookupError:
             return None, None
-    if is_self_hosted(provider):
-        return None, "self_hosted"
     try:
         return snapshot.find_provider_model(model, None, None, None)[1], "model_name"
     except LookupError:

@@ -293,3 +293,39 @@ def test_a_cost_header_is_this_calls_only(telemetry):
     assert first["otel_tokens.cost.source"] == "computed"
     assert second["otel_tokens.cost.usd"] == 0.5 and second["otel_tokens.cost.source"] == "provider"
     assert third["otel_tokens.cost.source"] == "computed"
+
+
+def test_azure_client_is_azure(telemetry):
+    usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120,
+             "prompt_tokens_details": {"cached_tokens": 0}}  # fmt: skip
+    host = Host("openai", chat_body("gpt-4o-mini", usage))
+    client = openai.AzureOpenAI(api_key="t", api_version="2024-10-21", http_client=host.client(),
+                                azure_endpoint="https://my-resource.openai.azure.com", max_retries=0)  # fmt: skip
+    client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+    attrs = span_of(telemetry)
+    assert attrs["gen_ai.provider.name"] == "azure.ai.openai"
+    assert attrs["server.address"] == "my-resource.openai.azure.com"
+    assert math.isclose(attrs["otel_tokens.cost.usd"], price_at(
+        "azure", "gpt-4o-mini", input_tokens=100, cache_read_tokens=0, output_tokens=20))
+
+
+@pytest.mark.parametrize("base, provider, address", [
+    ("https://bedrock-runtime.us-west-2.amazonaws.com/openai/v1", "aws.bedrock",
+     "bedrock-runtime.us-west-2.amazonaws.com"),
+    ("https://us-central1-aiplatform.googleapis.com/v1/projects/my-proj/locations/us-central1/endpoints/openapi",
+     "gcp.vertex_ai", "us-central1-aiplatform.googleapis.com"),
+])  # fmt: skip
+def test_bedrock_and_vertex_openai_endpoints(telemetry, base, provider, address):
+    """The region (and the Vertex project) are in the base URL: the provider and host follow."""
+    usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    call(base, Host("openai", chat_body("some-model", usage)), "some-model")
+    attrs = span_of(telemetry)
+    assert (attrs["gen_ai.provider.name"], attrs["server.address"]) == (provider, address)
+
+
+def test_a_local_host_named_like_a_provider_is_still_self_hosted(telemetry):
+    usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    call("http://openai-proxy:8080/v1", Host("openai", chat_body("gpt-4o-mini", usage)), "gpt-4o-mini")
+    attrs = span_of(telemetry)
+    assert attrs["gen_ai.provider.name"] == "openai-proxy"
+    assert "otel_tokens.cost.usd" not in attrs and attrs["otel_tokens.cost.price_match"] == "self_hosted"
