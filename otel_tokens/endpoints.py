@@ -34,6 +34,7 @@ SEMCONV_NAMES: dict[str, str] = {
 _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa", ".localdomain")
 _CACHE_MAX = 256
 _cache: dict[tuple[Any, ...], Endpoint] = {}
+_by_object: dict[int, tuple[Any, tuple[Any, ...], Endpoint]] = {}
 _self_hosted_names: dict[str, None] = {}  # provider names given to self-hosted endpoints
 _lock = threading.Lock()
 
@@ -119,19 +120,24 @@ def endpoint(base_url: Any, host: str | None, default: str, platform: str | None
     ``default``: the SDK's provider when the URL says nothing; ``platform``: the client
     class's own platform, e.g. ``aws.bedrock``; ``overrides``: the settings'
     ``provider_urls``). Cached per URL and overrides."""
+    seen = _by_object.get(id(base_url))  # clients keep their URL object: no str() per call
+    if seen is not None and seen[0] is base_url and seen[1] == (default, platform, overrides):
+        return seen[2]
     url = str(base_url) if base_url is not None else ""
     key = (url, default, platform, overrides)
-    hit = _cache.get(key)
-    if hit is not None:
-        return hit
-    found = _resolve(url.lower(), host, default, platform, overrides)
+    found = _cache.get(key)
+    if found is None:
+        found = _resolve(url.lower(), host, default, platform, overrides)
     with _lock:
-        if len(_cache) >= _CACHE_MAX:
+        if len(_cache) >= _CACHE_MAX or len(_by_object) >= _CACHE_MAX:
             _cache.clear()  # clients come and go: keep it small
+            _by_object.clear()
         _cache[key] = found
+        _by_object[id(base_url)] = (base_url, key[1:], found)  # holding it keeps its id unique
     return found
 
 
 def clear_cache() -> None:
     """Forget resolved endpoints (tests)."""
     _cache.clear()
+    _by_object.clear()
