@@ -31,6 +31,9 @@ SEMCONV_NAMES: dict[str, str] = {
     "x-ai": "x_ai", "perplexity": "perplexity", "cohere": "cohere",
 }  # fmt: skip
 
+#: provider names that are self-hosted servers by definition (litellm's routing names them so)
+_SELF_HOSTED_PROVIDERS = frozenset(("ollama", "ollama_chat", "vllm", "hosted_vllm", "lm_studio",
+                                    "llamafile", "xinference", "triton"))  # fmt: skip
 _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa", ".localdomain")
 _CACHE_MAX = 256
 _cache: dict[tuple[Any, ...], Endpoint] = {}
@@ -63,7 +66,7 @@ def is_self_hosted(name: str | None) -> bool:
     module gave one): such a call is never priced at another provider's price."""
     if not name:
         return False
-    if name in _self_hosted_names:
+    if name in _self_hosted_names or name in _SELF_HOSTED_PROVIDERS:
         return True
     if "." not in name and ":" not in name:  # a provider's name, not a host (see above)
         return name == "localhost"

@@ -55,3 +55,13 @@ def test_a_price_file_prices_a_self_hosted_model(tmp_path):
     assert result.cost_usd == pytest.approx(0.15) and result.match == "price_file"
     elsewhere = pricer.price(Usage(input_tokens=10, output_tokens=10), "192.168.1.9", "llama-3.1-8b")
     assert elsewhere.cost_usd is None and elsewhere.match == "self_hosted"
+
+
+@pytest.mark.parametrize("provider", ["ollama", "hosted_vllm", "lm_studio", "localhost", "::1", "192.168.0.4"])
+def test_self_hosted_names_are_never_priced(provider):
+    """litellm's self-hosted routes and local hosts: a model another provider sells is not
+    priced at its price."""
+    from otel_tokens.usage import Usage
+
+    result = Pricer().price(Usage(input_tokens=100, output_tokens=10), provider, "gpt-4o-mini")
+    assert result.cost_usd is None and result.unpriced and result.match == "self_hosted"
