@@ -26,7 +26,7 @@ _RETRIEVE, _EMBEDDINGS = deferred(_SDK, "retrieve"), deferred(_SDK, "embeddings"
 _COMPLETIONS, _AUDIO = deferred(_SDK, "completions"), deferred(_SDK, "transcriptions")
 _RUNS, _RUNS_STREAM = deferred(_SDK, "runs"), deferred(_SDK, "runs_stream")
 _RUNS_MODULE = "openai.resources.beta.threads.runs.runs"
-_GATEWAY_COST = deferred(_SDK, "gateway_cost")  # a gateway's cost header (LiteLLM proxy)
+_GATEWAY_COST = deferred("otel_tokens.capture.gateway_cost", "process_response")  # a gateway's cost header (LiteLLM proxy)
 
 
 def _both(module: str, cls: str, methods: tuple[str, ...], factory: object) -> list:

@@ -26,11 +26,8 @@ chunk from the caller, so code that reads ``chunk.choices[0]`` keeps working.
 
 from __future__ import annotations
 
-import math
-from contextvars import ContextVar
 from typing import Any
 
-from .. import faults
 from ..endpoints import endpoint
 from ..request import Request
 from ..settings import current
@@ -40,6 +37,7 @@ from .openai_patches import DEPENDENCIES, install, uninstall
 from .operations import (
     _NOT_GIVEN, Operation, Response, async_wrapper, given, sdk_field, server_of, sync_wrapper,
 )
+from . import gateway_cost
 from .compatible_usage import billed_units, has_vendor_fields, output_tokens, vendor_usage
 from .managers import managed
 from .stream import Accumulator, finish_reasons
@@ -61,8 +59,7 @@ def _client(instance: Any) -> tuple[str, str | None, int | None]:
     url = getattr(client, "base_url", None)
     address, port = server_of(url)
     platform = "azure.ai.openai" if type(client).__name__ in _AZURE else None
-    if _gateway_cost.get() is not None:
-        _gateway_cost.set(None)  # an earlier response's, not this call's
+    gateway_cost.clear()  # a cost noted for an earlier response is not this call's
     found = endpoint(url, address, "openai", platform, current().provider_urls)
     return found.provider, address, port
 
@@ -71,47 +68,15 @@ def _provider(instance: Any) -> str:
     return _client(instance)[0]
 
 
-#: the cost a gateway reported in a header of the response being read (LiteLLM proxy's
-#: ``x-litellm-response-cost``); set by the SDK's response processing, read once
-_gateway_cost: ContextVar[float | None] = ContextVar("otel_tokens_gateway_cost", default=None)
-_COST_HEADERS = ("x-litellm-response-cost",)
-
-
-def _gateway_cost_wrapper(is_async: bool) -> Any:
-    """Wraps the SDK's ``_process_response`` (sync and async alike: the headers are read
-    before the response is processed): a gateway's cost header, noted for the call."""
-
-    def note_cost(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-        try:
-            headers = getattr(kwargs.get("response"), "headers", None)
-            raw = headers.get(_COST_HEADERS[0]) if headers is not None else None
-            _gateway_cost.set(_cost_of(raw) if raw is not None else None)
-        except Exception as exc:
-            faults.report("parse", exc)
-        return wrapped(*args, **kwargs)
-
-    return note_cost
-
-
-def _cost_of(raw: str) -> float | None:
-    """A cost header's USD value: a finite, non-negative number, else None (untrusted)."""
-    try:
-        value = float(raw)
-    except ValueError:
-        return None
-    return value if math.isfinite(value) and value >= 0 else None
-
-
 def _costed(read: Any) -> Any:
     """``read``, with the gateway's reported cost (when its response had one) on the usage:
     a reported bill wins over a computed price."""
 
     def with_cost(result: Any) -> Response:
         answer = read(result)
-        cost = _gateway_cost.get()
+        cost = gateway_cost.take()
         if cost is None or answer.usage is None:
             return answer
-        _gateway_cost.set(None)
         return answer._replace(usage=answer.usage.replace(cost_usd=cost))
 
     return with_cost
@@ -498,18 +463,18 @@ def _run_request(kwargs: dict[str, Any]) -> None:
     return None  # the thread's messages live on the server: no estimate
 
 
-_CHAT = Operation("chat", _provider, _server, _chat_request, _costed(_chat_response), _ChatAccumulator,
-                  prepare=_with_stream_usage, client=_client)  # fmt: skip
-_RESPONSES = Operation("chat", _provider, _server, _responses_request, _costed(_responses_response),
-                       _ResponsesAccumulator, once="openai.responses", conversation=_conversation,
-                       client=_client)  # fmt: skip
+_CHAT = Operation("chat", _provider, _server, _chat_request, _costed(_chat_response),
+                  _ChatAccumulator, prepare=_with_stream_usage, client=_client)  # fmt: skip
+_RESPONSES = Operation("chat", _provider, _server, _responses_request,
+                       _costed(_responses_response), _ResponsesAccumulator, once="openai.responses",
+                       conversation=_conversation, client=_client)  # fmt: skip
 _RETRIEVE = Operation("chat", _provider, _server, _run_request, _responses_response,
                       _ResponsesAccumulator, once="openai.responses", client=_client)  # fmt: skip
-_EMBEDDINGS = Operation("embeddings", _provider, _server, _embeddings_request, _costed(_embeddings_response),
-                        client=_client)
+_EMBEDDINGS = Operation("embeddings", _provider, _server, _embeddings_request,
+                        _costed(_embeddings_response), client=_client)  # fmt: skip
 _COMPLETIONS = Operation("text_completion", _provider, _server, _completions_request,
-                         _costed(_completions_response), _CompletionsAccumulator, prepare=_with_stream_usage,
-                         client=_client)  # fmt: skip
+                         _costed(_completions_response), _CompletionsAccumulator,
+                         prepare=_with_stream_usage, client=_client)  # fmt: skip
 _TRANSCRIPTIONS = Operation("transcription", _provider, _server, _run_request,
                             _transcription_response, _TranscriptionAccumulator, client=_client)  # fmt: skip
 _RUNS = Operation("invoke_agent", _provider, _server, _run_request, _run_response, _RunAccumulator,
@@ -536,6 +501,4 @@ def wrapper(name: str, is_async: bool) -> Any:
     """The wrapt wrapper of one operation (:mod:`.openai_patches` installs it)."""
     if name == "runs_stream":
         return _runs_stream_wrapper(is_async)
-    if name == "gateway_cost":
-        return _gateway_cost_wrapper(is_async)
     return (async_wrapper if is_async else sync_wrapper)(_OPERATIONS[name])
