@@ -11,6 +11,7 @@ reads are priced as cache reads and every output token is counted:
 * Perplexity (and xAI's older shape): top-level ``reasoning_tokens`` and ``citation_tokens``
   are output beyond ``completion_tokens``; ``num_search_queries`` are billed web searches;
   ``cached_prompt_text_tokens`` are cache reads;
+* Moonshot (and Together): a top-level ``cached_tokens`` is the cache reads;
 * OpenRouter: ``usage.cost`` is the bill in USD (with BYOK, plus
   ``cost_details.upstream_inference_cost``); Perplexity: ``usage.cost.total_cost``: the
   call's cost, source ``provider``.
@@ -30,8 +31,10 @@ from .operations import sdk_field as _get
 __all__ = ["billed_units", "has_vendor_fields", "output_tokens", "vendor_usage"]
 
 #: top-level usage fields no OpenAI response has (their presence is the cue)
-_VENDOR_FIELDS = ("prompt_cache_hit_tokens", "cached_prompt_text_tokens", "reasoning_tokens",
-                  "citation_tokens", "cost", "num_search_queries")  # fmt: skip
+_VENDOR_FIELDS = ("prompt_cache_hit_tokens", "cached_prompt_text_tokens", "cached_tokens",
+                  "reasoning_tokens", "citation_tokens", "cost", "num_search_queries")  # fmt: skip
+#: top-level cache-read counts, by provider: DeepSeek, xAI's older shape, Moonshot/Together
+_CACHE_READ_FIELDS = ("prompt_cache_hit_tokens", "cached_prompt_text_tokens", "cached_tokens")
 
 
 def has_vendor_fields(usage: Any, found: Usage) -> bool:
@@ -77,9 +80,11 @@ def vendor_usage(usage: Any, found: Usage) -> Usage:
     """``found`` (read as OpenAI's shape) with the provider's own fields applied."""
     changes: dict[str, Any] = {}
     if found.cache_read_tokens is None:
-        hit = _count(usage, "prompt_cache_hit_tokens")
-        if hit is None:
-            hit = _count(usage, "cached_prompt_text_tokens")
+        hit = None
+        for name in _CACHE_READ_FIELDS:
+            hit = _count(usage, name)
+            if hit is not None:
+                break
         if hit is not None and found.input_tokens is not None and hit <= found.input_tokens:
             changes["cache_read_tokens"] = hit
     output = found.output_tokens

@@ -107,6 +107,10 @@ CASES = [
      {"prompt_tokens": 500, "completion_tokens": 50, "total_tokens": 550,
       "prompt_tokens_details": {"cached_tokens": 256}},
      {"input_tokens": 500, "cache_read_tokens": 256, "output_tokens": 50}),
+    ("moonshot-context-cache", "https://api.moonshot.cn/v1", "moonshotai", "api.moonshot.cn", "moonshotai",
+     "kimi-k2-0711-preview",
+     {"prompt_tokens": 500, "completion_tokens": 50, "total_tokens": 550, "cached_tokens": 384},
+     {"input_tokens": 500, "cache_read_tokens": 384, "output_tokens": 50}),
     ("gemini", "https://generativelanguage.googleapis.com/v1beta/openai/", "gcp.gemini",
      "generativelanguage.googleapis.com", "google", "gemini-2.0-flash",
      {"prompt_tokens": 100, "completion_tokens": 25, "total_tokens": 125},
@@ -329,3 +333,32 @@ def test_a_local_host_named_like_a_provider_is_still_self_hosted(telemetry):
     attrs = span_of(telemetry)
     assert attrs["gen_ai.provider.name"] == "openai-proxy"
     assert "otel_tokens.cost.usd" not in attrs and attrs["otel_tokens.cost.price_match"] == "self_hosted"
+
+
+def test_raw_response_reads_the_same_provider_fields(telemetry):
+    """``with_raw_response``: DeepSeek's cache hits and OpenRouter-style cost read alike."""
+    usage = {"prompt_tokens": 1500, "completion_tokens": 200, "total_tokens": 1700,
+             "prompt_cache_hit_tokens": 1024, "prompt_cache_miss_tokens": 476}  # fmt: skip
+    host = Host("openai", chat_body("deepseek-chat", usage))
+    client = openai.OpenAI(api_key="t", base_url="https://api.deepseek.com", http_client=host.client(),
+                           max_retries=0)  # fmt: skip
+    raw = client.chat.completions.with_raw_response.create(
+        model="deepseek-chat", messages=[{"role": "user", "content": "hi"}])
+    assert raw.parse().choices[0].message.content == "Hello there"
+    attrs = span_of(telemetry)
+    assert attrs["gen_ai.provider.name"] == "deepseek"
+    assert attrs["gen_ai.usage.cache_read.input_tokens"] == 1024
+    assert math.isclose(attrs["otel_tokens.cost.usd"], price_at(
+        "deepseek", "deepseek-chat", input_tokens=1500, cache_read_tokens=1024, output_tokens=200))
+
+
+def test_provider_fields_that_are_not_counts_make_the_usage_unusable(telemetry):
+    """Untrusted values: a cache-hit count that is a string is not a count (the call still
+    ends, its usage rejected and counted), and the caller's answer is unchanged."""
+    usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120,
+             "prompt_cache_hit_tokens": "64"}  # fmt: skip
+    assert call("https://api.deepseek.com", Host("openai", chat_body("deepseek-chat", usage)),
+                "deepseek-chat") == "Hello there"  # fmt: skip
+    attrs = span_of(telemetry)
+    assert "otel_tokens.cost.usd" not in attrs
+    assert telemetry.errors().get("usage_invalid") == 1
