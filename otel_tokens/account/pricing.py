@@ -14,6 +14,11 @@
   library's own calculation. Each result names the components it priced; a component the
   data has no price for (a tier without its own rates, a fee the model lists no price for)
   is named as unpriced, never silently 0.
+* The price is the call's provider's (``gen_ai.provider.name``, named by the client's
+  endpoint: :mod:`otel_tokens.endpoints`), genai-prices' own fallbacks included, never
+  another provider's for a model of the same name; a provider genai-prices does not know (a
+  host) is priced by a search across providers by model name; a self-hosted endpoint is never
+  priced. :attr:`PriceResult.match` says which (span ``otel_tokens.cost.price_match``).
 * A model with no price: no cost, and the caller counts ``otel_tokens.unpriced_requests``.
 * ``OTEL_TOKENS_PRICES_FILE`` (TOML or JSON, read by :mod:`otel_tokens.settings` with
   :func:`load_price_file`) overrides prices per model, for private or discounted models.
