@@ -40,8 +40,6 @@ _CACHE_READ_FIELDS = ("prompt_cache_hit_tokens", "cached_prompt_text_tokens", "c
 def has_vendor_fields(usage: Any, found: Usage) -> bool:
     """Cheap test (every call): may :func:`vendor_usage` change ``found``? An SDK object's
     extra fields are in ``model_extra`` (empty for OpenAI's own responses)."""
-    if found.reasoning_tokens:
-        return True
     if isinstance(usage, dict):
         return any(name in usage for name in _VENDOR_FIELDS)
     return bool(getattr(usage, "model_extra", None))
