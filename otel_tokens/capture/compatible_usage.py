@@ -37,8 +37,8 @@ _VENDOR_FIELDS = ("prompt_cache_hit_tokens", "cached_prompt_text_tokens", "cache
 _CACHE_READ_FIELDS = ("prompt_cache_hit_tokens", "cached_prompt_text_tokens", "cached_tokens")
 
 
-def has_vendor_fields(usage: Any, found: Usage) -> bool:
-    """Cheap test (every call): may :func:`vendor_usage` change ``found``? An SDK object's
+def has_vendor_fields(usage: Any) -> bool:
+    """Cheap test (every call): may :func:`vendor_usage` change what was read? An SDK object's
     extra fields are in ``model_extra`` (empty for OpenAI's own responses)."""
     if isinstance(usage, dict):
         return any(name in usage for name in _VENDOR_FIELDS)

@@ -101,7 +101,7 @@ def _chat_usage(usage: Any, model: str | None, response_id: str | None) -> Usage
                 cache_write_tokens=getattr(prompt, "cache_write_tokens", None),
                 reasoning_tokens=reasoning, model=model, provider=None, response_id=response_id,
             )  # fmt: skip
-            return vendor_usage(usage, found) if has_vendor_fields(usage, found) else found
+            return vendor_usage(usage, found) if has_vendor_fields(usage) else found
         except AttributeError:
             pass  # another shape: field by field below
     reasoning = _get(_get(usage, "completion_tokens_details"), "reasoning_tokens")
@@ -116,7 +116,7 @@ def _chat_usage(usage: Any, model: str | None, response_id: str | None) -> Usage
         reasoning_tokens=reasoning,
         model=model, provider=None, response_id=response_id,
     )  # fmt: skip
-    return vendor_usage(usage, found) if has_vendor_fields(usage, found) else found
+    return vendor_usage(usage, found) if has_vendor_fields(usage) else found
 
 
 def _responses_usage(usage: Any, model: str | None, response_id: str | None) -> Usage | None:
@@ -189,7 +189,7 @@ def _chat_response(result: Any) -> Response:
                     cache_write_tokens=getattr(prompt, "cache_write_tokens", None),
                     reasoning_tokens=reasoning, model=model, provider=None, response_id=rid,
                 )  # fmt: skip
-                if has_vendor_fields(usage, found):  # another provider's own fields
+                if has_vendor_fields(usage):  # another provider's own fields
                     found, billing = vendor_usage(usage, found), _chat_billing(usage, tier)
             return Response(found, model, rid, tuple(reasons), billing)
         except AttributeError:
