@@ -408,11 +408,17 @@ def _find_model(provider: str | None, model: str) -> tuple[Any, str | None]:
         try:
             return snapshot.find_provider_model(model, None, provider_id, None)[1], "endpoint"
         except LookupError:
-            return None, None
+            if provider_id not in _MAKERS_PRICE:
+                return None, None
     try:
         return snapshot.find_provider_model(model, None, None, None)[1], "model_name"
     except LookupError:
         return None, None
+
+
+#: providers whose bill is not tokens (Copilot: premium requests), their dollar figure the
+#: model maker's token price when genai-prices lists none of their own for the model
+_MAKERS_PRICE = frozenset(("github-copilot",))
 
 
 def price_id(provider: str | None, snapshot: Any = None) -> str | None:
