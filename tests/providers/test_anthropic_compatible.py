@@ -124,3 +124,37 @@ def test_vertex_client_is_gcp_vertex_ai_at_its_price(telemetry):
     assert attrs["gen_ai.provider.name"] == "gcp.vertex_ai"
     assert attrs["server.address"] == "us-east5-aiplatform.googleapis.com"
     assert math.isclose(attrs["otel_tokens.cost.usd"], price_at("google", model), rel_tol=1e-9)
+
+
+def test_vertex_client_streams_at_its_price(telemetry):
+    from anthropic import AnthropicVertex
+
+    model = "claude-3-5-sonnet-v2@20241022"
+    host = Host("anthropic", events=events(model), sse_names=True)
+    client = AnthropicVertex(region="europe-west1", project_id="proj", access_token="token",
+                             http_client=host.client(), max_retries=0)  # fmt: skip
+    MODEL_OF[id(client)] = model
+    assert ask(client, True) == "Hello there"
+    (span,) = telemetry.finished()
+    attrs = span.attributes
+    assert (attrs["gen_ai.provider.name"], attrs["server.address"]) == (
+        "gcp.vertex_ai", "europe-west1-aiplatform.googleapis.com")
+    assert math.isclose(attrs["otel_tokens.cost.usd"], price_at("google", model), rel_tol=1e-9)
+
+
+def test_async_client_at_a_compatible_endpoint(telemetry):
+    import asyncio
+
+    host = Host("anthropic", message("glm-4.6"))
+    client = anthropic.AsyncAnthropic(api_key="t", base_url="https://api.z.ai/api/anthropic",
+                                      http_client=host.client(is_async=True), max_retries=0)  # fmt: skip
+
+    async def run():
+        reply = await client.messages.create(model="glm-4.6", max_tokens=64,
+                                             messages=[{"role": "user", "content": "hi"}])  # fmt: skip
+        return reply.content[0].text
+
+    assert asyncio.run(run()) == "Hello there"
+    (span,) = telemetry.finished()
+    assert span.attributes["gen_ai.provider.name"] == "zai"
+    assert math.isclose(span.attributes["otel_tokens.cost.usd"], price_at("zai", "glm-4.6"), rel_tol=1e-9)
