@@ -116,6 +116,8 @@ class Settings:
     copilot_usage_file: bool = True  # exact Copilot usage through --usage-output-file
     cli_names: Mapping[str, str] = field(default_factory=dict)
     backends: tuple[tuple[str, str], ...] = ()
+    #: base-URL prefix (lower case) -> provider name, for private gateways (OTEL_TOKENS_PROVIDER_URLS)
+    provider_urls: tuple[tuple[str, str], ...] = ()
     debug: bool = False
     #: the settings that could not be used, in the order read
     problems: tuple[Problem, ...] = ()
@@ -316,6 +318,25 @@ def _backends(reader: _Reader) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def _provider_urls(reader: _Reader) -> tuple[tuple[str, str], ...]:
+    """``OTEL_TOKENS_PROVIDER_URLS``: ``base-url=provider`` entries separated by ``;``."""
+    pairs = []
+    name, raw = reader.raw("OTEL_TOKENS_PROVIDER_URLS")
+    for entry in filter(None, (e.strip() for e in raw.replace("\n", ";").split(";"))):
+        url, _, provider = entry.rpartition("=")
+        url, provider = url.strip().lower(), provider.strip()
+        if not url.startswith(("http://", "https://")) or not _PROVIDER_NAME.match(provider):
+            reader.bad(name, entry, "base-url=provider entries separated by ';' (the URL with "
+                       "http:// or https://, the provider a name of letters, digits, '._-')",
+                       "that URL named by its host")  # fmt: skip
+            continue
+        pairs.append((url, provider))
+    return tuple(pairs)
+
+
+_PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
+
+
 def read(env: Mapping[str, str] | None = None) -> Settings:
     """Settings from ``env`` (default: ``os.environ``); never raises for a bad value."""
     r = _Reader(os.environ if env is None else env)
@@ -370,6 +391,7 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
         copilot_usage_file=r.boolean("OTEL_TOKENS_COPILOT_USAGE_FILE", default=True),
         cli_names=_cli_names(r),
         backends=_backends(r),
+        provider_urls=_provider_urls(r),
         debug=r.boolean("OTEL_TOKENS_DEBUG"),
         problems=tuple(r.problems),
     )  # fmt: skip

@@ -14,6 +14,11 @@
   library's own calculation. Each result names the components it priced; a component the
   data has no price for (a tier without its own rates, a fee the model lists no price for)
   is named as unpriced, never silently 0.
+* The price is the call's provider's (``gen_ai.provider.name``, named by the client's
+  endpoint: :mod:`otel_tokens.endpoints`), genai-prices' own fallbacks included, never
+  another provider's for a model of the same name; a provider genai-prices does not know (a
+  host) is priced by a search across providers by model name; a self-hosted endpoint is never
+  priced. :attr:`PriceResult.match` says which (span ``otel_tokens.cost.price_match``).
 * A model with no price: no cost, and the caller counts ``otel_tokens.unpriced_requests``.
 * ``OTEL_TOKENS_PRICES_FILE`` (TOML or JSON, read by :mod:`otel_tokens.settings` with
   :func:`load_price_file`) overrides prices per model, for private or discounted models.
@@ -32,6 +37,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Mapping
 
+from ..endpoints import is_self_hosted
 from ..errors import OtelTokensError
 from ..usage import Billing, Usage
 
@@ -82,6 +88,11 @@ class PriceResult:
     unpriced: bool = False
     components: tuple[str, ...] = ()
     unpriced_components: tuple[str, ...] = ()
+    #: how the price was found (span ``otel_tokens.cost.price_match``): ``endpoint`` (the
+    #: provider the client's endpoint is), ``model_name`` (endpoint unknown: a search across
+    #: providers by model name), ``price_file``, ``self_hosted`` (a local server: never
+    #: priced as another provider); None for a reported cost or no price
+    match: str | None = None
 
 
 _NO_TOKENS = PriceResult(None, None)
@@ -117,6 +128,7 @@ class _Rates:
     context: tuple[str, ...] = ()  # the price context items that matched a variant
     unmatched: tuple[str, ...] = ()  # price context items the data has no variant for
     expires: float = math.inf
+    match: str | None = None  # see PriceResult.match
 
     def cost(self, usage: Usage) -> float:
         if self.tiered:
@@ -309,7 +321,7 @@ class Pricer:
         context = billing.context if billing is not None else ()
         key = (provider, model, context)
         rates = self._cache.get(key, _MISSING)
-        if rates is _MISSING or (rates is not None and rates.expires < time.monotonic()):
+        if rates is _MISSING or (type(rates) is _Rates and rates.expires < time.monotonic()):
             rates = self._resolve(provider, model, context)
             cache = self._cache
             if len(cache) >= _CACHE_MAX and key not in cache:
@@ -317,8 +329,10 @@ class Pricer:
             cache[key] = rates
         if rates is None:
             return _UNPRICED
+        if type(rates) is PriceResult:  # unpriced, saying why (self-hosted, endpoint's model)
+            return rates
         if billing is None:
-            return PriceResult(rates.cost(usage), "computed")
+            return PriceResult(rates.cost(usage), "computed", match=rates.match)
         return self._billed(rates, usage, billing)
 
     @staticmethod
@@ -339,10 +353,10 @@ class Pricer:
             unpriced += tuple(u for u in priced if not _is_token_unit(u))
             priced = tuple(u for u in priced if _is_token_unit(u))
         return PriceResult(cost, "computed", components=rates.context + priced,
-                           unpriced_components=unpriced)  # fmt: skip
+                           unpriced_components=unpriced, match=rates.match)  # fmt: skip
 
     def _resolve(self, provider: str | None, model: str,
-                 context: tuple[tuple[str, str], ...] = ()) -> _Rates | None:  # fmt: skip
+                 context: tuple[tuple[str, str], ...] = ()) -> _Rates | PriceResult | None:  # fmt: skip
         wanted = tuple((k, v) for k, v in context if v not in _STANDARD)
         override = self._overrides.get(model.lower())
         if override is not None and (override.provider in (None, provider)):
@@ -353,17 +367,18 @@ class Pricer:
                             else override.input) / _PER_MILLION,
                 cache_write=(override.cache_write if override.cache_write is not None
                              else override.input) / _PER_MILLION,
-                unmatched=tuple(f"{k}={v}" for k, v in wanted),
+                unmatched=tuple(f"{k}={v}" for k, v in wanted), match="price_file",
             )  # fmt: skip
         from datetime import datetime, timezone
 
-        found = _find_model(provider, model)
+        found, match = _find_model(provider, model)
         if found is None:
-            return None
+            return _UNPRICED if match is None else PriceResult(None, None, unpriced=True, match=match)
         now = datetime.now(tz=timezone.utc)
         matched, unmatched = _variants(found, wanted, now)
         model_price = found.get_prices(now, dict(matched) if matched else None)
-        rates = _rates_from_library(model_price, time.monotonic() + _CACHE_TTL_SECONDS)
+        rates = replace(_rates_from_library(model_price, time.monotonic() + _CACHE_TTL_SECONDS),
+                        match=match)  # fmt: skip
         if not wanted:
             return rates
         return replace(rates, context=tuple(f"{k}={v}" for k, v in matched),
@@ -377,23 +392,48 @@ def _is_token_unit(unit: str) -> bool:
     return spec is not None and spec["dimensions"].get("family") == "tokens"
 
 
-def _find_model(provider: str | None, model: str) -> Any:
-    """genai-prices' model for (provider, model); by the model alone when the provider is
-    unknown to it (e.g. a gateway reporting its own name); None when not found."""
+def _find_model(provider: str | None, model: str) -> tuple[Any, str | None]:
+    """(genai-prices' model, how it was matched) for a call to ``provider``: at that provider
+    when genai-prices knows it (its own fallbacks included: Azure to OpenAI), never at
+    another's; a self-hosted endpoint is never priced; any other endpoint (a host genai-prices
+    does not know) by a search across providers by model name. (None, why) when not found."""
     from genai_prices import data_snapshot
 
     snapshot = data_snapshot.get_snapshot()
     _bound_library_caches(snapshot)
-    provider_id = PROVIDER_IDS.get(provider or "")
+    if is_self_hosted(provider):  # first: a host named "openai-proxy" is not OpenAI
+        return None, "self_hosted"
+    provider_id = price_id(provider, snapshot)
+    if provider_id is not None:
+        try:
+            return snapshot.find_provider_model(model, None, provider_id, None)[1], "endpoint"
+        except LookupError:
+            if provider_id not in _MAKERS_PRICE:
+                return None, None
     try:
-        return snapshot.find_provider_model(model, None, provider_id, None)[1]
+        return snapshot.find_provider_model(model, None, None, None)[1], "model_name"
     except LookupError:
-        if provider_id is None:
-            return None
-    try:
-        return snapshot.find_provider_model(model, None, None, None)[1]
-    except LookupError:
+        return None, None
+
+
+#: providers whose bill is not tokens (Copilot: premium requests), their dollar figure the
+#: model maker's token price when genai-prices lists none of their own for the model
+_MAKERS_PRICE = frozenset(("github-copilot",))
+
+
+def price_id(provider: str | None, snapshot: Any = None) -> str | None:
+    """The genai-prices provider id of a ``gen_ai.provider.name`` (a semantic-conventions
+    name, a genai-prices id or one of its aliases, e.g. litellm's ``together_ai``); None for
+    a host name or a name genai-prices does not know."""
+    if not provider:
         return None
+    known = PROVIDER_IDS.get(provider)
+    if known is not None or "." in provider or ":" in provider:
+        return known
+    from genai_prices.data_snapshot import find_provider_by_id, get_snapshot
+
+    found = find_provider_by_id((snapshot or get_snapshot()).providers, provider)
+    return found.id if found is not None else None
 
 
 def _bound_library_caches(snapshot: Any) -> None:

@@ -37,7 +37,9 @@ from typing import Any, Callable
 
 
 from .. import faults
+from ..endpoints import endpoint
 from ..request import Request
+from ..settings import current
 from ..usage import Billing, Usage, check_sent_usage, check_token_count
 from .anthropic_patches import DEPENDENCIES, install, uninstall
 from .managers import managed
@@ -59,13 +61,22 @@ def _client(instance: Any) -> Any:
 _PLATFORMS = {"AnthropicBedrock": "aws.bedrock", "AnthropicVertex": "gcp.vertex_ai"}
 
 
-def _provider(instance: Any) -> str:
+def _endpoint(instance: Any) -> tuple[str, str | None, int | None]:
+    """(provider, server address, port): the platform of a Bedrock or Vertex client, else the
+    provider its base URL names (:mod:`otel_tokens.endpoints`: z.ai, DeepSeek, ...)."""
     client = _client(instance)
-    name = getattr(client, "_gen_ai_provider_name", None)  # anthropic >= 2
-    if isinstance(name, str) and name:
-        return name
-    cls = type(client).__name__.removeprefix("Async")
-    return _PLATFORMS.get(cls, "anthropic")
+    url = getattr(client, "base_url", None)
+    address, port = server_of(url)
+    platform = _PLATFORMS.get(type(client).__name__.removeprefix("Async"))
+    if platform is None:
+        name = getattr(client, "_gen_ai_provider_name", None)  # anthropic >= 2
+        platform = name if isinstance(name, str) and name and name != "anthropic" else None
+    found = endpoint(url, address, "anthropic", platform, current().provider_urls)
+    return found.provider, address, port
+
+
+def _provider(instance: Any) -> str:
+    return _endpoint(instance)[0]
 
 
 def _server(instance: Any) -> tuple[str | None, int | None]:
@@ -120,7 +131,7 @@ def _usage(fields: dict[str, Any], model: str | None, response_id: str | None) -
         input_tokens=inp, output_tokens=output,
         cache_read_tokens=read if inp is not None else None,
         cache_write_tokens=write if inp is not None else None,
-        reasoning_tokens=reasoning, model=model, provider="anthropic", response_id=response_id,
+        reasoning_tokens=reasoning, model=model, provider=None, response_id=response_id,
     )  # fmt: skip
 
 
@@ -272,7 +283,7 @@ class _RawUsageCheck:
 _USAGE_EVENTS = frozenset(("message_start", "message_delta"))
 
 _MESSAGES = Operation("chat", _provider, _server, _messages_request, _messages_response,
-                      _MessagesAccumulator)  # fmt: skip
+                      _MessagesAccumulator, client=_endpoint)  # fmt: skip
 
 
 # -- one GenAI span per call: the SDK's own span (anthropic >= 2) routed off ---------------

@@ -29,6 +29,7 @@ _RUNS_MODULE = "openai.resources.beta.threads.runs.runs"
 #: every body and stream event, as sent, where the client makes its object of it (see .sent)
 _SENT = ("openai._base_client", "BaseClient", "_process_response_data",
          deferred("otel_tokens.capture.sent", "openai"))
+_GATEWAY_COST = deferred("otel_tokens.capture.gateway_cost", "process_response")  # a gateway's cost header (LiteLLM proxy)
 
 
 def _both(module: str, cls: str, methods: tuple[str, ...], factory: object) -> list:
@@ -48,6 +49,8 @@ _PATCHES = SdkPatches("openai", [
     *_both(_RUNS_MODULE, "Runs", ("stream", "create_and_stream", "submit_tool_outputs_stream"),
            _RUNS_STREAM),
     _SENT,
+    ("openai._base_client", "SyncAPIClient", "_process_response", _GATEWAY_COST),
+    ("openai._base_client", "AsyncAPIClient", "_process_response", _GATEWAY_COST),
 ])  # fmt: skip
 
 

@@ -28,13 +28,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..endpoints import endpoint
 from ..request import Request
+from ..settings import current
 from ..handler import get_handler
 from ..usage import Billing, Usage
 from .openai_patches import DEPENDENCIES, install, uninstall
 from .operations import (
     _NOT_GIVEN, Operation, Response, async_wrapper, given, sdk_field, server_of, sync_wrapper,
 )
+from . import gateway_cost
+from .compatible_usage import billed_units, has_vendor_fields, output_tokens, vendor_usage
 from .managers import managed
 from .stream import Accumulator, finish_reasons
 
@@ -45,21 +49,41 @@ __all__ = ["DEPENDENCIES", "install", "uninstall", "wrapper"]
 _get = sdk_field
 
 
-def _provider(instance: Any) -> str:
+_AZURE = ("AzureOpenAI", "AsyncAzureOpenAI")
+
+
+def _client(instance: Any) -> tuple[str, str | None, int | None]:
+    """(provider, server address, port) of a resource's client, in one step: the provider
+    named by the client's endpoint (:mod:`otel_tokens.endpoints`), Azure by its client."""
     client = getattr(instance, "_client", None)
-    return "azure.ai.openai" if type(client).__name__ in ("AzureOpenAI", "AsyncAzureOpenAI") else "openai"
+    url = getattr(client, "base_url", None)
+    address, port = server_of(url)
+    platform = "azure.ai.openai" if type(client).__name__ in _AZURE else None
+    gateway_cost.clear()  # a cost noted for an earlier response is not this call's
+    found = endpoint(url, address, "openai", platform, current().provider_urls)
+    return found.provider, address, port
+
+
+def _provider(instance: Any) -> str:
+    return _client(instance)[0]
+
+
+def _costed(read: Any) -> Any:
+    """``read``, with the gateway's reported cost (when its response had one) on the usage:
+    a reported bill wins over a computed price."""
+
+    def with_cost(result: Any) -> Response:
+        answer = read(result)
+        cost = gateway_cost.take()
+        if cost is None or answer.usage is None:
+            return answer
+        return answer._replace(usage=answer.usage.replace(cost_usd=cost))
+
+    return with_cost
 
 
 def _server(instance: Any) -> tuple[str | None, int | None]:
     return server_of(getattr(getattr(instance, "_client", None), "base_url", None))
-
-
-def _client(instance: Any) -> tuple[str, str | None, int | None]:
-    """(provider, server address, port) of a resource's client, in one step."""
-    client = getattr(instance, "_client", None)
-    address, port = server_of(getattr(client, "base_url", None))
-    azure = type(client).__name__ in ("AzureOpenAI", "AsyncAzureOpenAI")
-    return ("azure.ai.openai" if azure else "openai"), address, port
 
 
 def _chat_usage(usage: Any, model: str | None, response_id: str | None) -> Usage | None:
@@ -68,23 +92,31 @@ def _chat_usage(usage: Any, model: str | None, response_id: str | None) -> Usage
     if not isinstance(usage, dict):
         try:  # an SDK object: plain attribute reads (this runs on every call)
             prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
-            return Usage(
-                input_tokens=usage.prompt_tokens, output_tokens=usage.completion_tokens,
+            reasoning, output = getattr(completion, "reasoning_tokens", None), usage.completion_tokens
+            if reasoning:  # counted apart by some providers (xAI)
+                output = output_tokens(usage, usage.prompt_tokens, output, reasoning)
+            found = Usage(
+                input_tokens=usage.prompt_tokens, output_tokens=output,
                 cache_read_tokens=getattr(prompt, "cached_tokens", None),
                 cache_write_tokens=getattr(prompt, "cache_write_tokens", None),
-                reasoning_tokens=getattr(completion, "reasoning_tokens", None),
-                model=model, provider="openai", response_id=response_id,
+                reasoning_tokens=reasoning, model=model, provider=None, response_id=response_id,
             )  # fmt: skip
+            return vendor_usage(usage, found) if has_vendor_fields(usage) else found
         except AttributeError:
             pass  # another shape: field by field below
-    return Usage(
+    reasoning = _get(_get(usage, "completion_tokens_details"), "reasoning_tokens")
+    output = _get(usage, "completion_tokens")
+    if reasoning:  # counted apart by some providers (xAI)
+        output = output_tokens(usage, _get(usage, "prompt_tokens"), output, reasoning)
+    found = Usage(
         input_tokens=_get(usage, "prompt_tokens"),
-        output_tokens=_get(usage, "completion_tokens"),
+        output_tokens=output,
         cache_read_tokens=_get(_get(usage, "prompt_tokens_details"), "cached_tokens"),
         cache_write_tokens=_get(_get(usage, "prompt_tokens_details"), "cache_write_tokens"),
-        reasoning_tokens=_get(_get(usage, "completion_tokens_details"), "reasoning_tokens"),
-        model=model, provider="openai", response_id=response_id,
+        reasoning_tokens=reasoning,
+        model=model, provider=None, response_id=response_id,
     )  # fmt: skip
+    return vendor_usage(usage, found) if has_vendor_fields(usage) else found
 
 
 def _responses_usage(usage: Any, model: str | None, response_id: str | None) -> Usage | None:
@@ -97,7 +129,7 @@ def _responses_usage(usage: Any, model: str | None, response_id: str | None) -> 
         cache_read_tokens=_get(details, "cached_tokens"),
         cache_write_tokens=_get(details, "cache_write_tokens"),
         reasoning_tokens=_get(_get(usage, "output_tokens_details"), "reasoning_tokens"),
-        model=model, provider="openai", response_id=response_id,
+        model=model, provider=None, response_id=response_id,
     )  # fmt: skip
 
 
@@ -126,9 +158,10 @@ def _chat_billing(usage: Any, tier: Any) -> Billing | None:
     context = _tier(tier)
     heard = _get(_get(usage, "prompt_tokens_details"), "audio_tokens") if usage is not None else None
     spoken = _get(_get(usage, "completion_tokens_details"), "audio_tokens") if usage is not None else None
-    if context is None and not heard and not spoken:
+    vendor = billed_units(usage) if usage is not None else {}
+    if context is None and not heard and not spoken and not vendor:
         return None
-    return Billing.of(context, {"input_audio_tokens": heard, "output_audio_tokens": spoken})
+    return Billing.of(context, {"input_audio_tokens": heard, "output_audio_tokens": spoken, **vendor})
 
 
 def _chat_response(result: Any) -> Response:
@@ -147,13 +180,17 @@ def _chat_response(result: Any) -> Response:
             found = None
             if usage is not None:  # _chat_usage's SDK-object reading, inlined (every call)
                 prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
+                reasoning, output = getattr(completion, "reasoning_tokens", None), usage.completion_tokens
+                if reasoning:  # counted apart by some providers (xAI)
+                    output = output_tokens(usage, usage.prompt_tokens, output, reasoning)
                 found = Usage(
-                    input_tokens=usage.prompt_tokens, output_tokens=usage.completion_tokens,
+                    input_tokens=usage.prompt_tokens, output_tokens=output,
                     cache_read_tokens=getattr(prompt, "cached_tokens", None),
                     cache_write_tokens=getattr(prompt, "cache_write_tokens", None),
-                    reasoning_tokens=getattr(completion, "reasoning_tokens", None),
-                    model=model, provider="openai", response_id=rid,
+                    reasoning_tokens=reasoning, model=model, provider=None, response_id=rid,
                 )  # fmt: skip
+                if has_vendor_fields(usage):  # another provider's own fields
+                    found, billing = vendor_usage(usage, found), _chat_billing(usage, tier)
             return Response(found, model, rid, tuple(reasons), billing)
         except AttributeError:
             pass  # another shape: field by field below
@@ -187,6 +224,8 @@ class _ChatAccumulator(Accumulator):
                     self.finish_reasons.append(str(reason))
         except AttributeError:
             return self._add_any(chunk)
+        if usage is None and self.finish_reasons and self.usage is None:
+            usage = _get(_get(chunk, "x_groq"), "usage")  # Groq: usage with the last chunk
         if usage is not None:
             self.usage = _chat_usage(usage, self.model, self.response_id)
             self.billing = _chat_billing(usage, getattr(chunk, "service_tier", None))
@@ -215,6 +254,8 @@ class _ChatAccumulator(Accumulator):
             if reason:
                 self.finish_reasons.append(str(reason))
         usage = _get(chunk, "usage")
+        if usage is None and self.finish_reasons and self.usage is None:
+            usage = _get(_get(chunk, "x_groq"), "usage")  # Groq: usage with the last chunk
         if usage is not None:
             self.usage = _chat_usage(usage, self.model, self.response_id)
             self.billing = _chat_billing(usage, _get(chunk, "service_tier"))
@@ -318,7 +359,7 @@ def _embeddings_response(result: Any) -> Response:
     usage = _get(result, "usage")
     model = _get(result, "model")
     tokens = _get(usage, "prompt_tokens") if usage is not None else None
-    return Response(Usage(input_tokens=tokens, model=model, provider="openai") if usage is not None
+    return Response(Usage(input_tokens=tokens, model=model) if usage is not None
                     else None, model)  # fmt: skip
 
 
@@ -365,7 +406,7 @@ def _transcription_response(result: Any) -> Response:
         return Response(None, billing=Billing.of(units={"audio_seconds": _get(usage, "seconds")}))
     audio = _get(_get(usage, "input_token_details"), "audio_tokens")
     return Response(Usage(input_tokens=_get(usage, "input_tokens"),
-                          output_tokens=_get(usage, "output_tokens"), provider="openai"),
+                          output_tokens=_get(usage, "output_tokens")),
                     billing=Billing.of(units={"input_audio_tokens": audio}) if audio else None)  # fmt: skip
 
 
@@ -422,19 +463,22 @@ def _run_request(kwargs: dict[str, Any]) -> None:
     return None  # the thread's messages live on the server: no estimate
 
 
-_CHAT = Operation("chat", _provider, _server, _chat_request, _chat_response, _ChatAccumulator,
-                  prepare=_with_stream_usage, client=_client)  # fmt: skip
-_RESPONSES = Operation("chat", _provider, _server, _responses_request, _responses_response,
-                       _ResponsesAccumulator, once="openai.responses", conversation=_conversation)  # fmt: skip
+_CHAT = Operation("chat", _provider, _server, _chat_request, _costed(_chat_response),
+                  _ChatAccumulator, prepare=_with_stream_usage, client=_client)  # fmt: skip
+_RESPONSES = Operation("chat", _provider, _server, _responses_request,
+                       _costed(_responses_response), _ResponsesAccumulator, once="openai.responses",
+                       conversation=_conversation, client=_client)  # fmt: skip
 _RETRIEVE = Operation("chat", _provider, _server, _run_request, _responses_response,
-                      _ResponsesAccumulator, once="openai.responses")  # fmt: skip
-_EMBEDDINGS = Operation("embeddings", _provider, _server, _embeddings_request, _embeddings_response)
+                      _ResponsesAccumulator, once="openai.responses", client=_client)  # fmt: skip
+_EMBEDDINGS = Operation("embeddings", _provider, _server, _embeddings_request,
+                        _costed(_embeddings_response), client=_client)  # fmt: skip
 _COMPLETIONS = Operation("text_completion", _provider, _server, _completions_request,
-                         _completions_response, _CompletionsAccumulator, prepare=_with_stream_usage)  # fmt: skip
+                         _costed(_completions_response), _CompletionsAccumulator,
+                         prepare=_with_stream_usage, client=_client)  # fmt: skip
 _TRANSCRIPTIONS = Operation("transcription", _provider, _server, _run_request,
-                            _transcription_response, _TranscriptionAccumulator)  # fmt: skip
+                            _transcription_response, _TranscriptionAccumulator, client=_client)  # fmt: skip
 _RUNS = Operation("invoke_agent", _provider, _server, _run_request, _run_response, _RunAccumulator,
-                  once="openai.runs")  # fmt: skip
+                  once="openai.runs", client=_client)  # fmt: skip
 
 _OPERATIONS = {
     "chat": _CHAT, "responses": _RESPONSES, "retrieve": _RETRIEVE, "embeddings": _EMBEDDINGS,

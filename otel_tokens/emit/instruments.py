@@ -57,6 +57,7 @@ COST_USD = "otel_tokens.cost.usd"
 COST_SOURCE = "otel_tokens.cost.source"
 COST_COMPONENTS = "otel_tokens.cost.components"  # span: what the cost covers beyond tokens
 COST_UNPRICED = "otel_tokens.cost.unpriced"  # span, unpriced_requests: billed, no price known
+COST_MATCH = "otel_tokens.cost.price_match"  # span: endpoint | model_name | price_file | self_hosted
 PREMIUM_REQUESTS = "otel_tokens.premium_requests"
 STATE_TURN_COUNT = "otel_tokens.state.turn_count"
 STATE_TOTAL_OUTPUT = "otel_tokens.state.total_output_tokens"

@@ -238,6 +238,7 @@ class Recorder:
                 (names.COST_SOURCE, outcome.price.source),
                 (names.COST_COMPONENTS, outcome.price.components),
                 (names.COST_UNPRICED, outcome.price.unpriced_components),
+                (names.COST_MATCH, outcome.price.match),
                 (names.PREMIUM_REQUESTS, usage.premium_requests),
                 (names.ESTIMATE_ERROR, outcome.estimate_error),
                 (names.TIME_TO_FIRST_CHUNK, outcome.time_to_first_chunk),

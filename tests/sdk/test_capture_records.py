@@ -75,8 +75,9 @@ def test_an_openai_call_hands_over_one_record_of_its_facts(recording):
         "response_id": "chatcmpl-7", "finish_reasons": ("stop",), "error": None, "output_text": None,
     }  # fmt: skip
     assert record["request"].api == "openai_chat" and record["request"].messages == messages
+    # the usage names no provider of its own: the call's (its endpoint's) is the provider
     assert record["usage"] == Usage(input_tokens=30, output_tokens=4, cache_read_tokens=10,
-                                    model="gpt-4o-2024-08-06", provider="openai",
+                                    model="gpt-4o-2024-08-06", provider=None,
                                     response_id="chatcmpl-7")  # fmt: skip
 
 

@@ -69,6 +69,7 @@ def test_successful_call(telemetry):
         "otel_tokens.estimate.error": pytest.approx(0.1),
         "otel_tokens.cost.usd": pytest.approx(cost),
         "otel_tokens.cost.source": "computed",
+        "otel_tokens.cost.price_match": "endpoint",  # priced at the call's provider (openai)
         "otel_tokens.state.turn_count": 1,
         "otel_tokens.state.total_output_tokens": 200,
         "otel_tokens.state.max_observed_input_tokens": 1000,

@@ -1,0 +1,146 @@
+"""Which provider a client's base URL is: ``gen_ai.provider.name`` named by the endpoint.
+
+An ``openai`` or ``anthropic`` client pointed at another provider (DeepSeek, Groq, OpenRouter,
+z.ai, a LiteLLM proxy, Ollama on localhost) is that provider, not the SDK's. In order:
+
+1. ``OTEL_TOKENS_PROVIDER_URLS`` (base-URL prefix -> provider name), for private gateways;
+2. the client's platform (Azure OpenAI, Anthropic on Bedrock or Vertex);
+3. genai-prices' own provider URL patterns (``api_pattern``), named as the semantic
+   conventions name the provider where they do (``deepseek``, ``x_ai``, ``gcp.gemini``, ...),
+   else by genai-prices' provider id (``openrouter``, ``together``, ``cerebras``, ...);
+4. a local or private-network server (loopback, private addresses, ``localhost``,
+   ``*.local``, ``*.internal``, single-label hosts): self-hosted, named by its host and
+   never priced as another provider (:func:`is_self_hosted`);
+5. any other host: named by its host (priced by model name, marked so).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Endpoint", "SEMCONV_NAMES", "endpoint", "is_self_hosted"]
+
+#: genai-prices provider ids -> the semantic conventions' ``gen_ai.provider.name``
+SEMCONV_NAMES: dict[str, str] = {
+    "openai": "openai", "anthropic": "anthropic", "azure": "azure.ai.openai",
+    "aws": "aws.bedrock", "mistral": "mistral_ai", "groq": "groq", "deepseek": "deepseek",
+    "x-ai": "x_ai", "perplexity": "perplexity", "cohere": "cohere",
+}  # fmt: skip
+
+#: provider names that are self-hosted servers by definition (litellm's routing names them so)
+_SELF_HOSTED_PROVIDERS = frozenset(("ollama", "ollama_chat", "vllm", "hosted_vllm", "lm_studio",
+                                    "llamafile", "xinference", "triton"))  # fmt: skip
+_LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa", ".localdomain")
+_CACHE_MAX = 256
+_cache: dict[tuple[Any, ...], Endpoint] = {}
+_by_object: dict[int, tuple[Any, tuple[Any, ...], Endpoint]] = {}
+_self_hosted_names: dict[str, None] = {}  # provider names given to self-hosted endpoints
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """A client's endpoint: its provider name, whether it is self-hosted, the genai-prices
+    provider matched by URL (None: none matched)."""
+
+    provider: str
+    self_hosted: bool = False
+    price_id: str | None = None
+
+
+def _host_is_local(host: str) -> bool:
+    host = host.strip("[]").lower()
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return host == "localhost" or "." not in host or host.endswith(_LOCAL_SUFFIXES)
+    return ip.is_private or ip.is_loopback or ip.is_link_local or ip.is_unspecified
+
+
+def is_self_hosted(name: str | None) -> bool:
+    """Whether a provider name is a self-hosted endpoint's (its local host, or a name this
+    module gave one): such a call is never priced at another provider's price."""
+    if not name:
+        return False
+    if name in _self_hosted_names or name in _SELF_HOSTED_PROVIDERS:
+        return True
+    if "." not in name and ":" not in name:  # a provider's name, not a host (see above)
+        return name == "localhost"
+    return _host_is_local(name)
+
+
+def _override(url: str, overrides: Any) -> str | None:
+    """The provider the longest matching ``OTEL_TOKENS_PROVIDER_URLS`` prefix names."""
+    best, found = -1, None
+    for prefix, provider in overrides:
+        if url.startswith(prefix) and len(prefix) > best:
+            best, found = len(prefix), provider
+    return found
+
+
+def _by_pattern(url: str) -> str | None:
+    """The genai-prices provider id whose ``api_pattern`` matches the URL."""
+    from genai_prices import data_snapshot
+
+    for provider in data_snapshot.get_snapshot().providers:
+        if provider.api_pattern and re.match(provider.api_pattern, url):
+            return provider.id
+    return None
+
+
+def _resolve(url: str, host: str | None, default: str, platform: str | None,
+             overrides: Any) -> Endpoint:  # fmt: skip
+    named = _override(url, overrides) if overrides else None
+    if named is not None:
+        return Endpoint(named, price_id=None)
+    found = _by_pattern(url) if url.startswith("http") else None
+    if platform is not None:
+        return Endpoint(platform, price_id=found)
+    if found == "google":
+        vertex = host is not None and "aiplatform" in host
+        return Endpoint("gcp.vertex_ai" if vertex else "gcp.gemini", price_id=found)
+    if found is not None:
+        return Endpoint(SEMCONV_NAMES.get(found, found), price_id=found)
+    if not host:
+        return Endpoint(default)
+    host = host.lower()
+    if _host_is_local(host):
+        with _lock:
+            if len(_self_hosted_names) >= _CACHE_MAX:
+                _self_hosted_names.pop(next(iter(_self_hosted_names)))
+            _self_hosted_names[host] = None
+        return Endpoint(host, self_hosted=True)
+    return Endpoint(host)
+
+
+def endpoint(base_url: Any, host: str | None, default: str, platform: str | None = None,
+             overrides: tuple[tuple[str, str], ...] = ()) -> Endpoint:  # fmt: skip
+    """The :class:`Endpoint` of a client's ``base_url`` (``host``: its host, already parsed;
+    ``default``: the SDK's provider when the URL says nothing; ``platform``: the client
+    class's own platform, e.g. ``aws.bedrock``; ``overrides``: the settings'
+    ``provider_urls``). Cached per URL and overrides."""
+    seen = _by_object.get(id(base_url))  # clients keep their URL object: no str() per call
+    if seen is not None and seen[0] is base_url and seen[1] == (default, platform, overrides):
+        return seen[2]
+    url = str(base_url) if base_url is not None else ""
+    key = (url, default, platform, overrides)
+    found = _cache.get(key)
+    if found is None:
+        found = _resolve(url.lower(), host, default, platform, overrides)
+    with _lock:
+        if len(_cache) >= _CACHE_MAX or len(_by_object) >= _CACHE_MAX:
+            _cache.clear()  # clients come and go: keep it small
+            _by_object.clear()
+        _cache[key] = found
+        _by_object[id(base_url)] = (base_url, key[1:], found)  # holding it keeps its id unique
+    return found
+
+
+def clear_cache() -> None:
+    """Forget resolved endpoints (tests)."""
+    _cache.clear()
+    _by_object.clear()
