@@ -28,6 +28,9 @@ def _run(n: int, llm: TenantLLM, url: str, tmp_path, **env: str) -> list[str]:
                         OTEL_METRICS_EXPORTER="none", OTEL_TOKENS_BUDGET_ENFORCE="true",
                         OTEL_TOKENS_EXIT_TIMEOUT="5", **env)  # fmt: skip
     environ["PYTHONPATH"] = str(APPS)
+    # the fake server stands for OpenAI behind a private gateway: priced as OpenAI (a server
+    # on 127.0.0.1 is otherwise self-hosted, recorded with no price)
+    environ["OTEL_TOKENS_PROVIDER_URLS"] = f"{llm.url}=openai"
     workers = [subprocess.Popen([sys.executable, str(APPS / "budget_app.py")], env=environ,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
                for _ in range(n)]  # fmt: skip

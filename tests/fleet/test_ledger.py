@@ -64,6 +64,9 @@ def _workers(n: int, llm: TenantLLM, url: str, spool: Path, **env: str) -> list[
                         OTEL_TOKENS_LEDGER_SPOOL=str(spool), OTEL_METRICS_EXPORTER="none",
                         OTEL_TOKENS_EXIT_TIMEOUT="5", **env)  # fmt: skip
     environ["PYTHONPATH"] = str(APPS)
+    # the fake server stands for OpenAI behind a private gateway: priced as OpenAI (a server
+    # on 127.0.0.1 is otherwise self-hosted, recorded with no price)
+    environ["OTEL_TOKENS_PROVIDER_URLS"] = f"{llm.url}=openai"
     return [subprocess.Popen([sys.executable, str(APPS / "fleet_app.py")], env={
         **environ, "OTEL_SERVICE_NAME": f"svc-{i}"}, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True) for i in range(n)]  # fmt: skip
