@@ -62,6 +62,7 @@ def GuardedMetricExporter(exporter: Any, faults: Callable[[], Any] = _faults) ->
                 preferred_temporality=getattr(exporter, "_preferred_temporality", None),
                 preferred_aggregation=getattr(exporter, "_preferred_aggregation", None),
             )
+            self._exporter = exporter  # the wrapped one (a forked child renews its connections)
 
         def export(self, metrics_data: Any, timeout_millis: float = 10_000, **kwargs: Any) -> Any:
             try:

@@ -91,11 +91,25 @@ def _drop_metric_state(meter_provider: Any) -> None:
         for name, kind in (("_export_lock", threading.Lock), ("_lock", threading.RLock)):
             if hasattr(reader, name):
                 setattr(reader, name, kind())
+        _new_session(getattr(reader, "_exporter", None))
     for storage in storages.values():
         if not isinstance(getattr(storage, "_instrument_view_instrument_matches", None), dict):
             raise RuntimeError("this opentelemetry-sdk keeps metric state where otel_tokens cannot reset it")
         storage._lock = threading.RLock()
         storage._instrument_view_instrument_matches = {}
+
+
+def _new_session(exporter: Any) -> None:
+    """An OTLP/HTTP exporter's own connections: the parent's may have been mid-request at the
+    fork (a shared socket answers the wrong process)."""
+    inner = getattr(exporter, "_exporter", exporter)  # a GuardedMetricExporter's
+    old = getattr(inner, "_session", None)
+    if old is not None and hasattr(old, "headers"):
+        import requests
+
+        new = requests.Session()
+        new.headers.update(old.headers)
+        inner._session = new
 
 
 def _flush_at_any_exit(setup: Any) -> None:
