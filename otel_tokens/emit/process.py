@@ -44,10 +44,33 @@ def install(get_setup: Callable[[], Any]) -> None:
     _get_setup = get_setup
     if not _installed and hasattr(os, "register_at_fork"):
         _installed = True
-        os.register_at_fork(after_in_child=_after_fork_in_child)
+        os.register_at_fork(before=_quiesce, after_in_parent=_resume,
+                            after_in_child=_after_fork_in_child)  # fmt: skip
+
+
+_held: list[Any] = []  # export locks held across a fork
+
+
+def _quiesce() -> None:
+    """Before a fork: wait (at most the exit timeout) for a metric export in flight, so the
+    child never inherits the exporter thread half-way (a held import or connection lock)."""
+    setup = _get_setup() if _get_setup is not None else None
+    if setup is None or not setup.own_providers:
+        return
+    consumer = getattr(setup.meter_provider, "_measurement_consumer", None)
+    for reader in list(getattr(consumer, "_reader_storages", None) or ()):
+        lock = getattr(reader, "_export_lock", None)
+        if lock is not None and lock.acquire(timeout=setup.exit_timeout):
+            _held.append(lock)
+
+
+def _resume() -> None:
+    while _held:
+        _held.pop().release()
 
 
 def _after_fork_in_child() -> None:
+    _held.clear()  # the child's readers get new locks (_drop_metric_state)
     setup = _get_setup() if _get_setup is not None else None
     if setup is None or not setup.own_providers:
         return
