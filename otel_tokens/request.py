@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Api", "Request"]
+from .usage import check_token_count
+
+__all__ = ["Api", "Request", "output_limit"]
 
 #: the request's shape, named by the backend that describes it (its ``BACKEND.apis``):
 #: ``openai_chat``, ``openai_responses``, ``openai_embeddings``, ``openai_completions``,
@@ -28,7 +30,9 @@ class Request:
     embeddings); ``system``: Anthropic's ``system`` or Responses' ``instructions``;
     ``tools``: tool/function definitions sent with the request; ``response_format``: a
     structured-output schema (it is shown to the model, so it costs input tokens);
-    ``thinking``: Anthropic extended thinking enabled.
+    ``thinking``: Anthropic extended thinking enabled; ``max_output_tokens``: the most output
+    tokens the request allows (its ``max_tokens``, in the API's spelling; None: it says none),
+    read once by :func:`output_limit` (the fleet budget reserves it before the call).
     """
 
     api: Api
@@ -39,3 +43,19 @@ class Request:
     response_format: Any = None
     thinking: bool = False
     chained: str | None = None  # Responses ``previous_response_id``: earlier turns on the server
+    max_output_tokens: int | None = None
+
+
+def output_limit(*values: Any) -> int | None:
+    """The request's output limit: the first of ``values`` (the API's spellings, in order of
+    precedence) that is given, as a token count by the one coercion rule of
+    :func:`~otel_tokens.usage.check_token_count`; a value that is not one (a string, a
+    fraction, a negative, a boolean) counts as absent, so the documented default applies."""
+    for value in values:
+        if value is None or type(value).__name__ in ("NotGiven", "Omit"):
+            continue
+        try:
+            return check_token_count("max_tokens", value)
+        except ValueError:
+            return None
+    return None

@@ -4,13 +4,16 @@ With ``OTEL_TOKENS_LEDGER_URL`` set, each enforced budget that applies to a call
 ``OTEL_TOKENS_BUDGET_*``/``OTEL_TOKENS_AGENT_BUDGETS``; its tenant's and user's,
 ``OTEL_TOKENS_TENANT_BUDGETS``/``OTEL_TOKENS_USER_BUDGETS``) is checked against the spend of
 the whole fleet: before the call starts it reserves its projected maximum (the input estimate
-plus ``OTEL_TOKENS_BUDGET_RESERVE_OUTPUT_TOKENS`` output tokens, at the model's price) in one
-transaction holding an advisory lock per budget, so concurrent callers in any process cannot
-both take the last room; a reservation that does not fit raises :class:`BudgetExceeded`. When
-the call ends the reservation is settled to the actual cost and tokens. The window rolls:
-only reservations of the last ``window_seconds`` (database clock) count. If the database cannot
-be reached the process's own budgets (:class:`AnomalyGuard`, always checked) are what is
-enforced: one log line, a ``budget_fleet`` fault, and no attempt for the next few seconds.
+plus the request's own ``max_tokens``, else ``OTEL_TOKENS_BUDGET_RESERVE_OUTPUT_TOKENS``, output
+tokens, at the model's price) in one transaction holding an advisory lock per budget, so
+concurrent callers in any process cannot both take the last room; a reservation that does not
+fit raises :class:`BudgetExceeded`. When the call ends the reservation is settled to the actual
+cost and tokens. The window rolls: only reservations of the last ``window_seconds`` (database
+clock) count. If the database cannot be reached the process's own budgets are what is enforced:
+an agent's by :class:`AnomalyGuard` (always checked), a tenant's and a user's by
+:class:`LocalWindows` (the same limits and windows over this process's own spend, which it
+keeps while the database is up too); one log line, a ``budget_fleet`` fault, and no attempt
+for the next few seconds.
 """
 
 from __future__ import annotations
@@ -19,13 +22,14 @@ import os
 import threading
 import time
 import uuid
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
 from .. import faults
 from .anomalies import Anomaly, Budget, BudgetExceeded
 
-__all__ = ["FleetBudgets", "Reservation"]
+__all__ = ["FleetBudgets", "LocalWindows", "Reservation"]
 
 _SCHEMA = (
     """CREATE TABLE IF NOT EXISTS otel_tokens_budget_reservations (
@@ -45,13 +49,101 @@ DOWN_FOR = 5.0  # seconds without an attempt after the database failed
 PRUNE_EVERY = 200  # settlements between deletions of reservations past every window
 
 
-class Reservation:
-    """What a call reserved: its id and the budgets it holds room in."""
+MAX_LOCAL_WINDOWS = 4096  # tenants and users whose own spend is kept (idle ones dropped past it)
 
-    __slots__ = ("id", "scopes", "tokens", "usd")
+
+class Reservation:
+    """What a call reserved: its id and the budgets it holds room in; ``held``: its entries in
+    this process's own windows when the database could not be reached (None: in the database)."""
+
+    __slots__ = ("held", "id", "scopes", "tokens", "usd")
 
     def __init__(self, scopes: list[tuple[str, str, Budget]], usd: float, tokens: int) -> None:
         self.id, self.scopes, self.usd, self.tokens = str(uuid.uuid4()), scopes, usd, tokens
+        self.held: list[list[Any]] | None = None
+
+
+class _Window:
+    """One budget's spend in this process: entries ``[monotonic time, usd, tokens, live]``."""
+
+    __slots__ = ("entries", "tokens", "usd")
+
+    def __init__(self) -> None:
+        self.entries: deque[list[Any]] = deque()
+        self.usd, self.tokens = 0.0, 0
+
+    def expire(self, now: float, seconds: float) -> None:
+        entries = self.entries
+        while entries and entries[0][0] <= now - seconds:
+            entry = entries.popleft()
+            entry[3] = False
+            self.usd -= entry[1]
+            self.tokens -= entry[2]
+        if not entries:
+            self.usd, self.tokens = 0.0, 0  # no float residue
+
+
+class LocalWindows:
+    """This process's own spend per tenant and per user budget, over the same rolling windows:
+    what is enforced (reserve, then settle, as in the database) while the database is down."""
+
+    def __init__(self) -> None:
+        self._windows: dict[tuple[str, str], _Window] = {}
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+
+    def _window(self, scope: str, key: str, budget: Budget, now: float) -> _Window:
+        window = self._windows.get((scope, key))
+        if window is None:
+            if len(self._windows) >= MAX_LOCAL_WINDOWS:
+                self._windows = {k: w for k, w in self._windows.items() if w.entries}
+            window = self._windows[(scope, key)] = _Window()
+        window.expire(now, budget.window_seconds)
+        return window
+
+    def hold(self, scopes: list[tuple[str, str, Budget]], usd: float, tokens: int) -> Anomaly | list[list[Any]]:
+        """Room for ``usd``/``tokens`` in every budget of ``scopes``: the entries holding it,
+        or the :class:`Anomaly` of the first budget without room (nothing held then)."""
+        with self._locked():
+            now = time.monotonic()
+            windows = [(scope, key, budget, self._window(scope, key, budget, now))
+                       for scope, key, budget in scopes]  # fmt: skip
+            for scope, key, budget, window in windows:
+                for used, limit in ((window.usd + usd, budget.usd),
+                                    (window.tokens + tokens, budget.tokens)):  # fmt: skip
+                    if limit is not None and used > limit:
+                        return Anomaly(f"{scope}:{key}", "budget_exceeded", float(used), float(limit))
+            return [self._add(window, now, usd, tokens) for _, _, _, window in windows]
+
+    def add(self, scopes: list[tuple[str, str, Budget]], usd: float, tokens: int) -> None:
+        """Count spend the database took (kept for when it cannot be reached)."""
+        with self._locked():
+            now = time.monotonic()
+            for scope, key, budget in scopes:
+                self._add(self._window(scope, key, budget, now), now, usd, tokens)
+
+    def settle(self, held: list[list[Any]], usd: float, tokens: int) -> None:
+        """Replace what ``held`` entries reserved by the actual figures."""
+        with self._locked():
+            for entry in held:
+                if entry[3]:  # still in its window
+                    window = entry[4]
+                    window.usd += usd - entry[1]
+                    window.tokens += tokens - entry[2]
+                entry[1], entry[2] = usd, tokens
+
+    @staticmethod
+    def _add(window: _Window, now: float, usd: float, tokens: int) -> list[Any]:
+        entry = [now, usd, tokens, True, window]
+        window.entries.append(entry)
+        window.usd += usd
+        window.tokens += tokens
+        return entry
+
+    def _locked(self) -> threading.Lock:
+        if self._pid != os.getpid():  # a forked child: a lock of its own
+            self._lock, self._pid = threading.Lock(), os.getpid()
+        return self._lock
 
 
 class FleetBudgets:
@@ -64,6 +156,7 @@ class FleetBudgets:
         self.rules = {"agent": (dict(agents), default), "tenant": (dict(tenants), tenants.get("*")),
                       "user": (dict(users), users.get("*"))}  # fmt: skip
         self.reserve_output_tokens = reserve_output_tokens
+        self.local = LocalWindows()  # tenants' and users' budgets while the database is down
         self._lock = threading.Lock()
         self._conn: Any = None
         self._pid = os.getpid()
@@ -96,8 +189,9 @@ class FleetBudgets:
     def reserve(self, agent: str, tenant: str | None, user: str | None, usd: float | None,
                 tokens: int) -> Reservation | None:  # fmt: skip
         """Reserve ``usd``/``tokens`` in every enforced budget of the call; raises
-        :class:`BudgetExceeded` when one has no room; None when none applies or the database
-        cannot be reached (the process's own budgets are then what is enforced)."""
+        :class:`BudgetExceeded` when one has no room; None when none applies. When the
+        database cannot be reached the process's own budgets are enforced: the agent's by
+        :class:`AnomalyGuard`, the tenant's and user's here, in :class:`LocalWindows`."""
         scopes = self.applying(agent, tenant, user)
         if not scopes:
             return None
@@ -105,7 +199,16 @@ class FleetBudgets:
         refused = self._guarded(self._reserve, reservation)
         if isinstance(refused, Anomaly):
             raise BudgetExceeded(refused)
-        return reservation if refused is False else None
+        if refused is False:
+            return reservation
+        own = [s for s in scopes if s[0] != "agent"]
+        if not own:
+            return None
+        held = self.local.hold(own, reservation.usd, tokens)
+        if isinstance(held, Anomaly):
+            raise BudgetExceeded(held)
+        reservation.held = held
+        return reservation
 
     def _reserve(self, conn: Any, reservation: Reservation) -> Anomaly | bool:
         with conn.transaction():
@@ -131,16 +234,22 @@ class FleetBudgets:
 
     def settle(self, reservation: Reservation, usd: float | None, tokens: int | None) -> None:
         """Replace the reservation by the call's actual cost and tokens (an unknown one keeps
-        what was reserved: never less than the truth)."""
+        what was reserved: never less than the truth); this process's own windows of the
+        tenant and user count it too (what is enforced if the database goes down)."""
+        usd = reservation.usd if usd is None else usd
+        tokens = reservation.tokens if tokens is None else tokens
+        if reservation.held is not None:
+            self.local.settle(reservation.held, usd, tokens)
+            return
         self._guarded(self._settle, reservation, usd, tokens)
+        own = [s for s in reservation.scopes if s[0] != "agent"]
+        if own:
+            self.local.add(own, usd, tokens)
 
-    def _settle(self, conn: Any, reservation: Reservation, usd: float | None,
-                tokens: int | None) -> None:  # fmt: skip
+    def _settle(self, conn: Any, reservation: Reservation, usd: float, tokens: int) -> None:
         with conn.transaction():
             conn.execute("UPDATE otel_tokens_budget_reservations SET usd=%s, tokens=%s, "
-                         "settled=true WHERE id=%s",
-                         (reservation.usd if usd is None else usd,
-                          reservation.tokens if tokens is None else tokens, reservation.id))  # fmt: skip
+                         "settled=true WHERE id=%s", (usd, tokens, reservation.id))
         self._settled += 1
         if self._settled % PRUNE_EVERY == 0:
             longest = max(b.window_seconds for _, _, b in reservation.scopes)
@@ -193,15 +302,17 @@ class FleetBudgets:
 
 # -- the account step's hooks (settle.py) ----------------------------------------------------
 def reserve(fleet: FleetBudgets, pricer: Any, call: Any, agent: str) -> Reservation | None:
-    """Reserve the call's projected maximum: its input estimate plus the reserved output
-    tokens, at the request model's price (USD unknown for an unpriced model: tokens only)."""
+    """Reserve the call's projected maximum: its input estimate plus the request's own output
+    limit (``max_tokens``; ``reserve_output_tokens`` when it gives none), at the request
+    model's price (USD unknown for an unpriced model: tokens only)."""
     from ..usage import Usage
 
     if not fleet.applying(agent, call.tenant, call.user):
         return None  # no enforced budget: nothing to price nor reserve
     estimate = call.estimate
     input_tokens = (estimate.input_tokens or 0) if estimate is not None else 0
-    output_tokens = fleet.reserve_output_tokens
+    limit = call.request.max_output_tokens if call.request is not None else None
+    output_tokens = fleet.reserve_output_tokens if limit is None else limit
     usd = None
     if call.request_model:
         try:

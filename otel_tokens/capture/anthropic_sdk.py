@@ -38,7 +38,7 @@ from typing import Any, Callable
 
 from .. import faults
 from ..endpoints import endpoint
-from ..request import Request
+from ..request import Request, output_limit
 from ..settings import current
 from ..usage import Billing, Usage, check_sent_usage, check_token_count
 from .anthropic_patches import DEPENDENCIES, install, uninstall
@@ -180,6 +180,7 @@ def _messages_request(kwargs: dict[str, Any]) -> Request:
         system=_get(kwargs, "system"), tools=tools,
         thinking=_get(thinking, "type") == "enabled",
         response_format=structured if isinstance(structured, dict) else None,
+        max_output_tokens=output_limit(_get(kwargs, "max_tokens")),
     )  # fmt: skip
 
 

@@ -32,7 +32,7 @@ import wrapt
 
 from .. import faults
 from ..call import Call
-from ..request import Request
+from ..request import Request, output_limit
 from ..usage import Billing, Usage, check_token_text
 from .lifecycle import open_call, sync_wrapper, unusable
 from .operations import sdk_field
@@ -131,7 +131,8 @@ def _request(operation: str, params: dict[str, Any]) -> Request | None:
     if operation.startswith("Converse"):
         tools = _get(params.get("toolConfig"), "tools") or ()
         return Request("bedrock_converse", model, params.get("messages") or (),
-                       system=params.get("system"), tools=tools)  # fmt: skip
+                       system=params.get("system"), tools=tools, max_output_tokens=output_limit(
+                           _get(params.get("inferenceConfig"), "maxTokens")))  # fmt: skip
     body = params.get("body")
     try:
         payload = json.loads(body) if isinstance(body, (str, bytes, bytearray)) else None
@@ -139,7 +140,8 @@ def _request(operation: str, params: dict[str, Any]) -> Request | None:
         return None
     if isinstance(payload, dict) and isinstance(payload.get("messages"), list):
         return Request("anthropic_messages", model, payload["messages"], system=payload.get("system"),
-                       tools=payload.get("tools") or ())  # fmt: skip
+                       tools=payload.get("tools") or (),
+                       max_output_tokens=output_limit(payload.get("max_tokens")))  # fmt: skip
     return None
 
 

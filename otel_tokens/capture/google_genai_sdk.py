@@ -24,7 +24,7 @@ from typing import Any, Callable
 from urllib.parse import urlsplit
 
 from ..call import Call
-from ..request import Request
+from ..request import Request, output_limit
 from ..usage import Billing, Usage
 from .operations import Operation, Response, async_wrapper, sdk_field, sync_wrapper
 from .stream import Accumulator
@@ -70,6 +70,7 @@ def _request(kwargs: dict[str, Any]) -> Request:
         "gemini_contents", _model_name(kwargs.get("model")), contents,
         system=_get(config, "system_instruction"), tools=_get(config, "tools") or (),
         response_format={"type": "json_schema", "schema": schema} if isinstance(schema, dict) else None,
+        max_output_tokens=output_limit(_get(config, "max_output_tokens")),
     )  # fmt: skip
 
 

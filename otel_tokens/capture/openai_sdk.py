@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..endpoints import endpoint
-from ..request import Request
+from ..request import Request, output_limit
 from ..settings import current
 from ..handler import get_handler
 from ..usage import Billing, Usage
@@ -142,7 +142,9 @@ def _chat_request(kwargs: dict[str, Any]) -> Request:
         tools = [{"type": "function", "function": f} for f in functions]
     return Request("openai_chat", model if isinstance(model, str) else None,
                    messages if messages and type(messages).__name__ not in _NOT_GIVEN else [],
-                   tools=tools or (), response_format=fmt if isinstance(fmt, dict) else None)  # fmt: skip
+                   tools=tools or (), response_format=fmt if isinstance(fmt, dict) else None,
+                   max_output_tokens=output_limit(kwargs.get("max_completion_tokens"),
+                                                  kwargs.get("max_tokens")))  # fmt: skip
 
 
 _STANDARD_TIERS = frozenset(("default", "auto", "standard"))
@@ -280,7 +282,8 @@ def _responses_request(kwargs: dict[str, Any]) -> Request:
     return Request("openai_responses", _get(kwargs, "model"), _get(kwargs, "input") or [],
                    system=_get(kwargs, "instructions"), tools=_get(kwargs, "tools") or [],
                    response_format=text if isinstance(text, dict) else None,
-                   chained=chained if isinstance(chained, str) else None)  # fmt: skip
+                   chained=chained if isinstance(chained, str) else None,
+                   max_output_tokens=output_limit(_get(kwargs, "max_output_tokens")))  # fmt: skip
 
 
 def _conversation(kwargs: dict[str, Any]) -> str | None:
@@ -351,8 +354,10 @@ class _ResponsesAccumulator(Accumulator):
 
 def _embeddings_request(kwargs: dict[str, Any]) -> Request:
     inputs = _get(kwargs, "input")
+    # an embedding has no output tokens: nothing to reserve for them
     return Request("openai_embeddings", _get(kwargs, "model"),
-                   [inputs] if isinstance(inputs, str) else inputs or [])  # fmt: skip
+                   [inputs] if isinstance(inputs, str) else inputs or [],
+                   max_output_tokens=0)  # fmt: skip
 
 
 def _embeddings_response(result: Any) -> Response:
@@ -367,7 +372,8 @@ def _embeddings_response(result: Any) -> Response:
 def _completions_request(kwargs: dict[str, Any]) -> Request:
     prompt = _get(kwargs, "prompt")
     return Request("openai_completions", _get(kwargs, "model"),
-                   [prompt] if isinstance(prompt, str) else list(prompt or ()))  # fmt: skip
+                   [prompt] if isinstance(prompt, str) else list(prompt or ()),
+                   max_output_tokens=output_limit(_get(kwargs, "max_tokens")))  # fmt: skip
 
 
 def _completions_response(result: Any) -> Response:

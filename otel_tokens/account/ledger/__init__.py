@@ -172,12 +172,15 @@ class UsageLedger:
         span = _as_id(span_id, 64, "span_id") if span_id is not None else 0
         with self._lock:
             index = self._append_locked(usage, cost, float(timestamp), request_id, trace, span)
+            lid = self._next_lid - 1
             if self._store is not None:
                 if who is not None:
-                    self._pending[self._next_lid - 1].extend(who)  # after the active flag
+                    self._pending[lid].extend(who)  # after the active flag
                 self._flush_locked()
-        if self._sink is not None:
-            self._sink.put(self.name, request_id, float(timestamp), usage, cost, trace, span, who)
+        if self._sink is not None:  # the record's id as the history shows it (a rollback's key)
+            self._sink.put(self.name, request_id if request_id is not None else
+                           f"{self._id_prefix}{lid:x}", float(timestamp), usage, cost, trace,
+                           span, who)  # fmt: skip
         return index
 
     def _append_locked(
@@ -417,6 +420,8 @@ class UsageLedger:
         h.truncate(position)
         if removed:
             self._truncations += 1
+            if self._sink is not None:  # the fleet ledger undoes the same rows (queued)
+                self._sink.rollback(self.name, [(r.request_id, r.timestamp) for r in removed])
             if self._store is not None:
                 self._flush_locked()
         return removed

@@ -10,6 +10,13 @@ through) or replayed twice is stored exactly once. The first process that needs 
 creates or migrates it under an advisory lock, so several starting at once are safe. A forked
 child starts a writer of its own and never touches its parent's connection. At exit the
 queue is flushed within ``OTEL_TOKENS_EXIT_TIMEOUT`` and whatever is left is spooled.
+
+A rollback of a ledger (:meth:`FleetWriter.rollback`) travels the same way, queued, batched and
+spooled: it names the rows it undoes by host, ledger, request id and timestamp, is kept in
+``otel_tokens_rollbacks`` and marks them inactive, as the SQLite ledger does. Rows written
+later (a spool replayed after the rollback) are stored inactive when they were rolled back;
+both take the same advisory lock (rows shared, rollbacks exclusive), so neither can miss the
+other, and a rollback applied twice changes nothing.
 """
 
 from __future__ import annotations
@@ -71,6 +78,14 @@ _SCHEMA = (
     "CREATE INDEX IF NOT EXISTS otel_tokens_requests_ts ON otel_tokens_requests (ts)",
     "CREATE INDEX IF NOT EXISTS otel_tokens_requests_tenant ON otel_tokens_requests (tenant_id, ts)",
     "CREATE INDEX IF NOT EXISTS otel_tokens_requests_ledger ON otel_tokens_requests (ledger, ts)",
+    """CREATE TABLE IF NOT EXISTS otel_tokens_rollbacks (
+        host TEXT NOT NULL,
+        ledger TEXT NOT NULL,
+        request_id TEXT NOT NULL,
+        ts DOUBLE PRECISION NOT NULL,
+        written_at TIMESTAMPTZ NOT NULL DEFAULT now(),
+        PRIMARY KEY (host, ledger, request_id, ts)
+    )""",
 )
 #: schema version found -> statements bringing it to SCHEMA_VERSION
 _MIGRATIONS: dict[str, tuple[str, ...]] = {}
@@ -78,8 +93,20 @@ _MIGRATIONS: dict[str, tuple[str, ...]] = {}
 _INCOMING = ("CREATE TEMP TABLE IF NOT EXISTS otel_tokens_incoming "
              "(LIKE otel_tokens_requests INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
 _COPY = f"COPY otel_tokens_incoming ({', '.join(COLUMNS)}) FROM STDIN"
-_MOVE = (f"INSERT INTO otel_tokens_requests ({', '.join(COLUMNS)}) SELECT {', '.join(COLUMNS)} "
-         "FROM otel_tokens_incoming ON CONFLICT (row_id) DO NOTHING")
+_MOVED = ", ".join(  # a row rolled back before it could be written is stored inactive
+    "CASE WHEN EXISTS (SELECT 1 FROM otel_tokens_rollbacks r WHERE r.host=i.host AND "
+    "r.ledger=i.ledger AND r.request_id=i.request_id AND r.ts=i.ts) THEN 0 ELSE i.active END"
+    if c == "active" else f"i.{c}" for c in COLUMNS)  # fmt: skip
+_MOVE = (f"INSERT INTO otel_tokens_requests ({', '.join(COLUMNS)}) SELECT {_MOVED} "
+         "FROM otel_tokens_incoming i ON CONFLICT (row_id) DO NOTHING")
+_ROWS_LOCK = 0x6F74_6F6B_726F_7773  # rows take it shared, rollbacks exclusive
+_TOMBSTONES = ("INSERT INTO otel_tokens_rollbacks (host, ledger, request_id, ts) SELECT %s, %s, "
+               "r.id, r.ts FROM unnest(%s::text[], %s::float8[]) AS r(id, ts) "
+               "ON CONFLICT DO NOTHING")
+_DEACTIVATE = ("UPDATE otel_tokens_requests t SET active=0 FROM unnest(%s::text[], %s::float8[]) "
+               "AS r(id, ts) WHERE t.host=%s AND t.ledger=%s AND t.request_id=r.id AND t.ts=r.ts "
+               "AND t.active=1")
+ROLLBACK = "rollback"  # first item of a queued rollback: (ROLLBACK, host, ledger, [[id, ts], ...])
 
 BATCH = 500  # rows per INSERT transaction
 LINGER = 0.2  # seconds a row may wait for others to share its transaction (fewer commits)
@@ -159,22 +186,36 @@ class FleetWriter:
                    usage.cache_write_tokens, usage.reasoning_tokens, cost, usage.premium_requests,
                    f"{trace:032x}" if trace else None, f"{span:016x}" if span else None, 1,
                    user, tenant, conversation, self.service, self.host)  # fmt: skip
-            spill = None
-            with self._cond:
-                if not self._queue:
-                    self._first_at = time.monotonic()
-                self._queue.append(row)
-                if len(self._queue) > self.queue_max:  # the writer is behind: to disk, not lost
-                    spill = list(self._queue)
-                    self._queue.clear()
-                if len(self._queue) in (1, BATCH):  # a woken thread would take the host's GIL
-                    self._cond.notify()  # at once: only to start the linger or a full batch
-                if self._thread is None:
-                    self._start_locked()
-            if spill is not None:
-                self._spool(spill)
+            self._enqueue(row)
         except Exception as exc:  # never the host's problem
             faults.report("ledger_fleet", exc)
+
+    def rollback(self, ledger: str, undone: Sequence[tuple[str, float]]) -> None:
+        """Queue a rollback of ``ledger``'s rows ``undone`` (request id, timestamp), as
+        :meth:`UsageLedger.rollback_to_index` and the others removed them."""
+        try:
+            if self._pid != os.getpid():
+                self._fresh()
+            if undone:
+                self._enqueue((ROLLBACK, self.host, ledger, [[rid, ts] for rid, ts in undone]))
+        except Exception as exc:  # never the host's problem
+            faults.report("ledger_fleet", exc)
+
+    def _enqueue(self, item: tuple[Any, ...]) -> None:
+        spill = None
+        with self._cond:
+            if not self._queue:
+                self._first_at = time.monotonic()
+            self._queue.append(item)
+            if len(self._queue) > self.queue_max:  # the writer is behind: to disk, not lost
+                spill = list(self._queue)
+                self._queue.clear()
+            if len(self._queue) in (1, BATCH):  # a woken thread would take the host's GIL
+                self._cond.notify()  # at once: only to start the linger or a full batch
+            if self._thread is None:
+                self._start_locked()
+        if spill is not None:
+            self._spool(spill)
 
     def _row_id(self) -> str:
         """A UUID unique to this row: a random per-process prefix and a counter (no system
@@ -231,7 +272,7 @@ class FleetWriter:
             conn = self._connection()
             self._replay(conn)
             if batch:
-                self._insert(conn, batch)
+                self._apply(conn, batch)
             self._down, self._delay = False, 0.25
         except Exception as exc:
             self._close()
@@ -255,15 +296,40 @@ class FleetWriter:
         return self._conn
 
     def _insert(self, conn: Any, rows: Sequence[Sequence[Any]]) -> None:
-        """One transaction: COPY into a temporary table (little work per row in this process,
-        which shares the interpreter with the host's calls), then the rows not stored yet."""
+        """Rows alone (see :meth:`_apply`)."""
+        self._apply(conn, rows)
+
+    def _apply(self, conn: Any, items: Sequence[Sequence[Any]]) -> None:
+        """One transaction, in order: rows COPied into a temporary table (little work per row
+        in this process, which shares the interpreter with the host's calls), then those not
+        stored yet moved in; rollbacks kept and applied."""
+        rolls = any(item[0] == ROLLBACK for item in items)
+        written = 0
         with conn.transaction(), conn.cursor() as cur:
-            cur.execute(_INCOMING)
-            with cur.copy(_COPY) as copy:
-                for row in rows:
-                    copy.write_row(row)
-            cur.execute(_MOVE)
-        self.written += len(rows)
+            cur.execute("SELECT pg_advisory_xact_lock(%s)" if rolls else
+                        "SELECT pg_advisory_xact_lock_shared(%s)", (_ROWS_LOCK,))  # fmt: skip
+            start = 0
+            while start < len(items):
+                if items[start][0] == ROLLBACK:
+                    _, host, ledger, undone = items[start]
+                    ids, stamps = [u[0] for u in undone], [u[1] for u in undone]
+                    cur.execute(_TOMBSTONES, (host, ledger, ids, stamps))
+                    cur.execute(_DEACTIVATE, (ids, stamps, host, ledger))
+                    start += 1
+                    continue
+                end = start
+                while end < len(items) and items[end][0] != ROLLBACK:
+                    end += 1
+                cur.execute(_INCOMING)
+                with cur.copy(_COPY) as copy:
+                    for row in items[start:end]:
+                        copy.write_row(row)
+                cur.execute(_MOVE)
+                if end < len(items):  # rows follow a rollback in this transaction
+                    cur.execute("TRUNCATE otel_tokens_incoming")
+                written += end - start
+                start = end
+        self.written += written
 
     def _replay(self, conn: Any) -> None:
         """Every spooled batch of this host, written (each claimed by one process only)."""
@@ -273,7 +339,7 @@ class FleetWriter:
             try:
                 rows = self.spool.read(path)
                 for start in range(0, len(rows), BATCH):
-                    self._insert(conn, rows[start : start + BATCH])
+                    self._apply(conn, rows[start : start + BATCH])
             except BaseException:
                 self.spool.give_back(path)
                 raise
