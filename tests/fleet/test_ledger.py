@@ -245,3 +245,79 @@ def test_a_forked_child_writes_its_own_rows_on_its_own_connection(ledger_db, tmp
     count, tokens, _, ids, _ = _totals(ledger_db)
     assert (count, ids) == (15, 15)
     assert tokens == 5 * 1 + 7 * 10 + 3 * 100
+
+
+def _roll(llm: TenantLLM, url: str, tmp_path: Path, **env: str) -> str:
+    environ = clean_env(FAKE_LLM_URL=llm.url, OTEL_TOKENS_LEDGER_URL=url, CALLS="10",
+                        ROLL_TO="6", OTEL_TOKENS_LEDGER_SPOOL=str(tmp_path / "spool"),
+                        OTEL_METRICS_EXPORTER="none", OTEL_TOKENS_EXIT_TIMEOUT="5",
+                        OTEL_TOKENS_PROVIDER_URLS=f"{llm.url}=openai", **env)  # fmt: skip
+    out = subprocess.run([sys.executable, str(APPS / "rollback_app.py")], env=environ,
+                         check=False, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert "removed=4 input=" + str(sum(100 + i for i in range(6, 10))) in out.stdout, out.stdout
+    return out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("file", [False, True], ids=["memory", "sqlite"])
+def test_a_rollback_shows_in_the_fleet_report(file, tenant_llm, ledger_db, tmp_path):
+    """A process makes 10 calls and rolls its ledger back to the 6th: the fleet report counts
+    the 6 kept (every row stays stored, the 4 undone ones inactive, as in SQLite), whether
+    the ledger lives in memory or in a SQLite file it reads back first."""
+    env = {"OTEL_TOKENS_LEDGER_PATH": str(tmp_path / "ledger.db")} if file else {}
+    _roll(tenant_llm, ledger_db, tmp_path, **env)
+    kept = [100 + i for i in range(6)]
+    report = _report(ledger_db)
+    assert report["totals"]["requests"] == 6
+    assert report["totals"]["input_tokens"] == sum(kept)
+    by_tenant = _report(ledger_db, "--by", "tenant")["groups"]
+    assert {k: g["input_tokens"] for k, g in by_tenant.items()} == {
+        "tenant-0": sum(kept[0::2]), "tenant-1": sum(kept[1::2])}
+    import psycopg
+
+    with psycopg.connect(ledger_db) as conn:
+        assert conn.execute("SELECT active, COUNT(*) FROM otel_tokens_requests GROUP BY active "
+                            "ORDER BY active").fetchall() == [(0, 4), (1, 6)]
+        assert conn.execute("SELECT COUNT(*) FROM otel_tokens_rollbacks").fetchone() == (4,)
+    if file:  # the SQLite file says the same
+        sqlite = _report(str(tmp_path / "ledger.db"))
+        assert sqlite["totals"]["input_tokens"] == sum(kept)
+
+
+def test_a_rollback_while_the_database_is_down_is_replayed_once(tenant_llm, ledger_db, tmp_path):
+    """Rows and the rollback of a process whose database is down are spooled in order and
+    replayed by the next process: the undone rows stored inactive, once."""
+    down = f"postgresql://postgres@127.0.0.1:{free_port()}/nothing"
+    out = _roll(tenant_llm, down, tmp_path)
+    assert "ledger_fleet fault" in out
+    spool = tmp_path / "spool"
+    lines = [line for p in sorted(spool.glob("*.rows")) for line in p.read_text().splitlines()]
+    assert len(lines) == 11 and lines[-1].startswith('["rollback"')
+    _finish(_workers(1, tenant_llm, ledger_db, spool, THREADS="1", CALLS="1"))
+    assert not list(spool.glob("*.rows"))
+    report = _report(ledger_db)
+    assert report["totals"]["requests"] == 7
+    assert report["totals"]["input_tokens"] == sum(100 + i for i in range(6)) + 110
+
+
+def test_a_rollback_written_before_its_rows_still_undoes_them(ledger_db, tmp_path):
+    """A rollback that reaches the database before the rows it undoes (another process
+    replaying an older spool batch): the rows are stored inactive; applied twice, no change."""
+    from otel_tokens.account.ledger.postgres import ROLLBACK, FleetWriter
+    from otel_tokens.account.ledger.spool import Spool
+    from otel_tokens.usage import Usage
+
+    writer = FleetWriter(ledger_db, Spool(tmp_path, 10**6), service="t")
+    conn = writer._connection()
+    undo = (ROLLBACK, writer.host, "a", [["r1", 1.5], ["r2", 2.5]])
+    writer._apply(conn, [undo])
+    for i, ts in enumerate((1.5, 2.5, 3.5)):
+        writer.put("a", f"r{i + 1}", ts, Usage(input_tokens=10, output_tokens=1, model="m"),
+                   0.5, 0, 0, None)  # fmt: skip
+    writer.flush(10)
+    writer._apply(conn, [undo])
+    import psycopg
+
+    with psycopg.connect(ledger_db) as db:
+        assert db.execute("SELECT request_id, active FROM otel_tokens_requests ORDER BY ts"
+                          ).fetchall() == [("r1", 0), ("r2", 0), ("r3", 1)]
