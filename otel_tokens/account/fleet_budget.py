@@ -101,7 +101,8 @@ class LocalWindows:
         window.expire(now, budget.window_seconds)
         return window
 
-    def hold(self, scopes: list[tuple[str, str, Budget]], usd: float, tokens: int) -> Anomaly | list[list[Any]]:
+    def hold(self, scopes: list[tuple[str, str, Budget]], usd: float,
+             tokens: int) -> Anomaly | list[list[Any]]:  # fmt: skip
         """Room for ``usd``/``tokens`` in every budget of ``scopes``: the entries holding it,
         or the :class:`Anomaly` of the first budget without room (nothing held then)."""
         with self._locked():
@@ -112,7 +113,8 @@ class LocalWindows:
                 for used, limit in ((window.usd + usd, budget.usd),
                                     (window.tokens + tokens, budget.tokens)):  # fmt: skip
                     if limit is not None and used > limit:
-                        return Anomaly(f"{scope}:{key}", "budget_exceeded", float(used), float(limit))
+                        return Anomaly(f"{scope}:{key}", "budget_exceeded", float(used),
+                                       float(limit))  # fmt: skip
             return [self._add(window, now, usd, tokens) for _, _, _, window in windows]
 
     def add(self, scopes: list[tuple[str, str, Budget]], usd: float, tokens: int) -> None:
