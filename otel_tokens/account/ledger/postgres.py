@@ -202,6 +202,8 @@ class FleetWriter:
             faults.report("ledger_fleet", exc)
 
     def _enqueue(self, item: tuple[Any, ...]) -> None:
+        if self._thread is None:
+            _load_driver()
         spill = None
         with self._cond:
             if not self._queue:
@@ -384,6 +386,16 @@ class FleetWriter:
                 self._stopping = False
         self._spool(left)
         return not left
+
+
+def _load_driver() -> None:
+    """Import psycopg on the host's thread before the writing thread starts: a process that
+    forks while that thread is still importing it would leave its child a half-imported
+    module (no adapters: "cannot adapt type 'int'")."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pass  # the writing thread reports it (and spools the rows)
 
 
 def _reason(exc: BaseException) -> str:
