@@ -1,8 +1,8 @@
 """A bounded local spool of ledger rows the fleet database could not take yet.
 
-While the PostgreSQL ledger is unreachable, rows are written here, one file per batch (written
-to a temporary name, then renamed: a reader never sees half a batch), and replayed when the
-database is back. Any process of the host may replay any batch: it claims a file by renaming
+While the PostgreSQL ledger is unreachable, rows (and rollbacks, in their order) are written
+here, one file per batch (written to a temporary name, then renamed: a reader never sees half
+a batch), and replayed when the database is back. Any process of the host may replay any batch: it claims a file by renaming
 it (atomic), deletes it once its rows are committed, and a claim left by a process that died is
 given back. Replaying a batch twice is harmless: every row carries its own id and the database
 keeps the first copy only. The folder is bounded (``OTEL_TOKENS_LEDGER_SPOOL_MAX_MB``): past it
