@@ -48,11 +48,12 @@ class Request:
 
 def output_limit(*values: Any) -> int | None:
     """The request's output limit: the first of ``values`` (the API's spellings, in order of
-    precedence) that is given, as a token count by the one coercion rule of
-    :func:`~otel_tokens.usage.check_token_count`; a value that is not one (a string, a
-    fraction, a negative, a boolean) counts as absent, so the documented default applies."""
+    precedence, SDK "not given" sentinels already read as None) that is given, as a token count
+    by the one coercion rule of :func:`~otel_tokens.usage.check_token_count`; a value that is
+    not one (a string, a fraction, a negative, a boolean) counts as absent, so the documented
+    default applies."""
     for value in values:
-        if value is None or type(value).__name__ in ("NotGiven", "Omit"):
+        if value is None:
             continue
         try:
             return check_token_count("max_tokens", value)

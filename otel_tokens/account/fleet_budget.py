@@ -64,16 +64,18 @@ class Reservation:
 
 
 class _Window:
-    """One budget's spend in this process: entries ``[monotonic time, usd, tokens, live]``."""
+    """One budget's spend in this process: entries ``[monotonic time, usd, tokens, live,
+    window]`` of the last ``seconds``."""
 
-    __slots__ = ("entries", "tokens", "usd")
+    __slots__ = ("entries", "seconds", "tokens", "usd")
 
-    def __init__(self) -> None:
+    def __init__(self, seconds: float) -> None:
         self.entries: deque[list[Any]] = deque()
+        self.seconds = seconds
         self.usd, self.tokens = 0.0, 0
 
-    def expire(self, now: float, seconds: float) -> None:
-        entries = self.entries
+    def expire(self, now: float) -> None:
+        entries, seconds = self.entries, self.seconds
         while entries and entries[0][0] <= now - seconds:
             entry = entries.popleft()
             entry[3] = False
@@ -95,10 +97,13 @@ class LocalWindows:
     def _window(self, scope: str, key: str, budget: Budget, now: float) -> _Window:
         window = self._windows.get((scope, key))
         if window is None:
-            if len(self._windows) >= MAX_LOCAL_WINDOWS:
+            if len(self._windows) >= MAX_LOCAL_WINDOWS:  # forget those with nothing left
+                for old in self._windows.values():
+                    old.expire(now)
                 self._windows = {k: w for k, w in self._windows.items() if w.entries}
-            window = self._windows[(scope, key)] = _Window()
-        window.expire(now, budget.window_seconds)
+            window = self._windows[(scope, key)] = _Window(budget.window_seconds)
+        window.seconds = budget.window_seconds
+        window.expire(now)
         return window
 
     def hold(self, scopes: list[tuple[str, str, Budget]], usd: float,

@@ -143,8 +143,8 @@ def _chat_request(kwargs: dict[str, Any]) -> Request:
     return Request("openai_chat", model if isinstance(model, str) else None,
                    messages if messages and type(messages).__name__ not in _NOT_GIVEN else [],
                    tools=tools or (), response_format=fmt if isinstance(fmt, dict) else None,
-                   max_output_tokens=output_limit(kwargs.get("max_completion_tokens"),
-                                                  kwargs.get("max_tokens")))  # fmt: skip
+                   max_output_tokens=output_limit(_get(kwargs, "max_completion_tokens"),
+                                                  _get(kwargs, "max_tokens")))  # fmt: skip
 
 
 _STANDARD_TIERS = frozenset(("default", "auto", "standard"))

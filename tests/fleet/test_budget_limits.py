@@ -196,3 +196,24 @@ def test_tenant_budget_counts_own_spend_from_before_the_database_went_down(own_l
     finally:
         cluster.start()
     time.sleep(0.1)
+
+
+def test_own_windows_roll_and_forget_idle_budgets(monkeypatch):
+    """The process's own windows: held room is settled to the actual, spend older than the
+    window no longer counts, and past the bound budgets with nothing left are forgotten."""
+    from otel_tokens.account import fleet_budget
+    from otel_tokens.account.anomalies import Anomaly, Budget
+
+    monkeypatch.setattr(fleet_budget, "MAX_LOCAL_WINDOWS", 2)
+    own = fleet_budget.LocalWindows()
+    short = Budget(tokens=100, window_seconds=0.3, enforce=True)
+    held = own.hold([("user", "ann", short)], 0.0, 80)
+    assert isinstance(own.hold([("user", "ann", short)], 0.0, 30), Anomaly)  # 80 + 30 > 100
+    own.settle(held, 0.0, 50)
+    assert not isinstance(own.hold([("user", "ann", short)], 0.0, 30), Anomaly)  # 50 + 30
+    time.sleep(0.35)
+    assert not isinstance(own.hold([("user", "ann", short)], 0.0, 100), Anomaly)  # rolled
+    own.add([("user", "bob", short)], 0.0, 1)
+    time.sleep(0.35)
+    own.add([("user", "cy", short)], 0.0, 1)  # the third: ann's and bob's expired, forgotten
+    assert list(own._windows) == [("user", "cy")]
