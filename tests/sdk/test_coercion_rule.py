@@ -1,15 +1,18 @@
 """One coercion rule for token counts on every backend and path (``usage.check_token_count``),
-through the real clients: an input-token count sent as ``true``, ``"10"`` or ``10.7`` makes
-that response's usage unknown (no input tokens recorded, a ``usage_invalid`` fault counted),
-never 1, 10 or a rounded 10; ``12.0`` is 12. The responses follow each provider's documented
-format, served to the real openai, anthropic, google-genai, boto3 and litellm clients."""
+through the real clients: an input-token count sent as ``true``, ``"10"``, ``10.7``, ``-5`` or
+``2**70`` makes that response's usage unknown (no input tokens recorded, a ``usage_invalid``
+fault counted), never 1, 10 or a rounded 10; ``12.0`` is 12. The responses follow each
+provider's documented format, served to the real openai (``create``, the ``.parse()`` and
+``.stream()`` helpers), anthropic, google-genai, boto3 and litellm clients."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
 
+import pydantic
 import pytest
 
 from otel_tokens.capture import (
@@ -33,7 +36,7 @@ from .test_full_bill import (
     served,
 )
 
-BAD = {"true": True, "numeric string": "10", "fraction": 10.7}
+BAD = {"true": True, "numeric string": "10", "fraction": 10.7, "negative": -5, "beyond int64": 2**70}
 VALUES = {**BAD, "integral float": 12.0}
 
 
@@ -71,6 +74,89 @@ def openai_responses(value: Any) -> None:
             "content": [{"type": "output_text", "text": "ok", "annotations": []}]}  # fmt: skip
     client, _ = openai_client(served(response("gpt-4.1", [item], usage)))
     client.responses.create(model="gpt-4.1", input="hi")
+
+
+# -- openai's structured-output helpers: .parse() rebuilds the object of the body (post-parser),
+#    .stream() reads a create(stream=True) through its own state ------------------------------
+class Answer(pydantic.BaseModel):
+    answer: str
+
+
+def _parsed_chat(value: Any) -> list[cassettes.Interaction]:
+    body = chat("gpt-4o-mini", "default", 100, 10)
+    body["choices"][0]["message"]["content"] = '{"answer": "ok"}'
+    body["usage"]["prompt_tokens"] = value
+    return served(body)
+
+
+def _check_answer(parsed: Any) -> None:  # the host's structured result, whatever the usage said
+    assert parsed.answer == "ok", parsed
+
+
+def openai_chat_parse(value: Any) -> None:
+    client, _ = openai_client(_parsed_chat(value))
+    result = client.chat.completions.parse(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}],
+                                           response_format=Answer)  # fmt: skip
+    _check_answer(result.choices[0].message.parsed)
+
+
+def openai_chat_parse_async(value: Any) -> None:
+    client, _ = openai_client(_parsed_chat(value), is_async=True)
+    result = asyncio.run(client.chat.completions.parse(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], response_format=Answer))
+    _check_answer(result.choices[0].message.parsed)
+
+
+def openai_chat_parse_raw(value: Any) -> None:
+    client, _ = openai_client(_parsed_chat(value))
+    raw = client.chat.completions.with_raw_response.parse(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], response_format=Answer)
+    _check_answer(raw.parse().choices[0].message.parsed)
+
+
+def _output_message(text: str) -> dict[str, Any]:
+    return {"type": "message", "id": "m", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}  # fmt: skip
+
+
+def openai_responses_parse(value: Any) -> None:
+    usage = responses_usage(100, 10)
+    usage["input_tokens"] = value
+    client, _ = openai_client(served(response("gpt-4.1", [_output_message('{"answer": "ok"}')], usage)))
+    _check_answer(client.responses.parse(model="gpt-4.1", input="hi", text_format=Answer).output_parsed)
+
+
+def _chat_events(value: Any, content: str = "ok") -> str:
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini"}
+    events = [{**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": content},
+                                     "finish_reason": "stop"}]},
+              {**chunk, "choices": [], "usage": {"prompt_tokens": value, "completion_tokens": 10,
+                                                  "total_tokens": 110}}]  # fmt: skip
+    return "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+
+
+def openai_chat_stream_helper(value: Any) -> None:
+    client, _ = openai_client([_sse_interaction(_chat_events(value, '{"answer": "ok"}'))])
+    with client.chat.completions.stream(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}],
+                                        response_format=Answer, stream_options={"include_usage": True}) as stream:  # fmt: skip
+        for _ in stream:
+            pass
+        _check_answer(stream.get_final_completion().choices[0].message.parsed)
+
+
+def openai_responses_stream_helper(value: Any) -> None:
+    usage = responses_usage(100, 10)
+    usage["input_tokens"] = value
+    done = response("gpt-4.1", [_output_message('{"answer": "ok"}')], usage)
+    events = [{"type": "response.created", "sequence_number": 0,
+               "response": {**done, "status": "in_progress", "output": [], "usage": None}},
+              {"type": "response.completed", "sequence_number": 1, "response": done}]  # fmt: skip
+    body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+    client, _ = openai_client([_sse_interaction(body)])
+    with client.responses.stream(model="gpt-4.1", input="hi", text_format=Answer) as stream:
+        for _ in stream:
+            pass
+        _check_answer(stream.get_final_response().output_parsed)
 
 
 def anthropic_messages(value: Any) -> None:
@@ -235,6 +321,12 @@ PATHS: dict[str, tuple[Callable[[Any], None], tuple[Any, ...], str | None]] = {
     "openai chat": (openai_chat, (openai_sdk,), None),
     "openai chat stream": (openai_chat_stream, (openai_sdk,), None),
     "openai responses": (openai_responses, (openai_sdk,), None),
+    "openai chat parse": (openai_chat_parse, (openai_sdk,), None),
+    "openai chat parse async": (openai_chat_parse_async, (openai_sdk,), None),
+    "openai chat parse raw": (openai_chat_parse_raw, (openai_sdk,), None),
+    "openai responses parse": (openai_responses_parse, (openai_sdk,), None),
+    "openai chat stream helper": (openai_chat_stream_helper, (openai_sdk,), None),
+    "openai responses stream helper": (openai_responses_stream_helper, (openai_sdk,), None),
     "anthropic messages": (anthropic_messages, (anthropic_sdk,), None),
     "anthropic stream": (anthropic_stream, (anthropic_sdk,), None),
     "google-genai": (gemini, (google_genai_patches,), "google.genai"),
@@ -250,9 +342,8 @@ PATHS: dict[str, tuple[Callable[[Any], None], tuple[Any, ...], str | None]] = {
 
 #: what the rule makes of each value: None (the usage is unknown, a usage_invalid fault) or
 #: the count; a header carries text, where a count is plain decimal digits (check_token_text)
-EXPECTED: dict[str, int | None] = {"true": None, "numeric string": None, "fraction": None, "integral float": 12}
-HEADER_EXPECTED: dict[str, int | None] = {"true": None, "numeric string": 10, "fraction": None,
-                                          "integral float": None}  # "True", "10", "10.7", "12.0"
+EXPECTED: dict[str, int | None] = {**dict.fromkeys(BAD), "integral float": 12}
+HEADER_EXPECTED: dict[str, int | None] = {**dict.fromkeys(VALUES), "numeric string": 10}  # "True", "10", ...
 
 
 def _cases():
