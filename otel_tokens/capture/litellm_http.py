@@ -75,12 +75,16 @@ class _Lines:
                     self.parts.append(chunk)
                 self.size += len(chunk)
                 return
-            head, *lines, rest = chunk.split(b"\n")
-            if self.size <= _MAX_LINE:
-                self.parts.append(head)
+            first, last = chunk.find(b"\n"), chunk.rfind(b"\n")
+            if self.size <= _MAX_LINE:  # the line begun in earlier chunks ends here
+                self.parts.append(chunk[:first])
                 self._line(b"".join(self.parts))
-            for line in lines:
-                self._line(line)
+            if first < last:  # whole lines: read only when a token count may be among them
+                middle = chunk[first + 1:last]
+                if b"oken" in middle:
+                    for line in middle.split(b"\n"):
+                        self._line(line)
+            rest = chunk[last + 1:]
             self.parts, self.size = [rest], len(rest)
         except Exception as exc:
             faults.report("internal", exc)
