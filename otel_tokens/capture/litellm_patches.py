@@ -1,9 +1,10 @@
 """What ``instrument()`` installs for litellm: the patch table, nothing per call.
 
 ``litellm.completion`` and ``litellm.acompletion`` (stream or not, any provider) are wrapped
-where applications call them, the package's own names; litellm's internals (which call the
-providers over their own HTTP clients, or through an SDK) are left alone. The per-call
-machinery is :mod:`.litellm_sdk`, imported at the first call.
+where applications call them, the package's own names. litellm's own HTTP clients' ``post``
+(how it calls Anthropic, Gemini, Bedrock, Cohere...) is watched only for the usage the provider
+sent (:mod:`.litellm_http`); SDKs litellm calls are their own patches'. The per-call machinery
+is :mod:`.litellm_sdk`, imported at the first call.
 """
 
 from __future__ import annotations
@@ -23,10 +24,13 @@ BACKEND = Backend(
 )
 DEPENDENCIES: tuple[str, ...] = BACKEND.requirements
 _CALL = deferred("otel_tokens.capture.litellm_sdk", "completion")
+_HTTP, _POST = "litellm.llms.custom_httpx.http_handler", deferred("otel_tokens.capture.litellm_http", "post")
 
 _PATCHES = SdkPatches("litellm", (
     ("litellm", "", "completion", _CALL),
     ("litellm", "", "acompletion", _CALL),
+    (_HTTP, "HTTPHandler", "post", _POST),  # the provider's answer as sent (see .litellm_http)
+    (_HTTP, "AsyncHTTPHandler", "post", _POST),
 ))  # fmt: skip
 
 

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from .. import faults
 from ..call import Call
 from ..usage import Usage
-from .lifecycle import async_wrapper, open_call, sync_wrapper
+from .lifecycle import async_wrapper, inside_gateway, open_call, sync_wrapper
 from .openai_sdk import _chat_request, _chat_response, _ChatAccumulator
 from .operations import Response, stop_with
 from .sent import RawEvents, Sent
@@ -106,12 +106,13 @@ class _Accumulator(_ChatAccumulator):
             if error is None and how == "exhausted":  # and was it a stream at all?
                 error = not_an_event_stream(self.inner)
                 how = "error" if error is not None else how
-        if error is None and self.inner is not None and sent.seen:
-            if sent.error is not None and not self.invalid:
+        if error is None and sent.error is not None:  # the provider's usage broke the rule
+            if not self.invalid:  # (seen by the SDK's decoder or litellm's own HTTP client)
                 faults.report("usage_invalid", sent.error)
                 self.invalid = True
-            elif not sent.usage and self.usage is not None:  # litellm's own count
-                self.usage = self.usage.replace(source="estimated")
+        elif error is None and self.inner is not None and sent.seen and not sent.usage \
+                and self.usage is not None:  # litellm's own count  # fmt: skip
+            self.usage = self.usage.replace(source="estimated")
         if self.usage is not None and self.usage.provider is not None:
             self.usage = self.usage.replace(provider=None)
         super().end_call(call, how, error, once)
@@ -130,9 +131,42 @@ def _held(answer: Response, sent: Sent) -> Response:
     return answer
 
 
+def _within(gateway: _Gateway, make_call: Callable[..., Any], is_async: bool) -> Callable[..., Any]:
+    """``make_call`` run as part of the call: with :data:`.lifecycle.inside_gateway` set."""
+    if is_async:
+        async def opened(*args: Any, **kwargs: Any) -> Any:
+            token = inside_gateway.set(gateway)
+            try:
+                return await make_call(*args, **kwargs)
+            finally:
+                inside_gateway.reset(token)
+        return opened
+
+    def opened_sync(*args: Any, **kwargs: Any) -> Any:
+        token = inside_gateway.set(gateway)
+        try:
+            return make_call(*args, **kwargs)
+        finally:
+            inside_gateway.reset(token)
+    return opened_sync
+
+
+def _lazy(result: Any, gateway: _Gateway, is_async: bool) -> None:
+    """litellm opens some providers' streams (Gemini's) at the first read (``make_call``):
+    that request is still the call's (its provider's answer seen as sent, SDK calls inside
+    it not recorded again)."""
+    make_call = getattr(result, "make_call", None)
+    if callable(make_call) and getattr(result, "completion_stream", None) is None:
+        result.make_call = _within(gateway, make_call, is_async)
+
+
 def _read(is_async: bool, call: Call, result: Any, gateway: _Gateway) -> Any:
     """End the call from litellm's answer, or hand its stream to the proxy."""
     if call.stream and hasattr(result, "__anext__" if is_async else "__next__"):
+        try:
+            _lazy(result, gateway, is_async)
+        except Exception as exc:
+            faults.report("internal", exc)
         acc = _Accumulator(gateway, getattr(result, "completion_stream", None))
         return wrap_stream(result, call, acc, is_async)
     stop_with(call, _held(_chat_response(result), gateway))

@@ -29,6 +29,8 @@ _RUNS_MODULE = "openai.resources.beta.threads.runs.runs"
 #: every body and stream event, as sent, where the client makes its object of it (see .sent)
 _SENT = ("openai._base_client", "BaseClient", "_process_response_data",
          deferred("otel_tokens.capture.sent", "openai"))
+#: ... and where a response object's ``parse()`` rebuilds that object (``.parse()`` methods)
+_PARSE = deferred("otel_tokens.capture.sent", "parse")
 _GATEWAY_COST = deferred("otel_tokens.capture.gateway_cost", "process_response")  # a gateway's cost header (LiteLLM proxy)
 
 
@@ -49,6 +51,9 @@ _PATCHES = SdkPatches("openai", [
     *_both(_RUNS_MODULE, "Runs", ("stream", "create_and_stream", "submit_tool_outputs_stream"),
            _RUNS_STREAM),
     _SENT,
+    ("openai._response", "APIResponse", "parse", _PARSE),
+    ("openai._response", "AsyncAPIResponse", "parse", _PARSE),
+    ("openai._legacy_response", "LegacyAPIResponse", "parse", _PARSE),
     ("openai._base_client", "SyncAPIClient", "_process_response", _GATEWAY_COST),
     ("openai._base_client", "AsyncAPIClient", "_process_response", _GATEWAY_COST),
 ])  # fmt: skip

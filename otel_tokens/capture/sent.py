@@ -11,7 +11,8 @@ the decoded body is seen where the client turns it into its object, held to the 
 * a gateway call (litellm) keeps a :class:`Sent` of every body and event its provider sent.
 
 The hooks: openai's ``BaseClient._process_response_data`` (every body and stream event of
-both sync and async clients), google-genai's ``GenerateContentResponse._from_response``,
+both sync and async clients) and its response objects' ``parse()`` (a ``.parse()`` method's
+post-parser rebuilds the object: the new one is held as the one it was made of), google-genai's ``GenerateContentResponse._from_response``,
 botocore's ``after-call`` event of ``Converse``, and the SSE decoder of a stream
 (:class:`RawEvents`).
 """
@@ -19,6 +20,7 @@ botocore's ``after-call`` event of ``Converse``, and the SSE decoder of a stream
 from __future__ import annotations
 
 import json
+from contextvars import ContextVar
 from typing import Any, Callable
 
 from .. import faults
@@ -29,6 +31,8 @@ __all__ = ["RawEvents", "Sent", "check_converse", "hold", "rejected", "usage_of"
 
 _MAX_HELD = 64  # objects held at once: rejected usage is rare, and a held object is read soon
 _held: dict[int, tuple[Any, ValueError]] = {}
+#: the objects held while an openai response object parses (None: none is parsing here)
+_parsing: ContextVar[list[Any] | None] = ContextVar("otel_tokens_parsing", default=None)
 
 
 def hold(obj: Any, usage: Any) -> None:
@@ -37,9 +41,16 @@ def hold(obj: Any, usage: Any) -> None:
     try:
         check_sent_usage(usage)
     except ValueError as exc:
-        if len(_held) >= _MAX_HELD:
-            del _held[next(iter(_held))]
-        _held[id(obj)] = (obj, exc)
+        _keep(obj, exc)
+
+
+def _keep(obj: Any, exc: ValueError) -> None:
+    if len(_held) >= _MAX_HELD:
+        del _held[next(iter(_held))]
+    _held[id(obj)] = (obj, exc)
+    made = _parsing.get()
+    if made is not None:
+        made.append(obj)
 
 
 def rejected(obj: Any) -> ValueError | None:
@@ -154,6 +165,58 @@ def _openai_data(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs
     return result
 
 
+def _parse_hook(instance: Any) -> list[Any] | None:
+    """A list to collect the objects held while ``instance`` parses, when its request has a
+    post-parser (a ``.parse()`` method's: structured output); None otherwise."""
+    options = getattr(instance, "_options", None)
+    return [] if callable(getattr(options, "post_parser", None)) else None
+
+
+def _carry(made: list[Any], result: Any) -> None:
+    """``result`` of ``parse()`` was made of the objects ``made`` (held while it parsed, their
+    bodies broke the rule): it is held in their place."""
+    try:
+        for obj in made:
+            if obj is not result:
+                exc = rejected(obj)
+                if exc is not None:
+                    _keep(result, exc)
+    except Exception as exc:
+        faults.report("internal", exc)
+
+
+def _openai_parse(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
+    """openai's ``APIResponse.parse()`` and ``LegacyAPIResponse.parse()``: a post-parser
+    makes a new object of the one made of the body; the new one is held as that one was."""
+    made = _parse_hook(instance)
+    if made is None:
+        return wrapped(*args, **kwargs)
+    token = _parsing.set(made)
+    try:
+        result = wrapped(*args, **kwargs)
+    finally:
+        _parsing.reset(token)
+    if made:
+        _carry(made, result)
+    return result
+
+
+async def _openai_parse_async(wrapped: Callable[..., Any], instance: Any, args: tuple,
+                              kwargs: dict) -> Any:  # fmt: skip
+    """``AsyncAPIResponse.parse()``: as :func:`_openai_parse`."""
+    made = _parse_hook(instance)
+    if made is None:
+        return await wrapped(*args, **kwargs)
+    token = _parsing.set(made)
+    try:
+        result = await wrapped(*args, **kwargs)
+    finally:
+        _parsing.reset(token)
+    if made:
+        _carry(made, result)
+    return result
+
+
 def _genai_response(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
     """google-genai's ``GenerateContentResponse._from_response(response=, kwargs=)``: a
     response (or stream chunk) whose ``usage_metadata`` breaks the rule is held."""
@@ -187,4 +250,6 @@ _HOOKS = {"openai": _openai_data, "genai": _genai_response}
 
 def wrapper(name: str, is_async: bool) -> Callable[..., Any]:
     """The wrapt wrapper of a client's body-to-object step (the patch tables install it)."""
+    if name == "parse":
+        return _openai_parse_async if is_async else _openai_parse
     return _HOOKS[name]

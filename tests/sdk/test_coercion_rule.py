@@ -1,15 +1,18 @@
 """One coercion rule for token counts on every backend and path (``usage.check_token_count``),
-through the real clients: an input-token count sent as ``true``, ``"10"`` or ``10.7`` makes
-that response's usage unknown (no input tokens recorded, a ``usage_invalid`` fault counted),
-never 1, 10 or a rounded 10; ``12.0`` is 12. The responses follow each provider's documented
-format, served to the real openai, anthropic, google-genai, boto3 and litellm clients."""
+through the real clients: an input-token count sent as ``true``, ``"10"``, ``10.7``, ``-5`` or
+``2**70`` makes that response's usage unknown (no input tokens recorded, a ``usage_invalid``
+fault counted), never 1, 10 or a rounded 10; ``12.0`` is 12. The responses follow each
+provider's documented format, served to the real openai (``create``, the ``.parse()`` and
+``.stream()`` helpers), anthropic, google-genai, boto3 and litellm clients."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from typing import Any
 
+import pydantic
 import pytest
 
 from otel_tokens.capture import (
@@ -33,7 +36,7 @@ from .test_full_bill import (
     served,
 )
 
-BAD = {"true": True, "numeric string": "10", "fraction": 10.7}
+BAD = {"true": True, "numeric string": "10", "fraction": 10.7, "negative": -5, "beyond int64": 2**70}
 VALUES = {**BAD, "integral float": 12.0}
 
 
@@ -71,6 +74,89 @@ def openai_responses(value: Any) -> None:
             "content": [{"type": "output_text", "text": "ok", "annotations": []}]}  # fmt: skip
     client, _ = openai_client(served(response("gpt-4.1", [item], usage)))
     client.responses.create(model="gpt-4.1", input="hi")
+
+
+# -- openai's structured-output helpers: .parse() rebuilds the object of the body (post-parser),
+#    .stream() reads a create(stream=True) through its own state ------------------------------
+class Answer(pydantic.BaseModel):
+    answer: str
+
+
+def _parsed_chat(value: Any) -> list[cassettes.Interaction]:
+    body = chat("gpt-4o-mini", "default", 100, 10)
+    body["choices"][0]["message"]["content"] = '{"answer": "ok"}'
+    body["usage"]["prompt_tokens"] = value
+    return served(body)
+
+
+def _check_answer(parsed: Any) -> None:  # the host's structured result, whatever the usage said
+    assert parsed.answer == "ok", parsed
+
+
+def openai_chat_parse(value: Any) -> None:
+    client, _ = openai_client(_parsed_chat(value))
+    result = client.chat.completions.parse(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}],
+                                           response_format=Answer)  # fmt: skip
+    _check_answer(result.choices[0].message.parsed)
+
+
+def openai_chat_parse_async(value: Any) -> None:
+    client, _ = openai_client(_parsed_chat(value), is_async=True)
+    result = asyncio.run(client.chat.completions.parse(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], response_format=Answer))
+    _check_answer(result.choices[0].message.parsed)
+
+
+def openai_chat_parse_raw(value: Any) -> None:
+    client, _ = openai_client(_parsed_chat(value))
+    raw = client.chat.completions.with_raw_response.parse(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], response_format=Answer)
+    _check_answer(raw.parse().choices[0].message.parsed)
+
+
+def _output_message(text: str) -> dict[str, Any]:
+    return {"type": "message", "id": "m", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}  # fmt: skip
+
+
+def openai_responses_parse(value: Any) -> None:
+    usage = responses_usage(100, 10)
+    usage["input_tokens"] = value
+    client, _ = openai_client(served(response("gpt-4.1", [_output_message('{"answer": "ok"}')], usage)))
+    _check_answer(client.responses.parse(model="gpt-4.1", input="hi", text_format=Answer).output_parsed)
+
+
+def _chat_events(value: Any, content: str = "ok") -> str:
+    chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini"}
+    events = [{**chunk, "choices": [{"index": 0, "delta": {"role": "assistant", "content": content},
+                                     "finish_reason": "stop"}]},
+              {**chunk, "choices": [], "usage": {"prompt_tokens": value, "completion_tokens": 10,
+                                                  "total_tokens": 110}}]  # fmt: skip
+    return "".join(f"data: {json.dumps(e)}\n\n" for e in events) + "data: [DONE]\n\n"
+
+
+def openai_chat_stream_helper(value: Any) -> None:
+    client, _ = openai_client([_sse_interaction(_chat_events(value, '{"answer": "ok"}'))])
+    with client.chat.completions.stream(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}],
+                                        response_format=Answer, stream_options={"include_usage": True}) as stream:  # fmt: skip
+        for _ in stream:
+            pass
+        _check_answer(stream.get_final_completion().choices[0].message.parsed)
+
+
+def openai_responses_stream_helper(value: Any) -> None:
+    usage = responses_usage(100, 10)
+    usage["input_tokens"] = value
+    done = response("gpt-4.1", [_output_message('{"answer": "ok"}')], usage)
+    events = [{"type": "response.created", "sequence_number": 0,
+               "response": {**done, "status": "in_progress", "output": [], "usage": None}},
+              {"type": "response.completed", "sequence_number": 1, "response": done}]  # fmt: skip
+    body = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+    client, _ = openai_client([_sse_interaction(body)])
+    with client.responses.stream(model="gpt-4.1", input="hi", text_format=Answer) as stream:
+        for _ in stream:
+            pass
+        _check_answer(stream.get_final_response().output_parsed)
 
 
 def anthropic_messages(value: Any) -> None:
@@ -230,11 +316,108 @@ def litellm_stream(value: Any) -> None:
     _litellm(value, stream=True)
 
 
+# -- litellm's own HTTP clients (not an SDK): Anthropic's and Gemini's wire formats -------------
+def _anthropic_events(value: Any) -> bytes:
+    start = {"type": "message_start", "message": {
+        "id": "m", "type": "message", "role": "assistant", "model": "claude-3-5-haiku-20241022", "content": [],
+        "stop_reason": None, "stop_sequence": None, "usage": {"input_tokens": value, "output_tokens": 1}}}  # fmt: skip
+    events = [start, {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+              {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "ok"}},
+              {"type": "content_block_stop", "index": 0},
+              {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+               "usage": {"output_tokens": 9}}, {"type": "message_stop"}]  # fmt: skip
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
+
+
+def _gemini_body(value: Any) -> dict[str, Any]:
+    return {"candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": value, "candidatesTokenCount": 10, "totalTokenCount": 110},
+            "modelVersion": "gemini-2.5-flash"}  # fmt: skip
+
+
+def _litellm_own(model: str, body: Any, stream: bool, is_async: bool = False, **extra: Any) -> None:
+    """One litellm call to ``model`` answered by ``body`` (a JSON body, or event-stream bytes);
+    the host's answer, text and all, checked unchanged."""
+    import litellm
+
+    from ..frameworks.test_litellm import Server
+
+    server = Server()
+    options = {"stream_options": {"include_usage": True}} if stream else {}
+    call = {"model": model, "messages": [{"role": "user", "content": "hi"}], "api_base": server.url,
+            "api_key": "k", "stream": stream, **options, **extra}  # fmt: skip
+
+    async def async_text() -> str:
+        result = await litellm.acompletion(**call)
+        if not stream:
+            return result.choices[0].message.content
+        return "".join([c.choices[0].delta.content or "" async for c in result if c.choices])
+
+    def text() -> str:
+        if is_async:
+            return asyncio.run(async_text())
+        result = litellm.completion(**call)
+        if not stream:
+            return result.choices[0].message.content
+        return "".join(c.choices[0].delta.content or "" for c in result if c.choices)
+
+    try:
+        if stream:
+            server.queue.append(("text/event-stream", body))
+        else:
+            server.json(body)
+        assert text() == "ok"
+    finally:
+        server.close()
+
+
+def litellm_anthropic(value: Any) -> None:
+    _litellm_own("anthropic/claude-3-5-haiku-20241022", message(anthropic_usage(value, 10)), stream=False)
+
+
+def litellm_anthropic_stream(value: Any) -> None:
+    _litellm_own("anthropic/claude-3-5-haiku-20241022", _anthropic_events(value), stream=True)
+
+
+def litellm_anthropic_async_stream(value: Any) -> None:
+    _litellm_own("anthropic/claude-3-5-haiku-20241022", _anthropic_events(value), stream=True, is_async=True)
+
+
+def litellm_gemini(value: Any) -> None:
+    _litellm_own("gemini/gemini-2.5-flash", _gemini_body(value), stream=False)
+
+
+def litellm_gemini_stream(value: Any) -> None:
+    _litellm_own("gemini/gemini-2.5-flash", f"data: {json.dumps(_gemini_body(value))}\n\n".encode(), stream=True)
+
+
+def litellm_gemini_async(value: Any) -> None:
+    _litellm_own("gemini/gemini-2.5-flash", _gemini_body(value), stream=False, is_async=True)
+
+
+def litellm_gemini_async_stream(value: Any) -> None:
+    body = f"data: {json.dumps(_gemini_body(value))}\n\n".encode()
+    _litellm_own("gemini/gemini-2.5-flash", body, stream=True, is_async=True)
+
+
+def litellm_bedrock_converse(value: Any) -> None:
+    body = {"output": {"message": {"role": "assistant", "content": [{"text": "ok"}]}}, "stopReason": "end_turn",
+            "metrics": {"latencyMs": 1}, "usage": {"inputTokens": value, "outputTokens": 10, "totalTokens": 110}}  # fmt: skip
+    _litellm_own(f"bedrock/converse/{BEDROCK_MODEL}", body, stream=False, aws_region_name="us-east-1",
+                 aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="secret")  # fmt: skip
+
+
 #: path -> (capture modules, the optional client library it needs)
 PATHS: dict[str, tuple[Callable[[Any], None], tuple[Any, ...], str | None]] = {
     "openai chat": (openai_chat, (openai_sdk,), None),
     "openai chat stream": (openai_chat_stream, (openai_sdk,), None),
     "openai responses": (openai_responses, (openai_sdk,), None),
+    "openai chat parse": (openai_chat_parse, (openai_sdk,), None),
+    "openai chat parse async": (openai_chat_parse_async, (openai_sdk,), None),
+    "openai chat parse raw": (openai_chat_parse_raw, (openai_sdk,), None),
+    "openai responses parse": (openai_responses_parse, (openai_sdk,), None),
+    "openai chat stream helper": (openai_chat_stream_helper, (openai_sdk,), None),
+    "openai responses stream helper": (openai_responses_stream_helper, (openai_sdk,), None),
     "anthropic messages": (anthropic_messages, (anthropic_sdk,), None),
     "anthropic stream": (anthropic_stream, (anthropic_sdk,), None),
     "google-genai": (gemini, (google_genai_patches,), "google.genai"),
@@ -246,13 +429,20 @@ PATHS: dict[str, tuple[Callable[[Any], None], tuple[Any, ...], str | None]] = {
     "bedrock invoke_model_with_response_stream": (bedrock_invoke_model_stream, (bedrock_patches,), "boto3"),
     "litellm completion": (litellm_completion, (openai_sdk, litellm_patches), "litellm"),
     "litellm stream": (litellm_stream, (openai_sdk, litellm_patches), "litellm"),
+    "litellm anthropic": (litellm_anthropic, (openai_sdk, litellm_patches), "litellm"),
+    "litellm anthropic stream": (litellm_anthropic_stream, (openai_sdk, litellm_patches), "litellm"),
+    "litellm anthropic async stream": (litellm_anthropic_async_stream, (openai_sdk, litellm_patches), "litellm"),
+    "litellm gemini": (litellm_gemini, (openai_sdk, litellm_patches), "litellm"),
+    "litellm gemini stream": (litellm_gemini_stream, (openai_sdk, litellm_patches), "litellm"),
+    "litellm gemini async": (litellm_gemini_async, (openai_sdk, litellm_patches), "litellm"),
+    "litellm gemini async stream": (litellm_gemini_async_stream, (openai_sdk, litellm_patches), "litellm"),
+    "litellm bedrock converse": (litellm_bedrock_converse, (openai_sdk, litellm_patches), "litellm"),
 }
 
 #: what the rule makes of each value: None (the usage is unknown, a usage_invalid fault) or
 #: the count; a header carries text, where a count is plain decimal digits (check_token_text)
-EXPECTED: dict[str, int | None] = {"true": None, "numeric string": None, "fraction": None, "integral float": 12}
-HEADER_EXPECTED: dict[str, int | None] = {"true": None, "numeric string": 10, "fraction": None,
-                                          "integral float": None}  # "True", "10", "10.7", "12.0"
+EXPECTED: dict[str, int | None] = {**dict.fromkeys(BAD), "integral float": 12}
+HEADER_EXPECTED: dict[str, int | None] = {**dict.fromkeys(VALUES), "numeric string": 10}  # "True", "10", ...
 
 
 def _cases():
@@ -284,3 +474,37 @@ def test_one_rule_for_a_count_on_every_path(path, name, value):
         assert tokens is None and invalid >= 1, (tokens, invalid)  # unknown and counted: never 1, 10
     else:
         assert tokens == expected and invalid == 0, (tokens, invalid)
+
+
+@pytest.mark.parametrize("value, broken", [(True, True), ("10", True), (2**70, True), (20, False)])
+def test_litellm_streamed_lines_are_checked_however_the_network_splits_them(value, broken):
+    """litellm's own clients' streams are watched as bytes arrive: an event cut across reads
+    (here every byte a read of its own, CRLF line ends) is checked once it is whole."""
+    from otel_tokens.capture.litellm_http import _Lines
+    from otel_tokens.capture.sent import Sent
+
+    sent = Sent()
+    lines = _Lines(sent)
+    body = _anthropic_events(value).replace(b"\n", b"\r\n")
+    for i in range(len(body)):
+        lines.feed(body[i:i + 1])
+    lines.end()
+    assert sent.usage and (sent.error is not None) == broken, sent.error
+
+
+def test_litellm_a_streamed_line_beyond_the_cap_is_let_go():
+    """A line longer than any usage event is dropped, not kept (memory stays bounded), and the
+    lines after it are read."""
+    from otel_tokens.capture import litellm_http
+    from otel_tokens.capture.sent import Sent
+
+    sent = Sent()
+    lines = litellm_http._Lines(sent)
+    huge = b"data: {" + b" " * (litellm_http._MAX_LINE + 10)
+    for i in range(0, len(huge), 65536):
+        lines.feed(huge[i:i + 65536])
+    assert sum(map(len, lines.parts)) <= litellm_http._MAX_LINE + 65536
+    lines.feed(b'"usage": {"input_tokens": true}}\n')  # the end of the huge line: let go
+    lines.feed(b'data: {"usage": {"input_tokens": 5}}')
+    lines.end()  # the last line, without a line end
+    assert sent.usage and sent.error is None
