@@ -12,6 +12,12 @@ from typing import Any, Callable
 Answer = tuple[int, str, bytes, dict[str, str]]
 
 
+class _Server(ThreadingHTTPServer):
+    # many callers connect at once (16 in the fleet budget test, each call a new connection):
+    # socketserver's backlog of 5 drops connections when the accepting thread is slow to run
+    request_queue_size = 128
+
+
 class LocalServer:
     def __init__(self, answer: Callable[[str, Any], Answer]) -> None:
         self.requests: list[tuple[str, Any]] = []
@@ -40,7 +46,7 @@ class LocalServer:
             def log_message(self, *args: Any) -> None:
                 pass
 
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._http = _Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self._http.server_address[1]}"
         threading.Thread(target=self._http.serve_forever, daemon=True).start()
 

@@ -34,6 +34,7 @@ __all__ = ["deliver_deferred_signal", "install"]
 
 _log = logging.getLogger("otel_tokens")
 _installed = False
+FINAL_METRICS_WAIT = 10.0  # seconds a SIGTERM waits at most for the last metrics to be left
 _deferred: list[int] = []  # a SIGTERM that arrived while the process was already flushing
 _get_setup: Callable[[], Any] | None = None
 
@@ -167,6 +168,10 @@ def _flush_then_terminate(signum: int, frame: Any) -> None:
             return
         worker = threading.Thread(target=setup.shutdown, name="otel_tokens-sigterm", daemon=True)
         worker.start()
+        # the last metrics are local work (a file for the /metrics front), not the exporter's
+        # deadline: on a starved machine they may take longer, and without them the front
+        # would lose every count of this process
+        setup.final_left.wait(max(FINAL_METRICS_WAIT, setup.exit_timeout))
         worker.join(setup.exit_timeout + 0.5)
     _terminate(signum)
 

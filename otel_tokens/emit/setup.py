@@ -72,11 +72,14 @@ class Setup:
     exit_timeout: float = 1.5  # seconds shutdown() waits (OTEL_TOKENS_EXIT_TIMEOUT)
     _done: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
     endpoint: Any = field(default=None, repr=False, compare=False)  # workers.Endpoint of /metrics
+    #: set once shutdown() has left this process's last metrics for the /metrics front
+    final_left: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
+    _ended: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
     @property
     def shutting_down(self) -> bool:
-        """True once :meth:`shutdown` has begun."""
-        return self._done.is_set()
+        """True once :meth:`shutdown` has begun and until it has ended."""
+        return self._done.is_set() and not self._ended.is_set()
 
     def shutdown(self, timeout: float | None = None) -> bool:
         """Flush and stop what configure() started (providers it built, the /metrics server),
@@ -90,6 +93,7 @@ class Setup:
         self._done.set()
         if self.endpoint is not None:  # before the providers stop: what /metrics shows now
             self.endpoint.leave_final_metrics()
+        self.final_left.set()
         if self.own_providers:
             _closed.set()
         wait = self.exit_timeout if timeout is None else timeout
@@ -101,14 +105,15 @@ class Setup:
         for thread in threads:
             thread.join(max(0.0, deadline - time.monotonic()))
         late = sum(thread.is_alive() for thread in threads)
-        from .process import deliver_deferred_signal
-
-        deliver_deferred_signal()  # a SIGTERM that came during the flush (a forked child)
         if late:
             _log.warning("otel_tokens: telemetry not sent within %.1f s at shutdown (exporter "
                          "down or not answering); exiting without it (OTEL_TOKENS_EXIT_TIMEOUT "
                          "sets the wait)", wait)  # fmt: skip
             faults.report("exporter", detail=f"{late} shutdown step(s) past the deadline", log=False)
+        self._ended.set()  # from now on a SIGTERM is the signal at once
+        from .process import deliver_deferred_signal
+
+        deliver_deferred_signal()  # a SIGTERM that came during the flush (a forked child)
         return not late
 
 

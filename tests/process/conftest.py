@@ -55,6 +55,8 @@ class FakeLLM:
 class Collector(http.server.ThreadingHTTPServer):
     """OTLP/HTTP metrics receiver keeping the last cumulative value per series."""
 
+    request_queue_size = 128  # many processes export at once: socketserver's 5 drops some
+
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _OtlpHandler)
         self.last: dict[tuple, float] = {}

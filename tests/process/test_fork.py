@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -39,18 +41,61 @@ def test_forked_pool_over_otlp_every_call_once(llm, collector, ending):
     assert len(collector.instances()) >= 4  # the parent and its workers, each under its own id
 
 
-@pytest.mark.parametrize("ending", ENDINGS)
-def test_forked_pool_on_the_parents_metrics_port_every_call_once(llm, tmp_path, ending):
+@pytest.mark.parametrize("ending,slow", [(e, "") for e in ENDINGS] + [("terminate", "3")])
+def test_forked_pool_on_the_parents_metrics_port_every_call_once(llm, tmp_path, ending, slow):
+    """``slow``: each worker takes 3 s to leave its last metrics (a starved machine), longer
+    than the exit deadline: a SIGTERM still waits for them, or the front loses the worker."""
     metrics = free_port()
     env = clean_env(FAKE_LLM_URL=llm.url, OTEL_TOKENS_PROMETHEUS_PORT=str(metrics), HOLD_SECONDS="30",
-                    OTEL_TOKENS_PROMETHEUS_WORKERS_DIR=str(tmp_path / "workers"), LONG_TASK_SECONDS="1.5")  # fmt: skip
+                    OTEL_TOKENS_PROMETHEUS_WORKERS_DIR=str(tmp_path / "workers"), LONG_TASK_SECONDS="1.5",
+                    SLOW_FINAL_SECONDS=slow)  # fmt: skip
     proc = _run(ending, env)
     try:
         line = proc.stdout.readline()  # printed once the pool has ended
         assert line, proc.stderr.read()
         assert json.loads(line)["seen"] == llm.input_total
         url = f"http://127.0.0.1:{metrics}/metrics"
-        assert wait_for(lambda: scraped_input(url) == llm.input_total, 10), (scraped_input(url), llm.input_total)
+        found = wait_for(lambda: scraped_input(url) == llm.input_total, 10)
+        assert found, (scraped_input(url), llm.input_total, sorted(os.listdir(tmp_path / "workers")))
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_child_that_shut_down_its_telemetry_still_ends_on_sigterm(tmp_path):
+    """A forked child that called ``shutdown()`` itself, then gets SIGTERM: it dies by it (the
+    handler flushes nothing more and never swallows the signal)."""
+    script = tmp_path / "child.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "import otel_tokens\n"
+        "setup = otel_tokens.configure()\n"
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    setup.shutdown()\n"
+        "    time.sleep(60)\n"
+        "    os._exit(0)\n"
+        "print(pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, str(script)], env=clean_env(), stdout=subprocess.PIPE, text=True)
+    child = 0
+    try:
+        child = int(proc.stdout.readline())
+        time.sleep(1.0)  # the child's shutdown() has run
+        os.kill(child, signal.SIGTERM)
+        assert wait_for(lambda: not _running(child), 10), "the child ignored SIGTERM"
+    finally:
+        if child and _running(child):
+            os.kill(child, signal.SIGKILL)
+        proc.kill()
+        proc.wait()
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` still runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

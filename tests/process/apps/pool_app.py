@@ -11,6 +11,17 @@ import time
 
 import otel_tokens
 
+if os.environ.get("SLOW_FINAL_SECONDS"):  # a starved machine: leaving the last metrics is slow
+    from otel_tokens.emit import workers
+
+    _leave = workers.Endpoint.leave_final_metrics
+
+    def _slow_leave(self) -> None:
+        time.sleep(float(os.environ["SLOW_FINAL_SECONDS"]))
+        _leave(self)
+
+    workers.Endpoint.leave_final_metrics = _slow_leave
+
 otel_tokens.configure()
 otel_tokens.instrument()
 
