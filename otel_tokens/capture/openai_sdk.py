@@ -200,9 +200,10 @@ def _chat_response(result: Any) -> Response:
                     _chat_billing(usage, _get(result, "service_tier")))  # fmt: skip
 
 
-class _ChatAccumulator(Accumulator):
+class _ChatAccumulator(gateway_cost.StreamCost, Accumulator):
     def __init__(self, given: dict[str, Any], sent: dict[str, Any]) -> None:
         super().__init__()
+        self.take_header_cost()
         asked = _get(_get(given, "stream_options") or {}, "include_usage")
         self.hide_usage_chunk = sent is not given and not asked
 
@@ -325,9 +326,10 @@ def _responses_response(result: Any) -> Response:
                     _responses_billing(result), pending=status in _PENDING)  # fmt: skip
 
 
-class _ResponsesAccumulator(Accumulator):
+class _ResponsesAccumulator(gateway_cost.StreamCost, Accumulator):
     def __init__(self, given: dict[str, Any], sent: dict[str, Any]) -> None:
         super().__init__()
+        self.take_header_cost()
 
     def add(self, event: Any) -> bool:
         kind = _get(event, "type") or ""
@@ -347,6 +349,13 @@ class _ResponsesAccumulator(Accumulator):
                 self.finish_reasons = list(answer.finish_reasons)
                 self.billing = answer.billing
         return True
+
+
+class _RetrievedAccumulator(_ResponsesAccumulator):
+    """A retrieved response's stream: a gateway's header is not this usage's bill."""
+
+    def take_header_cost(self) -> None:
+        self.header_cost = None
 
 
 def _embeddings_request(kwargs: dict[str, Any]) -> Request:
@@ -469,7 +478,7 @@ _RESPONSES = Operation("chat", _provider, _server, _responses_request,
                        _costed(_responses_response), _ResponsesAccumulator, once="openai.responses",
                        conversation=_conversation, client=_client)  # fmt: skip
 _RETRIEVE = Operation("chat", _provider, _server, _run_request, _responses_response,
-                      _ResponsesAccumulator, once="openai.responses", client=_client)  # fmt: skip
+                      _RetrievedAccumulator, once="openai.responses", client=_client)  # fmt: skip
 _EMBEDDINGS = Operation("embeddings", _provider, _server, _embeddings_request,
                         _costed(_embeddings_response), client=_client)  # fmt: skip
 _COMPLETIONS = Operation("text_completion", _provider, _server, _completions_request,
