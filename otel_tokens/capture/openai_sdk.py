@@ -38,7 +38,9 @@ from .operations import (
     _NOT_GIVEN, Operation, Response, async_wrapper, given, sdk_field, server_of, sync_wrapper,
 )
 from . import gateway_cost
-from .compatible_usage import billed_units, has_vendor_fields, output_tokens, vendor_usage
+from .compatible_usage import (
+    billed_units, has_vendor_fields, output_tokens, unlisted_reasoning, vendor_usage,
+)
 from .managers import managed
 from .stream import Accumulator, finish_reasons
 
@@ -95,6 +97,9 @@ def _chat_usage(usage: Any, model: str | None, response_id: str | None) -> Usage
             reasoning, output = getattr(completion, "reasoning_tokens", None), usage.completion_tokens
             if reasoning:  # counted apart by some providers (xAI)
                 output = output_tokens(usage, usage.prompt_tokens, output, reasoning)
+            elif usage.total_tokens is not None:  # Gemini's thoughts: in the total only
+                reasoning = unlisted_reasoning(usage, usage.prompt_tokens, output) or reasoning
+                output = output + reasoning if reasoning else output
             found = Usage(
                 input_tokens=usage.prompt_tokens, output_tokens=output,
                 cache_read_tokens=getattr(prompt, "cached_tokens", None),
@@ -108,6 +113,9 @@ def _chat_usage(usage: Any, model: str | None, response_id: str | None) -> Usage
     output = _get(usage, "completion_tokens")
     if reasoning:  # counted apart by some providers (xAI)
         output = output_tokens(usage, _get(usage, "prompt_tokens"), output, reasoning)
+    else:  # Gemini's thoughts: in the total only
+        reasoning = unlisted_reasoning(usage, _get(usage, "prompt_tokens"), output) or reasoning
+        output = output + reasoning if reasoning else output
     found = Usage(
         input_tokens=_get(usage, "prompt_tokens"),
         output_tokens=output,
@@ -183,6 +191,9 @@ def _chat_response(result: Any) -> Response:
                 reasoning, output = getattr(completion, "reasoning_tokens", None), usage.completion_tokens
                 if reasoning:  # counted apart by some providers (xAI)
                     output = output_tokens(usage, usage.prompt_tokens, output, reasoning)
+                elif usage.total_tokens is not None:  # Gemini's thoughts: in the total only
+                    reasoning = unlisted_reasoning(usage, usage.prompt_tokens, output) or reasoning
+                    output = output + reasoning if reasoning else output
                 found = Usage(
                     input_tokens=usage.prompt_tokens, output_tokens=output,
                     cache_read_tokens=getattr(prompt, "cached_tokens", None),
