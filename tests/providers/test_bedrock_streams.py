@@ -3,8 +3,9 @@ so the address is the one its region resolves to) answered through botocore's ow
 ``before-send`` hook with event-stream frames (botocore parses them as from the wire), and
 the ``anthropic`` SDK's ``AnthropicBedrock`` streaming through an httpx transport answering the
 same framing. Each call is ``aws.bedrock`` at ``bedrock-runtime.<region>.amazonaws.com``,
-its tokens exact, at genai-prices' Bedrock (``aws``) price. Frame and body shapes: see
-``tests/sdk/bedrock_server`` (no recording of Bedrock traffic is available here)."""
+its tokens exact, at genai-prices' Bedrock (``aws``) price. One ConverseStream answer is a
+recording (pydantic-ai's, below); the other frames follow the documented shapes (see
+``tests/sdk/bedrock_server``): no recording of an Anthropic model's Bedrock stream was found."""
 
 from __future__ import annotations
 
@@ -38,13 +39,13 @@ def aws_price(model: str, **tokens: int) -> float:
     return float(genai_prices.calc_price(genai_prices.Usage(**tokens), model, provider_id="aws").total_price)
 
 
-def streaming_client(frames: list[bytes], sent: list):
-    """A real ``bedrock-runtime`` client of ``REGION`` whose request is answered, in
+def streaming_client(frames: list[bytes], sent: list, region: str = REGION):
+    """A real ``bedrock-runtime`` client of ``region`` whose request is answered, in
     botocore's ``before-send`` hook, with ``frames`` as an event-stream body."""
     import urllib3
     from botocore.awsrequest import AWSResponse
 
-    client = boto3.client("bedrock-runtime", region_name=REGION, aws_access_key_id="AKIDEXAMPLE",
+    client = boto3.client("bedrock-runtime", region_name=region, aws_access_key_id="AKIDEXAMPLE",
                           aws_secret_access_key="secret")  # fmt: skip
 
     def answer(request, **_):
@@ -80,6 +81,60 @@ def test_converse_stream_at_the_regions_endpoint(telemetry, model):
     assert math.isclose(attrs["otel_tokens.cost.usd"], aws_price(model, input_tokens=420, output_tokens=35),
                         rel_tol=1e-9)  # fmt: skip
     assert attrs["otel_tokens.stream.end"] == "exhausted"
+
+
+#: a real ConverseStream answer, verbatim: pydantic/pydantic-ai @ 4fda38988 (MIT),
+#: tests/models/cassettes/test_bedrock/test_bedrock_model_stream_empty_text_delta.yaml
+#: (openai.gpt-oss-120b-1:0 in us-east-1: reasoning, text, usage 70 in / 43 out)
+RECORDED_CONVERSE_STREAM = (
+    "AAAAsgAAAFKKQLTFCzpldmVudC10eXBlBwAMbWVzc2FnZVN0YXJ0DTpjb250ZW50LXR5cGUHABBhcHBsaWNhdGlvbi9q"
+    "c29uDTptZXNzYWdlLXR5cGUHAAVldmVudHsicCI6ImFiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6QUJDREVGR0hJSktM"
+    "TU5PUFFSU1RVVldYWVowIiwicm9sZSI6ImFzc2lzdGFudCJ9QP+CaAAAAKIAAABXmsrXyAs6ZXZlbnQtdHlwZQcAEWNv"
+    "bnRlbnRCbG9ja0RlbHRhDTpjb250ZW50LXR5cGUHABBhcHBsaWNhdGlvbi9qc29uDTptZXNzYWdlLXR5cGUHAAVldmVu"
+    "dHsiY29udGVudEJsb2NrSW5kZXgiOjAsImRlbHRhIjp7InRleHQiOiIifSwicCI6ImFiY2RlZmdoaSJ9NTLrNAAAALkA"
+    "AABW+v1BzQs6ZXZlbnQtdHlwZQcAEGNvbnRlbnRCbG9ja1N0b3ANOmNvbnRlbnQtdHlwZQcAEGFwcGxpY2F0aW9uL2pz"
+    "b24NOm1lc3NhZ2UtdHlwZQcABWV2ZW50eyJjb250ZW50QmxvY2tJbmRleCI6MCwicCI6ImFiY2RlZmdoaWprbG1ub3Bx"
+    "cnN0dXZ3eHl6QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVowIn2IAETUAAABWQAAAFducmUhCzpldmVudC10eXBlBwAR"
+    "Y29udGVudEJsb2NrRGVsdGENOmNvbnRlbnQtdHlwZQcAEGFwcGxpY2F0aW9uL2pzb24NOm1lc3NhZ2UtdHlwZQcABWV2"
+    "ZW50eyJjb250ZW50QmxvY2tJbmRleCI6MSwiZGVsdGEiOnsicmVhc29uaW5nQ29udGVudCI6eyJ0ZXh0IjoiVGhlIHVz"
+    "ZXIganVzdCBzYXlzIFwiSGlcIi4gV2UgbmVlZCB0byByZXNwb25kIGFwcHJvcHJpYXRlbHksIGZyaWVuZGx5IGdyZWV0"
+    "aW5nLiBObyBzcGVjaWFsIGluc3RydWN0aW9ucy4gU2hvdWxkIGJlIHNob3J0LiJ9fSwicCI6ImFiY2RlZmdoaWprbG1u"
+    "b3BxcnN0dXZ3eHl6QUJDREVGR0hJSktMTU5PUFFSU1RVVldYIn2DKrHfAAAAsQAAAFbKjQoMCzpldmVudC10eXBlBwAQ"
+    "Y29udGVudEJsb2NrU3RvcA06Y29udGVudC10eXBlBwAQYXBwbGljYXRpb24vanNvbg06bWVzc2FnZS10eXBlBwAFZXZl"
+    "bnR7ImNvbnRlbnRCbG9ja0luZGV4IjoxLCJwIjoiYWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXpBQkNERUZHSElKS0xN"
+    "Tk9QUVJTIn1Cad1JAAAA5AAAAFdNeXohCzpldmVudC10eXBlBwARY29udGVudEJsb2NrRGVsdGENOmNvbnRlbnQtdHlw"
+    "ZQcAEGFwcGxpY2F0aW9uL2pzb24NOm1lc3NhZ2UtdHlwZQcABWV2ZW50eyJjb250ZW50QmxvY2tJbmRleCI6MiwiZGVs"
+    "dGEiOnsidGV4dCI6IkhlbGxvISBIb3cgY2FuIEkgaGVscCJ9LCJwIjoiYWJjZGVmZ2hpamtsbW5vcHFyc3R1dnd4eXpB"
+    "QkNERUZHSElKS0xNTk9QUVJTVFVWV1hZWjAxIn2L4Y7bAAAAuwAAAFf3OiI7CzpldmVudC10eXBlBwARY29udGVudEJs"
+    "b2NrRGVsdGENOmNvbnRlbnQtdHlwZQcAEGFwcGxpY2F0aW9uL2pzb24NOm1lc3NhZ2UtdHlwZQcABWV2ZW50eyJjb250"
+    "ZW50QmxvY2tJbmRleCI6MiwiZGVsdGEiOnsidGV4dCI6IiB5b3UgdG9kYXk/In0sInAiOiJhYmNkZWZnaGlqa2xtbm9w"
+    "cXJzdHV2dyJ9dKsF8AAAAI4AAABW6fwlWws6ZXZlbnQtdHlwZQcAEGNvbnRlbnRCbG9ja1N0b3ANOmNvbnRlbnQtdHlw"
+    "ZQcAEGFwcGxpY2F0aW9uL2pzb24NOm1lc3NhZ2UtdHlwZQcABWV2ZW50eyJjb250ZW50QmxvY2tJbmRleCI6MiwicCI6"
+    "ImFiY2RlZmdoaWoifbla37UAAACDAAAAUY8IdEkLOmV2ZW50LXR5cGUHAAttZXNzYWdlU3RvcA06Y29udGVudC10eXBl"
+    "BwAQYXBwbGljYXRpb24vanNvbg06bWVzc2FnZS10eXBlBwAFZXZlbnR7InAiOiJhYiIsInN0b3BSZWFzb24iOiJlbmRf"
+    "dHVybiJ9kFbppAAAAOQAAABOKRLS4Qs6ZXZlbnQtdHlwZQcACG1ldGFkYXRhDTpjb250ZW50LXR5cGUHABBhcHBsaWNh"
+    "dGlvbi9qc29uDTptZXNzYWdlLXR5cGUHAAVldmVudHsibWV0cmljcyI6eyJsYXRlbmN5TXMiOjc1M30sInAiOiJhYmNk"
+    "ZWZnaGlqa2xtbiIsInVzYWdlIjp7ImlucHV0VG9rZW5zIjo3MCwib3V0cHV0VG9rZW5zIjo0Mywic2VydmVyVG9vbFVz"
+    "YWdlIjp7fSwidG90YWxUb2tlbnMiOjExM319saJH4A=="
+)
+
+
+def test_recorded_converse_stream(telemetry):
+    import base64
+
+    model = "openai.gpt-oss-120b-1:0"
+    sent: list = []
+    client = streaming_client([base64.b64decode(RECORDED_CONVERSE_STREAM)], sent, region="us-east-1")
+    response = client.converse_stream(modelId=model, messages=[{"role": "user", "content": [{"text": "Hi"}]}])
+    text = "".join(e["contentBlockDelta"]["delta"].get("text", "") for e in response["stream"]
+                   if "contentBlockDelta" in e)  # fmt: skip
+    assert text == "Hello! How can I help you today?"
+    attrs = telemetry.span().attributes
+    assert attrs["gen_ai.provider.name"] == "aws.bedrock"
+    assert attrs["server.address"] == "bedrock-runtime.us-east-1.amazonaws.com"
+    assert (attrs["gen_ai.usage.input_tokens"], attrs["gen_ai.usage.output_tokens"]) == (70, 43)
+    assert math.isclose(attrs["otel_tokens.cost.usd"], aws_price(model, input_tokens=70, output_tokens=43),
+                        rel_tol=1e-9)  # fmt: skip
 
 
 def anthropic_events(model: str) -> list[dict]:
