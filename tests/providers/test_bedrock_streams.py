@@ -214,3 +214,32 @@ def test_anthropic_bedrock_streams_at_the_bedrock_price(telemetry, helper):
     assert attrs["gen_ai.usage.output_tokens"] == 48
     assert math.isclose(attrs["otel_tokens.cost.usd"], aws_price(
         CLAUDE, input_tokens=1000, cache_read_tokens=400, output_tokens=48), rel_tol=1e-9)
+
+
+def test_async_anthropic_bedrock_streams_at_the_bedrock_price(telemetry):
+    import asyncio
+
+    from anthropic import AsyncAnthropicBedrock
+
+    http = http_module("anthropic")
+    body = b"".join(chunk(e) for e in anthropic_events(CLAUDE))
+
+    def handler(request):
+        return http.Response(200, headers={"content-type": "application/vnd.amazon.eventstream"}, content=body)
+
+    client = AsyncAnthropicBedrock(aws_access_key="AKIDEXAMPLE", aws_secret_key="secret", aws_region="ap-northeast-1",
+                                   http_client=http.AsyncClient(transport=http.MockTransport(handler)),
+                                   max_retries=0)  # fmt: skip
+
+    async def run() -> str:
+        stream = await client.messages.create(model=CLAUDE, max_tokens=64, stream=True,
+                                              messages=[{"role": "user", "content": "Say hello"}])  # fmt: skip
+        return "".join([e.delta.text async for e in stream if e.type == "content_block_delta"])
+
+    assert asyncio.run(run()) == "Hello there"
+    attrs = telemetry.span().attributes
+    assert (attrs["gen_ai.provider.name"], attrs["server.address"]) == (
+        "aws.bedrock", "bedrock-runtime.ap-northeast-1.amazonaws.com")
+    assert (attrs["gen_ai.usage.input_tokens"], attrs["gen_ai.usage.output_tokens"]) == (1000, 48)
+    assert math.isclose(attrs["otel_tokens.cost.usd"], aws_price(
+        CLAUDE, input_tokens=1000, cache_read_tokens=400, output_tokens=48), rel_tol=1e-9)
