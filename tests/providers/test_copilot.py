@@ -13,8 +13,8 @@ import math
 
 import pytest
 
-from .test_openai_compatible import call, price_at, span_of, telemetry  # noqa: F401
 from .hosts import Host, chat_body, chat_events
+from .test_openai_compatible import call, price_at, span_of
 
 genai_prices = pytest.importorskip("genai_prices")
 

@@ -28,7 +28,7 @@ import pytest
 
 from .. import cassettes
 from ..sdk.replay import http_module
-from .test_openai_compatible import price_at, span_of, telemetry  # noqa: F401
+from .test_openai_compatible import price_at, span_of
 
 openai = pytest.importorskip("openai")
 
