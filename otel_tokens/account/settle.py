@@ -241,7 +241,8 @@ class Accountant:
             estimate = call.estimate
             return Usage(input_tokens=estimate.input_tokens if estimate is not None else None,
                          output_tokens=estimated, model=call.response_model,
-                         provider=call.provider, source="estimated")  # fmt: skip
+                         provider=call.provider, source="estimated",  # a bill reported
+                         cost_usd=usage.cost_usd if usage is not None else None)  # stands  # fmt: skip
         # output includes reasoning: an estimate below the reported reasoning is known to be low
         return usage.replace(output_tokens=max(estimated, usage.reasoning_tokens or 0),
                              source="estimated")  # fmt: skip

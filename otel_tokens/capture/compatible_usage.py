@@ -8,6 +8,11 @@ reads are priced as cache reads and every output token is counted:
 * xAI: ``completion_tokens_details.reasoning_tokens`` come on top of ``completion_tokens``
   (seen as ``total_tokens`` = prompt + completion + reasoning), so output includes them
   (:func:`output_tokens`, applied before the usage record is made);
+* Gemini's OpenAI-compatible endpoint: a thinking model's thought tokens are in
+  ``total_tokens`` but in neither ``completion_tokens`` nor its details (recorded: prompt 35,
+  completion 12, total 109); Google bills them as output, so a total beyond prompt and
+  completion, with no reasoning listed and no other provider field to explain it, is
+  reasoning output (:func:`unlisted_reasoning`);
 * Perplexity (and xAI's older shape): top-level ``reasoning_tokens`` and ``citation_tokens``
   are output beyond ``completion_tokens``; ``num_search_queries`` are billed web searches;
   ``cached_prompt_text_tokens`` are cache reads;
@@ -28,7 +33,8 @@ from typing import Any
 from ..usage import Usage, check_token_count
 from .operations import sdk_field as _get
 
-__all__ = ["billed_units", "has_vendor_fields", "output_tokens", "vendor_usage"]
+__all__ = ["billed_units", "has_vendor_fields", "output_tokens", "unlisted_reasoning",
+           "vendor_usage"]
 
 #: top-level usage fields no OpenAI response has (their presence is the cue)
 _VENDOR_FIELDS = ("prompt_cache_hit_tokens", "cached_prompt_text_tokens", "cached_tokens",
@@ -72,6 +78,18 @@ def output_tokens(usage: Any, prompt: Any, completion: Any, reasoning: Any) -> A
             and type(reasoning) is int and total == prompt + completion + reasoning:  # fmt: skip
         return completion + reasoning
     return completion
+
+
+def unlisted_reasoning(usage: Any, prompt: Any, completion: Any) -> int | None:
+    """Output tokens ``total_tokens`` counts beyond ``prompt_tokens`` + ``completion_tokens``
+    when no reasoning is listed (Gemini's thought tokens); None when the total says nothing
+    more or another provider field may explain it (:func:`vendor_usage` reads those)."""
+    total = _get(usage, "total_tokens")
+    if type(total) is not int or type(prompt) is not int or type(completion) is not int \
+            or total <= prompt + completion or has_vendor_fields(usage):  # fmt: skip
+        return None
+    check_token_count("total_tokens", total)
+    return total - prompt - completion
 
 
 def vendor_usage(usage: Any, found: Usage) -> Usage:

@@ -2,19 +2,32 @@
 
 The ``openai`` SDK keeps no headers on the objects it returns, so its response processing
 (``_process_response``, sync and async alike: the headers are read before the response is)
-is wrapped to note the header for the call being read; :mod:`.openai_sdk` takes it once. A
-value that is not a finite, non-negative number is no cost (the header is untrusted).
+is wrapped to note the header for the call being read; :mod:`.openai_sdk` takes it once: a
+non-streamed result when it is read (``with_raw_response``: when it is parsed), a stream when
+its accumulator is made (:class:`StreamCost`: the header came with the stream's response
+headers, before its body). A value that is not a finite, non-negative number is no cost (the
+header is untrusted).
+
+A LiteLLM proxy sends the header on a stream only when the cost is known before the body
+(a cache hit: ``0.0``); otherwise it can put the bill in the final usage chunk's
+``usage.cost`` (``litellm_settings.include_cost_in_streaming_usage``, or the request header
+``x-litellm-include-cost-in-streaming-usage: true``), read as a reported cost by
+:mod:`.compatible_usage`. Either is the call's cost, source ``provider``.
 """
 
 from __future__ import annotations
 
 import math
 from contextvars import ContextVar
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import faults
+from ..usage import Usage
 
-__all__ = ["HEADERS", "clear", "take", "wrapper"]
+if TYPE_CHECKING:
+    from ..call import Call
+
+__all__ = ["HEADERS", "StreamCost", "clear", "take", "wrapper"]
 
 HEADERS = ("x-litellm-response-cost",)
 
@@ -42,6 +55,29 @@ def take() -> float | None:
     if cost is not None:
         _noted.set(None)
     return cost
+
+
+class StreamCost:
+    """Stream accumulator mixin: the cost header of the stream's response (taken when the
+    accumulator is made, right after the SDK returned the stream) is the stream's cost, over
+    a cost its usage reports, as for a non-streamed response; a stream without usage keeps
+    the cost with its tokens unknown (estimated from the text, as any stream without usage)."""
+
+    usage: Usage | None
+    model: str | None
+    response_id: str | None
+
+    def take_header_cost(self) -> None:
+        self.header_cost = take()
+
+    def end_call(self, call: Call, how: str, error: BaseException | str | None = None,
+                 once: str | None = None) -> None:  # fmt: skip
+        cost = getattr(self, "header_cost", None)
+        if cost is not None:
+            usage = self.usage
+            self.usage = (Usage(cost_usd=cost, model=self.model, response_id=self.response_id)
+                          if usage is None else usage.replace(cost_usd=cost))  # fmt: skip
+        super().end_call(call, how, error, once)  # type: ignore[misc]
 
 
 def wrapper(name: str, is_async: bool) -> Callable[..., Any]:

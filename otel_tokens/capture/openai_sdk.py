@@ -38,7 +38,9 @@ from .operations import (
     _NOT_GIVEN, Operation, Response, async_wrapper, given, sdk_field, server_of, sync_wrapper,
 )
 from . import gateway_cost
-from .compatible_usage import billed_units, has_vendor_fields, output_tokens, vendor_usage
+from .compatible_usage import (
+    billed_units, has_vendor_fields, output_tokens, unlisted_reasoning, vendor_usage,
+)
 from .managers import managed
 from .stream import Accumulator, finish_reasons
 
@@ -95,6 +97,9 @@ def _chat_usage(usage: Any, model: str | None, response_id: str | None) -> Usage
             reasoning, output = getattr(completion, "reasoning_tokens", None), usage.completion_tokens
             if reasoning:  # counted apart by some providers (xAI)
                 output = output_tokens(usage, usage.prompt_tokens, output, reasoning)
+            elif usage.total_tokens is not None:  # Gemini's thoughts: in the total only
+                reasoning = unlisted_reasoning(usage, usage.prompt_tokens, output) or reasoning
+                output = output + reasoning if reasoning else output
             found = Usage(
                 input_tokens=usage.prompt_tokens, output_tokens=output,
                 cache_read_tokens=getattr(prompt, "cached_tokens", None),
@@ -108,6 +113,9 @@ def _chat_usage(usage: Any, model: str | None, response_id: str | None) -> Usage
     output = _get(usage, "completion_tokens")
     if reasoning:  # counted apart by some providers (xAI)
         output = output_tokens(usage, _get(usage, "prompt_tokens"), output, reasoning)
+    else:  # Gemini's thoughts: in the total only
+        reasoning = unlisted_reasoning(usage, _get(usage, "prompt_tokens"), output) or reasoning
+        output = output + reasoning if reasoning else output
     found = Usage(
         input_tokens=_get(usage, "prompt_tokens"),
         output_tokens=output,
@@ -185,6 +193,9 @@ def _chat_response(result: Any) -> Response:
                 reasoning, output = getattr(completion, "reasoning_tokens", None), usage.completion_tokens
                 if reasoning:  # counted apart by some providers (xAI)
                     output = output_tokens(usage, usage.prompt_tokens, output, reasoning)
+                elif usage.total_tokens is not None:  # Gemini's thoughts: in the total only
+                    reasoning = unlisted_reasoning(usage, usage.prompt_tokens, output) or reasoning
+                    output = output + reasoning if reasoning else output
                 found = Usage(
                     input_tokens=usage.prompt_tokens, output_tokens=output,
                     cache_read_tokens=getattr(prompt, "cached_tokens", None),
@@ -202,9 +213,10 @@ def _chat_response(result: Any) -> Response:
                     _chat_billing(usage, _get(result, "service_tier")))  # fmt: skip
 
 
-class _ChatAccumulator(Accumulator):
+class _ChatAccumulator(gateway_cost.StreamCost, Accumulator):
     def __init__(self, given: dict[str, Any], sent: dict[str, Any]) -> None:
         super().__init__()
+        self.take_header_cost()
         asked = _get(_get(given, "stream_options") or {}, "include_usage")
         self.hide_usage_chunk = sent is not given and not asked
 
@@ -328,9 +340,10 @@ def _responses_response(result: Any) -> Response:
                     _responses_billing(result), pending=status in _PENDING)  # fmt: skip
 
 
-class _ResponsesAccumulator(Accumulator):
+class _ResponsesAccumulator(gateway_cost.StreamCost, Accumulator):
     def __init__(self, given: dict[str, Any], sent: dict[str, Any]) -> None:
         super().__init__()
+        self.take_header_cost()
 
     def add(self, event: Any) -> bool:
         kind = _get(event, "type") or ""
@@ -350,6 +363,13 @@ class _ResponsesAccumulator(Accumulator):
                 self.finish_reasons = list(answer.finish_reasons)
                 self.billing = answer.billing
         return True
+
+
+class _RetrievedAccumulator(_ResponsesAccumulator):
+    """A retrieved response's stream: a gateway's header is not this usage's bill."""
+
+    def take_header_cost(self) -> None:
+        self.header_cost = None
 
 
 def _embeddings_request(kwargs: dict[str, Any]) -> Request:
@@ -475,7 +495,7 @@ _RESPONSES = Operation("chat", _provider, _server, _responses_request,
                        _costed(_responses_response), _ResponsesAccumulator, once="openai.responses",
                        conversation=_conversation, client=_client)  # fmt: skip
 _RETRIEVE = Operation("chat", _provider, _server, _run_request, _responses_response,
-                      _ResponsesAccumulator, once="openai.responses", client=_client)  # fmt: skip
+                      _RetrievedAccumulator, once="openai.responses", client=_client)  # fmt: skip
 _EMBEDDINGS = Operation("embeddings", _provider, _server, _embeddings_request,
                         _costed(_embeddings_response), client=_client)  # fmt: skip
 _COMPLETIONS = Operation("text_completion", _provider, _server, _completions_request,
