@@ -11,7 +11,8 @@ together, through a folder of their own (``OTEL_TOKENS_PROMETHEUS_WORKERS_DIR``;
 * every other process is a **worker**: it serves its own metrics on a free loopback port and
   writes that port to the folder, and takes over the front's port when the front has gone
   (checked every :data:`WATCH_SECONDS`);
-* a worker that exits leaves its last metrics in the folder; the front serves them for
+* a process that exits (a worker, or the front) leaves its last metrics in the folder; the
+  front (the next one, for a front) serves them for
   :data:`FINAL_SECONDS` (several scrapes) and then drops them, so its last increments reach
   Prometheus. A worker killed outright (SIGKILL, OOM) loses what it counted since the last
   scrape, as any scraped process does; its series then end, and the restarted worker's
@@ -180,12 +181,14 @@ class Endpoint:
             self._close_server()
 
     def leave_final_metrics(self) -> None:
-        """Write this process's metrics as they are now, for the front to serve after it exits
-        (a front only when workers remain to take its port over)."""
+        """Write this process's metrics as they are now, for the front to serve after it exits.
+        A front leaves them too: the process that takes the port over next may be a worker
+        not yet registered (gunicorn respawning one) or one started later, not a registered
+        one alone, and without them the front's last counts would be lost."""
         if os.getpid() != self._pid or self.port == 0 or self.role not in ("worker", "front"):
             return
-        if self.role == "front" and not self._has_workers():
-            return
+        if self.role == "front" and not _own_folder(self.folder):
+            return  # nobody of ours could read the file
         from prometheus_client import generate_latest
 
         try:
@@ -194,12 +197,6 @@ class Endpoint:
             _forget(self._registration())  # from now on the front reads the file, not the process
         except Exception as exc:
             faults.report("exporter", exc, f"cannot leave the last metrics for the front: {exc!r}")
-
-    def _has_workers(self) -> bool:
-        try:
-            return any(n.endswith(".worker.json") for n in os.listdir(self.folder))
-        except OSError:
-            return False
 
     def after_fork_in_child(self) -> None:
         """A forked child does not serve the parent's port: it drops the inherited listening

@@ -109,3 +109,38 @@ def test_over_otlp_every_workers_usage_arrives_once(llm, collector, tmp_path, ki
     finally:
         _stop(proc)
     assert collector.input_total() == llm.input_total  # what the workers sent at exit adds nothing twice
+
+
+_ONE_PROCESS = """
+import os, sys, time
+import openai, otel_tokens
+otel_tokens.configure(); otel_tokens.instrument()
+client = openai.OpenAI(base_url=os.environ["FAKE_LLM_URL"], api_key="k", max_retries=0)
+for _ in range(int(sys.argv[1])):
+    client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+print("done", flush=True)
+time.sleep(float(sys.argv[2]))
+"""
+
+
+def test_a_front_that_exits_with_no_worker_left_is_served_by_the_next_process(llm, tmp_path):
+    """The port's front exits while no worker is registered (gunicorn respawning every worker
+    at once, a service restarted): the next process to bind the port serves the exited
+    front's last counts beside its own, each once."""
+    metrics = free_port()
+    env = clean_env(FAKE_LLM_URL=llm.url, OTEL_TOKENS_PROMETHEUS_PORT=str(metrics),
+                    OTEL_TOKENS_PROMETHEUS_WORKERS_DIR=str(tmp_path / "workers"))  # fmt: skip
+    first = subprocess.run([sys.executable, "-c", _ONE_PROCESS, "3", "0"], env=env,
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert first.returncode == 0, first.stderr
+    before = llm.input_total
+    second = subprocess.Popen([sys.executable, "-c", _ONE_PROCESS, "2", "60"], env=env,
+                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert second.stdout.readline().strip() == "done"
+        assert llm.calls == 5 and llm.input_total > before
+        url = f"http://127.0.0.1:{metrics}/metrics"
+        assert wait_for(lambda: scraped_input(url) == llm.input_total, 10), (scraped_input(url), llm.input_total)
+    finally:
+        second.kill()
+        second.wait()
