@@ -16,7 +16,7 @@ import threading
 import time
 from typing import Any
 
-from . import faults
+from . import faults, threads
 from .capture import BACKENDS
 from .dependencies import usable
 
@@ -129,7 +129,7 @@ def _use_providers(tracer_provider: Any, meter_provider: Any) -> None:
                           f"unusable ({exc!r}); the global providers are used", each=True)  # fmt: skip
     if not _warmed:
         _warmed = True
-        threading.Thread(target=_warm_up, name="otel_tokens-warm-up", daemon=True).start()
+        threads.start(_warm_up, "otel_tokens-warm-up")
 
 
 #: held while the warm-up imports modules and loads data; a fork waits for it, so a child

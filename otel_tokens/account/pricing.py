@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Mapping
 
+from .. import threads
 from ..endpoints import is_self_hosted
 from ..errors import OtelTokensError
 from ..usage import Billing, Usage
@@ -303,7 +304,7 @@ class Pricer:
                 self._warm.set()
 
         if background:
-            threading.Thread(target=load, name="otel_tokens-prices", daemon=True).start()
+            threads.start(load, "otel_tokens-prices")
         else:
             load()
 

@@ -28,7 +28,7 @@ import threading
 import uuid
 from typing import Any, Callable
 
-from .. import faults
+from .. import faults, threads
 
 __all__ = ["deliver_deferred_signal", "install"]
 
@@ -50,11 +50,15 @@ def install(get_setup: Callable[[], Any]) -> None:
 
 
 _held: list[Any] = []  # export locks held across a fork
+_masks: list[Any] = []  # the forking thread's signal mask, while SIGTERM/SIGINT are blocked
 
 
 def _quiesce() -> None:
     """Before a fork: wait (at most the exit timeout) for a metric export in flight, so the
-    child never inherits the exporter thread half-way (a held import or connection lock)."""
+    child never inherits the exporter thread half-way (a held import or connection lock).
+    SIGTERM and SIGINT are blocked until after the fork, so that the threads the SDK and
+    otel_tokens start again in the child never take them (``threads``)."""
+    _masks.append(threads.block())
     setup = _get_setup() if _get_setup is not None else None
     if setup is None or not setup.own_providers:
         return
@@ -68,10 +72,22 @@ def _quiesce() -> None:
 def _resume() -> None:
     while _held:
         _held.pop().release()
+    if _masks:
+        threads.restore(_masks.pop())
 
 
 def _after_fork_in_child() -> None:
+    """Registered after the SDK's own fork hooks, so it runs after they have started their
+    threads again: the signal mask is restored last."""
     _held.clear()  # the child's readers get new locks (_drop_metric_state)
+    try:
+        _reset_child()
+    finally:
+        if _masks:
+            threads.restore(_masks.pop())
+
+
+def _reset_child() -> None:
     setup = _get_setup() if _get_setup is not None else None
     if setup is None or not setup.own_providers:
         return
@@ -166,8 +182,7 @@ def _flush_then_terminate(signum: int, frame: Any) -> None:
         if setup.shutting_down:  # the exit's own flush was interrupted: it delivers the signal
             _deferred.append(signum)
             return
-        worker = threading.Thread(target=setup.shutdown, name="otel_tokens-sigterm", daemon=True)
-        worker.start()
+        worker = threads.start(setup.shutdown, "otel_tokens-sigterm")
         # the last metrics are local work (a file for the /metrics front), not the exporter's
         # deadline: on a starved machine they may take longer, and without them the front
         # would lose every count of this process

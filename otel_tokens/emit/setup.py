@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
-from .. import faults
+from .. import faults, threads
 from .. import settings as _settings
 from ..dependencies import usable
 
@@ -98,13 +98,10 @@ class Setup:
             _closed.set()
         wait = self.exit_timeout if timeout is None else timeout
         deadline = time.monotonic() + wait
-        threads = [threading.Thread(target=_close, args=(close,), daemon=True,
-                                    name="otel_tokens-shutdown") for close in self._closers]  # fmt: skip
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        late = sum(thread.is_alive() for thread in threads)
+        steps = [threads.start(_close, "otel_tokens-shutdown", close) for close in self._closers]
+        for step in steps:
+            step.join(max(0.0, deadline - time.monotonic()))
+        late = sum(step.is_alive() for step in steps)
         if late:
             _log.warning("otel_tokens: telemetry not sent within %.1f s at shutdown (exporter "
                          "down or not answering); exiting without it (OTEL_TOKENS_EXIT_TIMEOUT "
@@ -244,7 +241,8 @@ def configure(
             return _untouched()
         _arguments.update(arguments)
         settings = _settings.with_arguments(_settings.current(), **arguments)
-        _setup = _build(settings)
+        with threads.quiet():  # the SDK's export threads and the /metrics server's
+            _setup = _build(settings)
         if _setup.own_providers:
             from . import process
 

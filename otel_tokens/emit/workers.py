@@ -36,7 +36,7 @@ import time
 import urllib.request
 from typing import Any, Iterable, Iterator
 
-from .. import faults
+from .. import faults, threads
 
 __all__ = ["Endpoint", "default_folder", "serve"]
 
@@ -138,9 +138,7 @@ class Endpoint:
             self.url = f"http://{self.host}:{self.port}/metrics"
         _write_json(self._registration(), {"pid": self._pid, "port": port})
         if self._watcher is None:
-            self._watcher = threading.Thread(target=self._watch, name="otel_tokens-metrics-front",
-                                             daemon=True)  # fmt: skip
-            self._watcher.start()
+            self._watcher = threads.start(self._watch, "otel_tokens-metrics-front")
 
     def _registration(self) -> str:
         return os.path.join(self.folder, f"{self._pid}.worker.json")

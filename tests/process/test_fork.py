@@ -99,3 +99,46 @@ def _running(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+_THREAD_MASKS = """
+import json, multiprocessing, os, signal, threading
+import otel_tokens
+otel_tokens.configure(); otel_tokens.instrument()
+import otel_tokens.registry  # noqa: F401  (its warm-up thread)
+def masks(_=None):
+    out = {}
+    for tid in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{tid}/status") as f:
+            status = dict(line.split(":", 1) for line in f if ":" in line)
+        blocked = int(status["SigBlk"].strip(), 16)
+        out[status["Name"].strip() + "/" + tid] = [bool(blocked >> (s - 1) & 1) for s in (signal.SIGTERM, signal.SIGINT)]
+    return {"main": out.pop("python/" + str(os.getpid()), None), "others": out}
+with multiprocessing.get_context("fork").Pool(2) as pool:
+    children = pool.map(masks, range(2))
+print(json.dumps({"parent": masks(), "children": children}))
+"""
+
+
+@pytest.mark.parametrize("metrics", ["otlp", "prometheus"])
+def test_no_thread_of_otel_tokens_takes_the_hosts_sigterm(collector, tmp_path, metrics):
+    """The kernel gives a process's SIGTERM to any thread not blocking it, and Python acts on
+    it only in the main thread: a pool worker waiting on its queue while an exporter thread
+    took the signal never ended (``Pool.terminate()`` hung). Every thread otel_tokens and the
+    SDK start, in the parent and in forked workers, blocks SIGTERM and SIGINT; the main
+    thread does not."""
+    if not os.path.isdir("/proc/self/task"):
+        pytest.skip("needs /proc to read each thread's signal mask")
+    env = clean_env(OTEL_EXPORTER_OTLP_ENDPOINT=collector.url)
+    env["OTEL_TRACES_EXPORTER"] = "otlp"  # the span processor's thread too
+    if metrics == "prometheus":  # the /metrics server, and in each worker its watcher
+        env.update(OTEL_TOKENS_PROMETHEUS_PORT=str(free_port()),
+                   OTEL_TOKENS_PROMETHEUS_WORKERS_DIR=str(tmp_path / "workers"))  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", _THREAD_MASKS], env=env, capture_output=True, text=True,
+                          timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    for process in [seen["parent"], *seen["children"]]:
+        assert process["main"] == [False, False], process
+        assert len(process["others"]) >= 2, process  # the exporters' threads, or /metrics's
+        assert all(blocked == [True, True] for blocked in process["others"].values()), process

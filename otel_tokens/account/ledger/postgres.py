@@ -32,7 +32,7 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from ... import faults
+from ... import faults, threads
 from .spool import Spool, default_folder
 
 __all__ = ["COLUMNS", "SCHEMA_VERSION", "FleetWriter", "connect", "ensure_schema", "fleet_writer"]
@@ -226,9 +226,7 @@ class FleetWriter:
         return f"{self._prefix[:8]}-{self._prefix[8:12]}-4{self._prefix[13:16]}-a{n >> 48 & 0xFFF:03x}-{n & 0xFFFFFFFFFFFF:012x}"
 
     def _start_locked(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="otel_tokens-fleet-ledger",
-                                        daemon=True)  # fmt: skip
-        self._thread.start()
+        self._thread = threads.start(self._run, "otel_tokens-fleet-ledger")
         _register(self)
 
     # -- the writing thread ------------------------------------------------------------------
