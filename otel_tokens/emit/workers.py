@@ -11,8 +11,8 @@ together, through a folder of their own (``OTEL_TOKENS_PROMETHEUS_WORKERS_DIR``;
 * every other process is a **worker**: it serves its own metrics on a free loopback port and
   writes that port to the folder, and takes over the front's port when the front has gone
   (checked every :data:`WATCH_SECONDS`);
-* a process that exits (a worker, or the front) leaves its last metrics in the folder; the
-  front (the next one, for a front) serves them for
+* a process that exits (a worker, or a front that shared the port) leaves its last metrics
+  in the folder; the front (the next one, for a front) serves them for
   :data:`FINAL_SECONDS` (several scrapes) and then drops them, so its last increments reach
   Prometheus. A worker killed outright (SIGKILL, OOM) loses what it counted since the last
   scrape, as any scraped process does; its series then end, and the restarted worker's
@@ -69,8 +69,10 @@ def _own_folder(folder: str) -> bool:
 class Endpoint:
     """This process's part: the front (serving the port) or a worker (serving a free port)."""
 
-    def __init__(self, host: str, port: int, folder: str, registry: Any) -> None:
-        self.host, self.port, self.folder, self.registry = host, port, folder, registry
+    def __init__(self, host: str, port: int, folder: str | None, registry: Any) -> None:
+        self.host, self.port, self.registry = host, port, registry
+        self.folder = folder or default_folder(port)
+        self._default_folder = folder is None  # the port's default, named once it is bound
         self.role = "none"
         self.url: str | None = None
         self._server: Any = None
@@ -78,6 +80,7 @@ class Endpoint:
         self._stop = threading.Event()
         self._watcher: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._shared = False  # the port was shared with another process of ours at some time
 
     # -- starting ---------------------------------------------------------------------------
     def start(self) -> None:
@@ -123,11 +126,14 @@ class Endpoint:
         server, port = self._serve(self.port, self.host, front)
         with self._lock:
             self._close_server()
+            self._shared = self._shared or self.role == "worker"  # taken over from a front
             self._server, self.role = server, "front"
             self.url = f"http://{self.host}:{port}/metrics"
-        if self.port == 0:
+        if self.port == 0:  # any free port: its own folder, shared by its forked children alone
             self.port = port
-        elif _own_folder(self.folder):
+            if self._default_folder:
+                self.folder = default_folder(port)
+        if _own_folder(self.folder):
             _write_json(os.path.join(self.folder, "front.json"), {"pid": self._pid, "port": port})
         _forget(self._registration())
 
@@ -180,13 +186,13 @@ class Endpoint:
 
     def leave_final_metrics(self) -> None:
         """Write this process's metrics as they are now, for the front to serve after it exits.
-        A front leaves them too: the process that takes the port over next may be a worker
-        not yet registered (gunicorn respawning one) or one started later, not a registered
-        one alone, and without them the front's last counts would be lost."""
+        A front leaves them when it has shared the port: the next to take it over may be a
+        worker not registered yet (gunicorn respawning every one at once); a process that
+        served alone leaves nothing for a later run to show as its own."""
         if os.getpid() != self._pid or self.port == 0 or self.role not in ("worker", "front"):
             return
-        if self.role == "front" and not _own_folder(self.folder):
-            return  # nobody of ours could read the file
+        if self.role == "front" and not (self._shared or self._has_company()):
+            return
         from prometheus_client import generate_latest
 
         try:
@@ -195,6 +201,16 @@ class Endpoint:
             _forget(self._registration())  # from now on the front reads the file, not the process
         except Exception as exc:
             faults.report("exporter", exc, f"cannot leave the last metrics for the front: {exc!r}")
+
+    def _has_company(self) -> bool:
+        """Whether another process of the port is registered or has left its last metrics."""
+        mine, now = f"{self._pid}.", time.time()
+        try:
+            names = [n for n in os.listdir(self.folder) if not n.startswith(mine)]
+        except OSError:
+            return False
+        return any(n.endswith(".worker.json") for n in names) or any(
+            n.endswith(".final.prom") and _fresh(os.path.join(self.folder, n), now) for n in names)
 
     def after_fork_in_child(self) -> None:
         """A forked child does not serve the parent's port: it drops the inherited listening
@@ -222,6 +238,7 @@ class Endpoint:
         for name in names:
             path = os.path.join(self.folder, name)
             if name.endswith(".worker.json"):
+                self._shared = True
                 text = self._fetch(path)
             elif name.endswith(".final.prom"):
                 text = _final(path, now)
@@ -300,6 +317,14 @@ def _merge(families: dict[str, Any], family: Any, seen: set[Any]) -> None:
         mine.samples.extend(samples)
 
 
+def _fresh(path: str, now: float) -> bool:
+    """Whether a worker's last metrics are still served (left less than FINAL_SECONDS ago)."""
+    try:
+        return now - os.path.getmtime(path) <= FINAL_SECONDS
+    except OSError:
+        return False
+
+
 def _final(path: str, now: float) -> str | None:
     try:
         if now - os.path.getmtime(path) > FINAL_SECONDS:
@@ -353,6 +378,6 @@ def serve(host: str, port: int, folder: str | None, registry: Any = None) -> End
     """Start this process's part of the port's /metrics (raises OSError when neither works)."""
     if registry is None:
         from prometheus_client import REGISTRY as registry
-    endpoint = Endpoint(host, port, folder or default_folder(port), registry)
+    endpoint = Endpoint(host, port, folder, registry)
     endpoint.start()
     return endpoint

@@ -112,35 +112,54 @@ def test_over_otlp_every_workers_usage_arrives_once(llm, collector, tmp_path, ki
 
 
 _ONE_PROCESS = """
-import os, sys, time
+import multiprocessing, os, sys, time
 import openai, otel_tokens
 otel_tokens.configure(); otel_tokens.instrument()
-client = openai.OpenAI(base_url=os.environ["FAKE_LLM_URL"], api_key="k", max_retries=0)
-for _ in range(int(sys.argv[1])):
-    client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+def call(_=None):
+    with openai.OpenAI(base_url=os.environ["FAKE_LLM_URL"], api_key="k", max_retries=0) as client:
+        client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+if sys.argv[1] == "shared":  # a worker of the port served a call and exited before the front
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        pool.map(call, [0])
+for _ in range(int(sys.argv[2])):
+    call()
 print("done", flush=True)
-time.sleep(float(sys.argv[2]))
+time.sleep(float(sys.argv[3]))
 """
 
 
 def test_a_front_that_exits_with_no_worker_left_is_served_by_the_next_process(llm, tmp_path):
-    """The port's front exits while no worker is registered (gunicorn respawning every worker
-    at once, a service restarted): the next process to bind the port serves the exited
-    front's last counts beside its own, each once."""
-    metrics = free_port()
-    env = clean_env(FAKE_LLM_URL=llm.url, OTEL_TOKENS_PROMETHEUS_PORT=str(metrics),
-                    OTEL_TOKENS_PROMETHEUS_WORKERS_DIR=str(tmp_path / "workers"))  # fmt: skip
-    first = subprocess.run([sys.executable, "-c", _ONE_PROCESS, "3", "0"], env=env,
-                           capture_output=True, text=True, timeout=120)  # fmt: skip
-    assert first.returncode == 0, first.stderr
-    before = llm.input_total
-    second = subprocess.Popen([sys.executable, "-c", _ONE_PROCESS, "2", "60"], env=env,
-                              stdout=subprocess.PIPE, text=True)  # fmt: skip
+    """The port's front exits after its workers did, with none registered at that moment
+    (gunicorn respawning every worker at once): the next process to bind the port serves the
+    exited front's and worker's last counts beside its own, each once. A process that served
+    the port alone leaves nothing for the next one to show."""
+
+    def run(port: int, folder: str, role: str, calls: int, hold: float) -> subprocess.Popen:
+        env = clean_env(FAKE_LLM_URL=llm.url, OTEL_TOKENS_PROMETHEUS_PORT=str(port),
+                        OTEL_TOKENS_PROMETHEUS_WORKERS_DIR=str(tmp_path / folder))  # fmt: skip
+        proc = subprocess.Popen([sys.executable, "-c", _ONE_PROCESS, role, str(calls), str(hold)], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+        assert proc.stdout.readline().strip() == "done", proc.stderr.read()
+        return proc
+
+    shared = free_port()
+    assert run(shared, "shared", "shared", 3, 0).wait(60) == 0
+    assert llm.calls == 4
+    later = run(shared, "shared", "alone", 2, 60)
     try:
-        assert second.stdout.readline().strip() == "done"
-        assert llm.calls == 5 and llm.input_total > before
-        url = f"http://127.0.0.1:{metrics}/metrics"
+        url = f"http://127.0.0.1:{shared}/metrics"
         assert wait_for(lambda: scraped_input(url) == llm.input_total, 10), (scraped_input(url), llm.input_total)
     finally:
-        second.kill()
-        second.wait()
+        later.kill()
+        later.wait()
+
+    alone = free_port()
+    assert run(alone, "alone", "alone", 1, 0).wait(60) == 0
+    before = llm.input_total
+    later = run(alone, "alone", "alone", 1, 60)
+    try:
+        url = f"http://127.0.0.1:{alone}/metrics"
+        assert scraped_input(url) == llm.input_total - before  # its own call alone
+    finally:
+        later.kill()
+        later.wait()
