@@ -335,9 +335,10 @@ def _gemini_body(value: Any) -> dict[str, Any]:
             "modelVersion": "gemini-2.5-flash"}  # fmt: skip
 
 
-def _litellm_own(model: str, body: Any, stream: bool, is_async: bool = False, **extra: Any) -> None:
-    """One litellm call to ``model`` answered by ``body`` (a JSON body, or event-stream bytes);
-    the host's answer, text and all, checked unchanged."""
+def _litellm_own(model: str, body: Any, stream: bool, is_async: bool = False,
+                 kind: str = "text/event-stream", **extra: Any) -> None:  # fmt: skip
+    """One litellm call to ``model`` answered by ``body`` (a JSON body, or stream bytes of
+    content type ``kind``); the host's answer, text and all, checked unchanged."""
     import litellm
 
     from ..frameworks.test_litellm import Server
@@ -363,7 +364,7 @@ def _litellm_own(model: str, body: Any, stream: bool, is_async: bool = False, **
 
     try:
         if stream:
-            server.queue.append(("text/event-stream", body))
+            server.queue.append((kind, body))
         else:
             server.json(body)
         assert text() == "ok"
@@ -403,8 +404,65 @@ def litellm_gemini_async_stream(value: Any) -> None:
 def litellm_bedrock_converse(value: Any) -> None:
     body = {"output": {"message": {"role": "assistant", "content": [{"text": "ok"}]}}, "stopReason": "end_turn",
             "metrics": {"latencyMs": 1}, "usage": {"inputTokens": value, "outputTokens": 10, "totalTokens": 110}}  # fmt: skip
-    _litellm_own(f"bedrock/converse/{BEDROCK_MODEL}", body, stream=False, aws_region_name="us-east-1",
-                 aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="secret")  # fmt: skip
+    _litellm_own(f"bedrock/converse/{BEDROCK_MODEL}", body, stream=False, **AWS)
+
+
+AWS = {"aws_region_name": "us-east-1", "aws_access_key_id": "AKIDEXAMPLE", "aws_secret_access_key": "secret"}
+
+
+def _converse_frames(value: Any) -> bytes:
+    """A ConverseStream (documented format: botocore's ``bedrock-runtime`` model) answering "ok",
+    its usage in the final ``metadata`` event."""
+    from .bedrock_server import frame
+
+    return b"".join([frame("messageStart", {"role": "assistant"}),
+                     frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "ok"}}),
+                     frame("contentBlockStop", {"contentBlockIndex": 0}),
+                     frame("messageStop", {"stopReason": "end_turn"}),
+                     frame("metadata", {"usage": {"inputTokens": value, "outputTokens": 10, "totalTokens": 110},
+                                        "metrics": {"latencyMs": 1}})])  # fmt: skip
+
+
+def _invoke_frames(value: Any, billed: Any = None) -> bytes:
+    """An InvokeModelWithResponseStream of Anthropic's events (each base64 in a ``chunk``),
+    closed by Bedrock's invocation metrics (the billed counts: ``billed``, else ``value``)."""
+    from .bedrock_server import chunk
+
+    events = [json.loads(e[6:]) for e in _anthropic_events(value).decode().split("\n") if e.startswith("data: ")]
+    events[-1]["amazon-bedrock-invocationMetrics"] = {
+        "inputTokenCount": value if billed is None else billed, "outputTokenCount": 10,
+        "invocationLatency": 3, "firstByteLatency": 1}  # fmt: skip
+    return b"".join(chunk(e) for e in events)
+
+
+def _litellm_bedrock(route: str, frames: bytes, is_async: bool) -> None:
+    _litellm_own(f"bedrock/{route}/{BEDROCK_MODEL}", frames, stream=True, is_async=is_async,
+                 kind="application/vnd.amazon.eventstream", **AWS)  # fmt: skip
+
+
+def litellm_bedrock_converse_stream(value: Any) -> None:
+    _litellm_bedrock("converse", _converse_frames(value), is_async=False)
+
+
+def litellm_bedrock_converse_async_stream(value: Any) -> None:
+    _litellm_bedrock("converse", _converse_frames(value), is_async=True)
+
+
+def litellm_bedrock_invoke_stream(value: Any) -> None:
+    _litellm_bedrock("invoke", _invoke_frames(value), is_async=False)
+
+
+def litellm_bedrock_invoke_async_stream(value: Any) -> None:
+    _litellm_bedrock("invoke", _invoke_frames(value), is_async=True)
+
+
+def litellm_cohere(value: Any) -> None:
+    """Cohere's v2 chat (documented format), over litellm's own client."""
+    body = {"id": "c", "finish_reason": "COMPLETE",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+            "usage": {"billed_units": {"input_tokens": value, "output_tokens": 10},
+                      "tokens": {"input_tokens": value, "output_tokens": 10}}}  # fmt: skip
+    _litellm_own("cohere/command-r-plus", body, stream=False)
 
 
 #: path -> (capture modules, the optional client library it needs)
@@ -437,6 +495,13 @@ PATHS: dict[str, tuple[Callable[[Any], None], tuple[Any, ...], str | None]] = {
     "litellm gemini async": (litellm_gemini_async, (openai_sdk, litellm_patches), "litellm"),
     "litellm gemini async stream": (litellm_gemini_async_stream, (openai_sdk, litellm_patches), "litellm"),
     "litellm bedrock converse": (litellm_bedrock_converse, (openai_sdk, litellm_patches), "litellm"),
+    "litellm bedrock converse stream": (litellm_bedrock_converse_stream, (openai_sdk, litellm_patches), "litellm"),
+    "litellm bedrock converse async stream": (litellm_bedrock_converse_async_stream, (openai_sdk, litellm_patches),
+                                              "litellm"),
+    "litellm bedrock invoke stream": (litellm_bedrock_invoke_stream, (openai_sdk, litellm_patches), "litellm"),
+    "litellm bedrock invoke async stream": (litellm_bedrock_invoke_async_stream, (openai_sdk, litellm_patches),
+                                            "litellm"),
+    "litellm cohere": (litellm_cohere, (openai_sdk, litellm_patches), "litellm"),
 }
 
 #: what the rule makes of each value: None (the usage is unknown, a usage_invalid fault) or
