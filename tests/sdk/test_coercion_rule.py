@@ -573,3 +573,46 @@ def test_litellm_a_streamed_line_beyond_the_cap_is_let_go():
     lines.feed(b'data: {"usage": {"input_tokens": 5}}')
     lines.end()  # the last line, without a line end
     assert sent.usage and sent.error is None
+
+
+@pytest.mark.parametrize("route", ["converse", "invoke"])
+@pytest.mark.parametrize("value, broken", [(True, True), ("10", True), (2**70, True), (20, False)])
+def test_litellm_bedrock_frames_are_checked_however_the_network_splits_them(route, value, broken):
+    """Bedrock's binary frames are read (botocore's parser) as bytes arrive: a frame cut
+    across reads (here every byte a read of its own) is checked once it is whole."""
+    from otel_tokens.capture.litellm_http import _frames
+    from otel_tokens.capture.sent import Sent
+
+    sent = Sent()
+    frames = _frames(sent)
+    body = _converse_frames(value) if route == "converse" else _invoke_frames(value)
+    for i in range(len(body)):
+        frames.feed(body[i:i + 1])
+    frames.end()
+    assert sent.usage and (sent.error is not None) == broken, sent.error
+
+
+def test_litellm_bedrock_billed_counts_are_held_to_the_rule_too():
+    """InvokeModel's closing invocation metrics (what Bedrock bills) are usage as sent: a count
+    there that breaks the rule makes the call's usage unknown, whatever the model's events said."""
+    with handling(openai_sdk, litellm_patches) as t:
+        litellm_bedrock_invoke_stream(20)
+        _litellm_bedrock("invoke", _invoke_frames(20, billed="20"), is_async=False)
+        valid, broken = t.finished()
+        assert valid.attributes["gen_ai.usage.input_tokens"] == 20
+        assert broken.attributes.get("gen_ai.usage.input_tokens") is None
+        assert t.errors() == {"usage_invalid": 1}
+
+
+def test_litellm_a_bedrock_stream_botocore_cannot_read_is_let_go():
+    """Frames that fail their checksum are litellm's to report (its own reader fails on them):
+    the caller gets litellm's error as it was, and otel_tokens counts no fault of its own."""
+    body = bytearray(_converse_frames(20))
+    body[-1] ^= 0xFF  # the last frame's message CRC
+    with handling(openai_sdk, litellm_patches) as t:
+        with pytest.raises(Exception) as raised:  # noqa: PT011 - litellm's own, passed through
+            _litellm_bedrock("converse", bytes(body), is_async=False)
+        assert "Checksum mismatch" in str(raised.value), raised.value  # botocore's, said by litellm
+        (span,) = t.finished()
+        assert span.attributes.get("error.type")
+        assert "internal" not in t.errors(), t.errors()
