@@ -30,21 +30,44 @@ USAGE = {"input_tokens": 1200, "output_tokens": 500}
 
 
 def converse() -> bytes:
-    deltas = [frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": TEXT}})] * EVENTS
-    return b"".join([frame("messageStart", {"role": "assistant"}), *deltas,
-                     frame("messageStop", {"stopReason": "end_turn"}),
-                     frame("metadata", {"usage": {"inputTokens": 1200, "outputTokens": 500}})])  # fmt: skip
+    deltas = [
+        frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": TEXT}})
+    ] * EVENTS
+    usage = {"usage": {"inputTokens": 1200, "outputTokens": 500}}
+    start, stop = (
+        frame("messageStart", {"role": "assistant"}),
+        frame("messageStop", {"stopReason": "end_turn"}),
+    )
+    return b"".join([start, *deltas, stop, frame("metadata", usage)])
 
 
 def anthropic_events() -> list[dict]:
-    delta = {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": TEXT}}
-    start = {"id": "m", "type": "message", "role": "assistant", "model": "claude-3-5-haiku-20241022",
-             "content": [], "stop_reason": None, "usage": USAGE}
-    return [{"type": "message_start", "message": start},
-            {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
-            *[delta] * EVENTS, {"type": "content_block_stop", "index": 0},
-            {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 500}},
-            {"type": "message_stop"}]
+    delta = {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "text_delta", "text": TEXT},
+    }
+    start = {
+        "id": "m",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-3-5-haiku-20241022",
+        "content": [],
+        "stop_reason": None,
+        "usage": USAGE,
+    }
+    return [
+        {"type": "message_start", "message": start},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        *[delta] * EVENTS,
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 500},
+        },
+        {"type": "message_stop"},
+    ]
 
 
 def invoke() -> bytes:
@@ -52,11 +75,13 @@ def invoke() -> bytes:
 
 
 def sse() -> bytes:
-    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in anthropic_events()).encode()
+    return "".join(
+        f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in anthropic_events()
+    ).encode()
 
 
 def reads(body: bytes) -> list[bytes]:
-    return [body[i:i + READ] for i in range(0, len(body), READ)]
+    return [body[i : i + READ] for i in range(0, len(body), READ)]
 
 
 def watch(kind: str, parts: list[bytes]) -> None:
@@ -70,7 +95,10 @@ def watch(kind: str, parts: list[bytes]) -> None:
 
 def litellm_reads(kind: str, parts: list[bytes]) -> None:
     """litellm's own decoder on the same reads (what the caller's stream costs without us)."""
-    from litellm.llms.bedrock.chat.invoke_handler import AmazonAnthropicClaudeStreamDecoder, AWSEventStreamDecoder
+    from litellm.llms.bedrock.chat.invoke_handler import (
+        AmazonAnthropicClaudeStreamDecoder,
+        AWSEventStreamDecoder,
+    )
 
     model = "anthropic.claude-3-5-haiku-20241022-v1:0"
     if kind == "converse":
@@ -97,7 +125,9 @@ def main() -> None:
             if kind != "sse":
                 theirs.append(timed(litellm_reads, kind, parts))
         mine = statistics.median(ours)
-        line = f"{kind:9s} {len(body) / 1024:7.1f} KiB  watcher {mine * 1e3:7.2f} ms ({mine / len(body) * 1e9:5.1f} ns/byte)"
+        per_byte = mine / len(body) * 1e9
+        size = f"{kind:9s} {len(body) / 1024:7.1f} KiB"
+        line = f"{size}  watcher {mine * 1e3:7.2f} ms ({per_byte:5.1f} ns/byte)"
         if theirs:
             line += f"  litellm's decoding {statistics.median(theirs) * 1e3:7.2f} ms"
         print(line)

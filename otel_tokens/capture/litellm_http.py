@@ -29,7 +29,9 @@ __all__ = ["provider_usage", "wrapper"]
 #: a provider's usage block: OpenAI, Anthropic, Bedrock, Cohere v2 (``usage``), Gemini and
 #: Vertex (``usageMetadata``), Cohere v1 (``meta``: ``billed_units``, ``tokens``), the billed
 #: counts closing a Bedrock InvokeModel stream (``amazon-bedrock-invocationMetrics``)
-_USAGE_KEYS = ("usage", "usageMetadata", "usage_metadata", "meta", "amazon-bedrock-invocationMetrics")
+_USAGE_KEYS = (
+    "usage", "usageMetadata", "usage_metadata", "meta", "amazon-bedrock-invocationMetrics",
+)  # fmt: skip
 #: ... or one level down: Anthropic's ``message_start`` event, Responses events
 _WRAPPERS = ("message", "response")
 _MAX_LINE = 8 * 1024 * 1024  # bytes of one streamed line kept while it is incomplete
@@ -114,7 +116,7 @@ class _Frames:
     are opened: Converse's ``metadata`` event and InvokeModel's ``chunk`` (the model's JSON,
     base64 in ``bytes``); a stream botocore cannot read is let go (litellm reports it)."""
 
-    __slots__ = ("buffer", "broken", "sent")
+    __slots__ = ("broken", "buffer", "sent")
 
     def __init__(self, sent: Sent, buffer: Any, broken: type[Exception]) -> None:
         self.sent, self.buffer, self.broken = sent, buffer, broken

@@ -149,7 +149,8 @@ def test_an_sdk_call_made_inside_a_recorded_litellm_call_is_not_recorded_again(t
 # -- Bedrock's binary event streams over litellm's own client (documented format: frames as
 # botocore's ``eventstream`` parser reads them, payloads in the ``bedrock-runtime`` shapes) --------
 BEDROCK_MODEL = "us.anthropic.claude-3-5-haiku-20241022-v1:0"
-AWS = {"aws_region_name": "us-east-1", "aws_access_key_id": "AKIDEXAMPLE", "aws_secret_access_key": "secret"}
+AWS = {"aws_region_name": "us-east-1", "aws_access_key_id": "AKIDEXAMPLE",
+       "aws_secret_access_key": "secret"}  # fmt: skip
 
 
 def bedrock_frames(route: str) -> bytes:
@@ -182,8 +183,10 @@ def bedrock_frames(route: str) -> bytes:
 
 
 @pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
-@pytest.mark.parametrize("route, path", [("converse", "converse-stream"), ("invoke", "invoke-with-response-stream")])
-def test_a_bedrock_event_stream_is_recorded_exactly_and_passes_unchanged(telemetry, server, route, path, is_async):
+@pytest.mark.parametrize("route, path", [("converse", "converse-stream"),
+                                         ("invoke", "invoke-with-response-stream")])  # fmt: skip
+def test_a_bedrock_event_stream_is_recorded_exactly_and_passes_unchanged(telemetry, server, route, path,
+                                                                          is_async):  # fmt: skip
     """Its frames are read as they pass (the usage held to the one rule): the caller's text is
     the stream's, and the call is recorded once, with the counts Bedrock sent."""
     server.queue.append(("application/vnd.amazon.eventstream", bedrock_frames(route)))
@@ -191,12 +194,14 @@ def test_a_bedrock_event_stream_is_recorded_exactly_and_passes_unchanged(telemet
             "stream": True, "stream_options": {"include_usage": True}, **AWS}  # fmt: skip
 
     async def read() -> str:
-        return "".join([c.choices[0].delta.content or "" async for c in await litellm.acompletion(**call) if c.choices])
+        chunks = [c async for c in await litellm.acompletion(**call)]
+        return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
 
     if is_async:
         text = asyncio.run(read())
     else:
-        text = "".join(c.choices[0].delta.content or "" for c in litellm.completion(**call) if c.choices)
+        chunks = list(litellm.completion(**call))
+        text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == "Hello there"
     assert [unquote(p) for p in server.paths] == [f"/model/{BEDROCK_MODEL}/{path}"]
     (span,) = telemetry.finished()

@@ -407,7 +407,8 @@ def litellm_bedrock_converse(value: Any) -> None:
     _litellm_own(f"bedrock/converse/{BEDROCK_MODEL}", body, stream=False, **AWS)
 
 
-AWS = {"aws_region_name": "us-east-1", "aws_access_key_id": "AKIDEXAMPLE", "aws_secret_access_key": "secret"}
+AWS = {"aws_region_name": "us-east-1", "aws_access_key_id": "AKIDEXAMPLE",
+       "aws_secret_access_key": "secret"}  # fmt: skip
 
 
 def _converse_frames(value: Any) -> bytes:
@@ -428,7 +429,8 @@ def _invoke_frames(value: Any, billed: Any = None) -> bytes:
     closed by Bedrock's invocation metrics (the billed counts: ``billed``, else ``value``)."""
     from .bedrock_server import chunk
 
-    events = [json.loads(e[6:]) for e in _anthropic_events(value).decode().split("\n") if e.startswith("data: ")]
+    lines = _anthropic_events(value).decode().split("\n")
+    events = [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
     events[-1]["amazon-bedrock-invocationMetrics"] = {
         "inputTokenCount": value if billed is None else billed, "outputTokenCount": 10,
         "invocationLatency": 3, "firstByteLatency": 1}  # fmt: skip
@@ -495,12 +497,11 @@ PATHS: dict[str, tuple[Callable[[Any], None], tuple[Any, ...], str | None]] = {
     "litellm gemini async": (litellm_gemini_async, (openai_sdk, litellm_patches), "litellm"),
     "litellm gemini async stream": (litellm_gemini_async_stream, (openai_sdk, litellm_patches), "litellm"),
     "litellm bedrock converse": (litellm_bedrock_converse, (openai_sdk, litellm_patches), "litellm"),
-    "litellm bedrock converse stream": (litellm_bedrock_converse_stream, (openai_sdk, litellm_patches), "litellm"),
-    "litellm bedrock converse async stream": (litellm_bedrock_converse_async_stream, (openai_sdk, litellm_patches),
-                                              "litellm"),
-    "litellm bedrock invoke stream": (litellm_bedrock_invoke_stream, (openai_sdk, litellm_patches), "litellm"),
-    "litellm bedrock invoke async stream": (litellm_bedrock_invoke_async_stream, (openai_sdk, litellm_patches),
-                                            "litellm"),
+    **{f"litellm bedrock {name}": (run, (openai_sdk, litellm_patches), "litellm") for name, run in (
+        ("converse stream", litellm_bedrock_converse_stream),
+        ("converse async stream", litellm_bedrock_converse_async_stream),
+        ("invoke stream", litellm_bedrock_invoke_stream),
+        ("invoke async stream", litellm_bedrock_invoke_async_stream))},
     "litellm cohere": (litellm_cohere, (openai_sdk, litellm_patches), "litellm"),
 }
 
@@ -610,7 +611,7 @@ def test_litellm_a_bedrock_stream_botocore_cannot_read_is_let_go():
     body = bytearray(_converse_frames(20))
     body[-1] ^= 0xFF  # the last frame's message CRC
     with handling(openai_sdk, litellm_patches) as t:
-        with pytest.raises(Exception) as raised:  # noqa: PT011 - litellm's own, passed through
+        with pytest.raises(Exception) as raised:  # litellm's own, passed through
             _litellm_bedrock("converse", bytes(body), is_async=False)
         assert "Checksum mismatch" in str(raised.value), raised.value  # botocore's, said by litellm
         (span,) = t.finished()
