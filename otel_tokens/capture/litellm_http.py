@@ -5,13 +5,16 @@ litellm calls most providers over its own httpx clients (``HTTPHandler``/``Async
 10, ``"10"`` 0 or an error. Every body and streamed event such a call receives inside a recorded
 litellm call is held to the one rule (:func:`otel_tokens.usage.check_sent_usage`) on the
 call's record of what its provider sent (:class:`.sent.Sent`): a count that breaks it makes the
-call's usage unusable (``usage_invalid``), as on every other backend. Only a usage block found
-is noted (a provider shape not known here claims nothing). The response and its bytes pass to
-litellm unchanged.
+call's usage unusable (``usage_invalid``), as on every other backend. Streams are read as their
+bytes pass: server-sent events and JSON lines (:class:`_Lines`), and Bedrock's binary AWS event
+streams (:class:`_Frames`, botocore's own parser, as litellm reads them). Only a usage block
+found is noted (a provider shape not known here claims nothing). The response and its bytes
+pass to litellm unchanged.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any, AsyncIterator, Callable, Iterator
 
@@ -24,11 +27,15 @@ from .sent import Sent
 __all__ = ["provider_usage", "wrapper"]
 
 #: a provider's usage block: OpenAI, Anthropic, Bedrock, Cohere v2 (``usage``), Gemini and
-#: Vertex (``usageMetadata``), Cohere v1 (``meta``: ``billed_units``, ``tokens``)
-_USAGE_KEYS = ("usage", "usageMetadata", "usage_metadata", "meta")
+#: Vertex (``usageMetadata``), Cohere v1 (``meta``: ``billed_units``, ``tokens``), the billed
+#: counts closing a Bedrock InvokeModel stream (``amazon-bedrock-invocationMetrics``)
+_USAGE_KEYS = (
+    "usage", "usageMetadata", "usage_metadata", "meta", "amazon-bedrock-invocationMetrics",
+)  # fmt: skip
 #: ... or one level down: Anthropic's ``message_start`` event, Responses events
 _WRAPPERS = ("message", "response")
 _MAX_LINE = 8 * 1024 * 1024  # bytes of one streamed line kept while it is incomplete
+_EVENT_STREAM = "amazon.eventstream"  # Bedrock's binary framing (botocore reads it)
 
 
 def provider_usage(body: Any) -> Any:
@@ -103,10 +110,58 @@ class _Lines:
             _note(self.sent, line)
 
 
-class _Watched(httpx.SyncByteStream):
-    """An httpx byte stream passing every chunk on unchanged, each also fed to ``lines``."""
+class _Frames:
+    """The frames of a Bedrock event stream (``application/vnd.amazon.eventstream``), as they
+    pass, read by botocore's own parser (litellm's too). Only the frames that can carry usage
+    are opened: Converse's ``metadata`` event and InvokeModel's ``chunk`` (the model's JSON,
+    base64 in ``bytes``); a stream botocore cannot read is let go (litellm reports it)."""
 
-    def __init__(self, stream: Any, lines: _Lines) -> None:
+    __slots__ = ("broken", "buffer", "sent")
+
+    def __init__(self, sent: Sent, buffer: Any, broken: type[Exception]) -> None:
+        self.sent, self.buffer, self.broken = sent, buffer, broken
+
+    def feed(self, chunk: bytes) -> None:
+        if self.buffer is None:
+            return
+        try:
+            self.buffer.add_data(chunk)
+            for message in self.buffer:
+                self._frame(message.headers.get(":event-type"), message.payload)
+        except Exception as exc:
+            self.buffer = None  # botocore's ParserError: litellm's reader fails on it and says so
+            if not isinstance(exc, self.broken):
+                faults.report("internal", exc)
+
+    def end(self) -> None:
+        self.buffer = None
+
+    def _frame(self, kind: Any, payload: bytes) -> None:
+        if kind == "metadata":  # Converse: {"usage": ..., "metrics": ...}
+            _note(self.sent, payload)
+        elif kind == "chunk":  # InvokeModel: {"bytes": base64 of the model's own event}
+            try:
+                inner = json.loads(payload)["bytes"]
+                _note(self.sent, base64.b64decode(inner, validate=True))
+            except (ValueError, KeyError, TypeError):
+                return  # litellm reports what it cannot parse itself
+
+
+def _frames(sent: Sent) -> _Frames | None:
+    """A reader of Bedrock's event stream for ``sent`` (None without botocore: litellm cannot
+    read the stream either)."""
+    try:
+        from botocore.eventstream import EventStreamBuffer, ParserError
+    except ImportError:
+        return None
+    return _Frames(sent, EventStreamBuffer(), ParserError)
+
+
+class _Watched(httpx.SyncByteStream):
+    """An httpx byte stream passing every chunk on unchanged, each also fed to ``lines`` (a
+    :class:`_Lines` or :class:`_Frames`)."""
+
+    def __init__(self, stream: Any, lines: _Lines | _Frames) -> None:
         self.stream, self.lines = stream, lines
 
     def __iter__(self) -> Iterator[bytes]:
@@ -122,7 +177,7 @@ class _Watched(httpx.SyncByteStream):
 class _AsyncWatched(httpx.AsyncByteStream):
     """:class:`_Watched` for an async client."""
 
-    def __init__(self, stream: Any, lines: _Lines) -> None:
+    def __init__(self, stream: Any, lines: _Lines | _Frames) -> None:
         self.stream, self.lines = stream, lines
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
@@ -135,9 +190,14 @@ class _AsyncWatched(httpx.AsyncByteStream):
         await self.stream.aclose()
 
 
-def _textual(response: Any) -> bool:
+def _reader(response: Any, sent: Sent) -> _Lines | _Frames | None:
+    """What reads the stream of ``response`` as it passes, by its content type (None: none)."""
     kind = response.headers.get("content-type", "")
-    return "event-stream" in kind or "json" in kind  # not Bedrock's binary event stream
+    if _EVENT_STREAM in kind:  # before "event-stream": Bedrock's binary frames
+        return _frames(sent)
+    if "event-stream" in kind or "json" in kind:
+        return _Lines(sent)
+    return None
 
 
 def _seen(response: Any, is_async: bool) -> None:
@@ -150,8 +210,10 @@ def _seen(response: Any, is_async: bool) -> None:
             content = response.content
             if content.lstrip()[:1] == b"{":
                 _note(sent, content)
-        elif _textual(response):
-            response.stream = (_AsyncWatched if is_async else _Watched)(response.stream, _Lines(sent))
+        else:
+            reader = _reader(response, sent)
+            if reader is not None:
+                response.stream = (_AsyncWatched if is_async else _Watched)(response.stream, reader)
     except Exception as exc:
         faults.report("internal", exc)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from urllib.parse import unquote
 
 import pytest
 
@@ -143,3 +144,69 @@ def test_an_sdk_call_made_inside_a_recorded_litellm_call_is_not_recorded_again(t
     finally:
         inside_gateway.reset(token)
     assert telemetry.finished() == []
+
+
+# -- Bedrock's binary event streams over litellm's own client (documented format: frames as
+# botocore's ``eventstream`` parser reads them, payloads in the ``bedrock-runtime`` shapes) --------
+BEDROCK_MODEL = "us.anthropic.claude-3-5-haiku-20241022-v1:0"
+AWS = {"aws_region_name": "us-east-1", "aws_access_key_id": "AKIDEXAMPLE",
+       "aws_secret_access_key": "secret"}  # fmt: skip
+
+
+def bedrock_frames(route: str) -> bytes:
+    """A stream answering "Hello there": ConverseStream's events, or InvokeModel's chunks of
+    Anthropic's events closed by Bedrock's invocation metrics; 120 fresh input tokens, 40 read
+    from the cache and 8 written to it, 9 output tokens."""
+    from ..sdk.bedrock_server import chunk, frame
+
+    if route == "converse":
+        return b"".join([frame("messageStart", {"role": "assistant"}),
+                         *(frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": t}})
+                           for t in ("Hello", " there")),
+                         frame("contentBlockStop", {"contentBlockIndex": 0}),
+                         frame("messageStop", {"stopReason": "end_turn"}),
+                         frame("metadata", {"usage": {"inputTokens": 120, "outputTokens": 9, "totalTokens": 177,
+                                                      "cacheReadInputTokens": 40, "cacheWriteInputTokens": 8},
+                                            "metrics": {"latencyMs": 5}})])  # fmt: skip
+    events = [{"type": "message_start", "message": {
+                  "id": "m", "type": "message", "role": "assistant", "model": "claude-3-5-haiku-20241022",
+                  "content": [], "stop_reason": None, "usage": {"input_tokens": 120, "output_tokens": 1,
+                  "cache_read_input_tokens": 40, "cache_creation_input_tokens": 8}}},
+              {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+              *({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": t}}
+                for t in ("Hello", " there")),
+              {"type": "content_block_stop", "index": 0},
+              {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 9}},
+              {"type": "message_stop", "amazon-bedrock-invocationMetrics": {
+                  "inputTokenCount": 120, "outputTokenCount": 9, "invocationLatency": 5, "firstByteLatency": 1}}]  # fmt: skip
+    return b"".join(chunk(e) for e in events)
+
+
+@pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+@pytest.mark.parametrize("route, path", [("converse", "converse-stream"),
+                                         ("invoke", "invoke-with-response-stream")])  # fmt: skip
+def test_a_bedrock_event_stream_is_recorded_exactly_and_passes_unchanged(telemetry, server, route, path,
+                                                                          is_async):  # fmt: skip
+    """Its frames are read as they pass (the usage held to the one rule): the caller's text is
+    the stream's, and the call is recorded once, with the counts Bedrock sent."""
+    server.queue.append(("application/vnd.amazon.eventstream", bedrock_frames(route)))
+    call = {"model": f"bedrock/{route}/{BEDROCK_MODEL}", "messages": MESSAGES, "api_base": server.url,
+            "stream": True, "stream_options": {"include_usage": True}, **AWS}  # fmt: skip
+
+    async def read() -> str:
+        chunks = [c async for c in await litellm.acompletion(**call)]
+        return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+
+    if is_async:
+        text = asyncio.run(read())
+    else:
+        chunks = list(litellm.completion(**call))
+        text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "Hello there"
+    assert [unquote(p) for p in server.paths] == [f"/model/{BEDROCK_MODEL}/{path}"]
+    (span,) = telemetry.finished()
+    assert span.attributes["gen_ai.provider.name"] == "aws.bedrock"
+    assert usage_of(span) == (168, 9, 40, 8)
+    assert span.attributes["otel_tokens.usage.source"] == "reported"
+    assert span.attributes["otel_tokens.stream.end"] == "exhausted"
+    assert telemetry.errors() == {}

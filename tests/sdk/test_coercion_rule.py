@@ -335,9 +335,10 @@ def _gemini_body(value: Any) -> dict[str, Any]:
             "modelVersion": "gemini-2.5-flash"}  # fmt: skip
 
 
-def _litellm_own(model: str, body: Any, stream: bool, is_async: bool = False, **extra: Any) -> None:
-    """One litellm call to ``model`` answered by ``body`` (a JSON body, or event-stream bytes);
-    the host's answer, text and all, checked unchanged."""
+def _litellm_own(model: str, body: Any, stream: bool, is_async: bool = False,
+                 kind: str = "text/event-stream", **extra: Any) -> None:  # fmt: skip
+    """One litellm call to ``model`` answered by ``body`` (a JSON body, or stream bytes of
+    content type ``kind``); the host's answer, text and all, checked unchanged."""
     import litellm
 
     from ..frameworks.test_litellm import Server
@@ -363,7 +364,7 @@ def _litellm_own(model: str, body: Any, stream: bool, is_async: bool = False, **
 
     try:
         if stream:
-            server.queue.append(("text/event-stream", body))
+            server.queue.append((kind, body))
         else:
             server.json(body)
         assert text() == "ok"
@@ -403,8 +404,67 @@ def litellm_gemini_async_stream(value: Any) -> None:
 def litellm_bedrock_converse(value: Any) -> None:
     body = {"output": {"message": {"role": "assistant", "content": [{"text": "ok"}]}}, "stopReason": "end_turn",
             "metrics": {"latencyMs": 1}, "usage": {"inputTokens": value, "outputTokens": 10, "totalTokens": 110}}  # fmt: skip
-    _litellm_own(f"bedrock/converse/{BEDROCK_MODEL}", body, stream=False, aws_region_name="us-east-1",
-                 aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="secret")  # fmt: skip
+    _litellm_own(f"bedrock/converse/{BEDROCK_MODEL}", body, stream=False, **AWS)
+
+
+AWS = {"aws_region_name": "us-east-1", "aws_access_key_id": "AKIDEXAMPLE",
+       "aws_secret_access_key": "secret"}  # fmt: skip
+
+
+def _converse_frames(value: Any) -> bytes:
+    """A ConverseStream (documented format: botocore's ``bedrock-runtime`` model) answering "ok",
+    its usage in the final ``metadata`` event."""
+    from .bedrock_server import frame
+
+    return b"".join([frame("messageStart", {"role": "assistant"}),
+                     frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "ok"}}),
+                     frame("contentBlockStop", {"contentBlockIndex": 0}),
+                     frame("messageStop", {"stopReason": "end_turn"}),
+                     frame("metadata", {"usage": {"inputTokens": value, "outputTokens": 10, "totalTokens": 110},
+                                        "metrics": {"latencyMs": 1}})])  # fmt: skip
+
+
+def _invoke_frames(value: Any, billed: Any = None) -> bytes:
+    """An InvokeModelWithResponseStream of Anthropic's events (each base64 in a ``chunk``),
+    closed by Bedrock's invocation metrics (the billed counts: ``billed``, else ``value``)."""
+    from .bedrock_server import chunk
+
+    lines = _anthropic_events(value).decode().split("\n")
+    events = [json.loads(line[6:]) for line in lines if line.startswith("data: ")]
+    events[-1]["amazon-bedrock-invocationMetrics"] = {
+        "inputTokenCount": value if billed is None else billed, "outputTokenCount": 10,
+        "invocationLatency": 3, "firstByteLatency": 1}  # fmt: skip
+    return b"".join(chunk(e) for e in events)
+
+
+def _litellm_bedrock(route: str, frames: bytes, is_async: bool) -> None:
+    _litellm_own(f"bedrock/{route}/{BEDROCK_MODEL}", frames, stream=True, is_async=is_async,
+                 kind="application/vnd.amazon.eventstream", **AWS)  # fmt: skip
+
+
+def litellm_bedrock_converse_stream(value: Any) -> None:
+    _litellm_bedrock("converse", _converse_frames(value), is_async=False)
+
+
+def litellm_bedrock_converse_async_stream(value: Any) -> None:
+    _litellm_bedrock("converse", _converse_frames(value), is_async=True)
+
+
+def litellm_bedrock_invoke_stream(value: Any) -> None:
+    _litellm_bedrock("invoke", _invoke_frames(value), is_async=False)
+
+
+def litellm_bedrock_invoke_async_stream(value: Any) -> None:
+    _litellm_bedrock("invoke", _invoke_frames(value), is_async=True)
+
+
+def litellm_cohere(value: Any) -> None:
+    """Cohere's v2 chat (documented format), over litellm's own client."""
+    body = {"id": "c", "finish_reason": "COMPLETE",
+            "message": {"role": "assistant", "content": [{"type": "text", "text": "ok"}]},
+            "usage": {"billed_units": {"input_tokens": value, "output_tokens": 10},
+                      "tokens": {"input_tokens": value, "output_tokens": 10}}}  # fmt: skip
+    _litellm_own("cohere/command-r-plus", body, stream=False)
 
 
 #: path -> (capture modules, the optional client library it needs)
@@ -437,6 +497,12 @@ PATHS: dict[str, tuple[Callable[[Any], None], tuple[Any, ...], str | None]] = {
     "litellm gemini async": (litellm_gemini_async, (openai_sdk, litellm_patches), "litellm"),
     "litellm gemini async stream": (litellm_gemini_async_stream, (openai_sdk, litellm_patches), "litellm"),
     "litellm bedrock converse": (litellm_bedrock_converse, (openai_sdk, litellm_patches), "litellm"),
+    **{f"litellm bedrock {name}": (run, (openai_sdk, litellm_patches), "litellm") for name, run in (
+        ("converse stream", litellm_bedrock_converse_stream),
+        ("converse async stream", litellm_bedrock_converse_async_stream),
+        ("invoke stream", litellm_bedrock_invoke_stream),
+        ("invoke async stream", litellm_bedrock_invoke_async_stream))},
+    "litellm cohere": (litellm_cohere, (openai_sdk, litellm_patches), "litellm"),
 }
 
 #: what the rule makes of each value: None (the usage is unknown, a usage_invalid fault) or
@@ -508,3 +574,46 @@ def test_litellm_a_streamed_line_beyond_the_cap_is_let_go():
     lines.feed(b'data: {"usage": {"input_tokens": 5}}')
     lines.end()  # the last line, without a line end
     assert sent.usage and sent.error is None
+
+
+@pytest.mark.parametrize("route", ["converse", "invoke"])
+@pytest.mark.parametrize("value, broken", [(True, True), ("10", True), (2**70, True), (20, False)])
+def test_litellm_bedrock_frames_are_checked_however_the_network_splits_them(route, value, broken):
+    """Bedrock's binary frames are read (botocore's parser) as bytes arrive: a frame cut
+    across reads (here every byte a read of its own) is checked once it is whole."""
+    from otel_tokens.capture.litellm_http import _frames
+    from otel_tokens.capture.sent import Sent
+
+    sent = Sent()
+    frames = _frames(sent)
+    body = _converse_frames(value) if route == "converse" else _invoke_frames(value)
+    for i in range(len(body)):
+        frames.feed(body[i:i + 1])
+    frames.end()
+    assert sent.usage and (sent.error is not None) == broken, sent.error
+
+
+def test_litellm_bedrock_billed_counts_are_held_to_the_rule_too():
+    """InvokeModel's closing invocation metrics (what Bedrock bills) are usage as sent: a count
+    there that breaks the rule makes the call's usage unknown, whatever the model's events said."""
+    with handling(openai_sdk, litellm_patches) as t:
+        litellm_bedrock_invoke_stream(20)
+        _litellm_bedrock("invoke", _invoke_frames(20, billed="20"), is_async=False)
+        valid, broken = t.finished()
+        assert valid.attributes["gen_ai.usage.input_tokens"] == 20
+        assert broken.attributes.get("gen_ai.usage.input_tokens") is None
+        assert t.errors() == {"usage_invalid": 1}
+
+
+def test_litellm_a_bedrock_stream_botocore_cannot_read_is_let_go():
+    """Frames that fail their checksum are litellm's to report (its own reader fails on them):
+    the caller gets litellm's error as it was, and otel_tokens counts no fault of its own."""
+    body = bytearray(_converse_frames(20))
+    body[-1] ^= 0xFF  # the last frame's message CRC
+    with handling(openai_sdk, litellm_patches) as t:
+        with pytest.raises(Exception) as raised:  # litellm's own, passed through
+            _litellm_bedrock("converse", bytes(body), is_async=False)
+        assert "Checksum mismatch" in str(raised.value), raised.value  # botocore's, said by litellm
+        (span,) = t.finished()
+        assert span.attributes.get("error.type")
+        assert "internal" not in t.errors(), t.errors()
