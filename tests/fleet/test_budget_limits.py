@@ -74,8 +74,10 @@ def _price(input_tokens: int, output_tokens: int) -> float:
 
 def _input_estimate(max_tokens: int | None) -> int:
     """What the worker's estimator says of its request (the same estimator, a fresh one)."""
-    from otel_tokens.account.estimate import Estimator
+    from otel_tokens.account.estimate import Estimator, warm_up
     from otel_tokens.request import Request
+
+    warm_up()  # the exact tokenizer, as the worker loads it before its calls
 
     request = Request("openai_chat", "gpt-4o-mini", PROMPT, max_output_tokens=max_tokens)
     return Estimator().estimate(request, provider="openai").estimate.input_tokens

@@ -11,6 +11,11 @@ import otel_tokens
 
 otel_tokens.configure()
 otel_tokens.instrument()
+# the exact tokenizer before the first call (else the background warm-up may not have
+# loaded it yet, and the estimate, so the reservation, is the heuristic's)
+from otel_tokens.account.estimate import warm_up  # noqa: E402
+
+warm_up()
 
 import openai
 
