@@ -252,7 +252,10 @@ def _seconds_after_end(**env: str) -> tuple[float, str]:
 
 @pytest.mark.parametrize("protocol", ["http/protobuf", "grpc"])
 @pytest.mark.parametrize("collector", ["not answering", "down"])
-def test_a_process_exits_within_2_s_when_the_collector_is_down_or_silent(collector, protocol):
+def test_a_process_exits_by_its_exit_deadline_when_the_collector_is_down_or_silent(collector, protocol):
+    """The deadline is 1.5 s (OTEL_TOKENS_EXIT_TIMEOUT); up to 4 s are allowed for the
+    interpreter's own teardown on a loaded machine. Without it the SDK waits for its exporter:
+    a 10 s timeout per attempt, and retries."""
     if protocol == "grpc" and not GRPC:
         pytest.skip("the grpc extra is not installed (the minimum-versions environment)")
     server = _silent_server() if collector == "not answering" else None
@@ -263,7 +266,7 @@ def test_a_process_exits_within_2_s_when_the_collector_is_down_or_silent(collect
     finally:
         if server:
             server.close()
-    assert seconds < 2.0, stderr
+    assert seconds < 4.0, stderr
     assert "OTEL_TOKENS_EXIT_TIMEOUT" in stderr  # it says why and what to set
 
 
