@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import numbers
 import operator
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any, Literal, Mapping, NamedTuple
 
 from . import faults
@@ -345,8 +345,13 @@ class Usage:
         return NotImplemented
 
     def replace(self, **changes: Any) -> Usage:
-        """A copy with ``changes`` applied (validated like a new record)."""
-        return replace(self, **changes)
+        """A copy with ``changes`` applied (validated like a new record). Built from the
+        slots directly: ``dataclasses.replace`` re-reads the fields on every copy, and the
+        account step makes one per call (the provider on a ledger row)."""
+        values = [changes.pop(name, getter(self)) for name, getter in _GETTERS]
+        if changes:
+            raise TypeError(f"Usage has no field {', '.join(map(repr, changes))}")
+        return Usage(*values)
 
     # -- serialization --------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -365,3 +370,5 @@ class Usage:
 
 #: The slots' setters, in field order (for ``Usage.__init__``).
 _SETTERS = tuple(Usage.__dict__[f.name].__set__ for f in fields(Usage))
+#: (name, the slot's getter), in field order (for ``Usage.replace``).
+_GETTERS = tuple((f.name, Usage.__dict__[f.name].__get__) for f in fields(Usage))

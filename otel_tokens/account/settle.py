@@ -293,8 +293,8 @@ class Accountant:
         if call.user or call.tenant or call.conversation_id:
             ids["who"] = (call.user, call.tenant, call.conversation_id)
         if _has_tokens(usage):
-            if usage.provider is None:
-                usage = usage.replace(provider=call.provider)  # a backend whose usage does not say
+            if usage.provider is None:  # a backend whose usage does not say: the call's
+                ids["provider"] = call.provider
         elif usage.source == "reported":  # no figure was reported: the row must not say so
             usage = usage.replace(source="estimated")
         response_id = call.response_id

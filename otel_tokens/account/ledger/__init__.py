@@ -142,11 +142,14 @@ class UsageLedger:
         trace_id: int | str | None = None,
         span_id: int | str | None = None,
         who: tuple[str | None, str | None, str | None] | None = None,
+        provider: str | None = None,
     ) -> int:
         """Record one finalized request; returns its index in the timeline.
 
         ``who`` (user, tenant, conversation) is written with the persisted row (the report
-        groups by it); the in-memory history does not keep it.
+        groups by it); the in-memory history does not keep it. ``provider``: the row's
+        provider when ``usage`` names none (the call's: a backend whose usage does not say),
+        without a copy of the record per call.
 
         ``cost_usd`` is the request's cost (computed by pricing); it defaults to the cost the
         backend reported in ``usage``. With persistence on, a write failure raises
@@ -170,14 +173,22 @@ class UsageLedger:
             raise ValueError(f"request_id must be a string or None, got {request_id!r}")
         trace = _as_id(trace_id, 128, "trace_id") if trace_id is not None else 0
         span = _as_id(span_id, 64, "span_id") if span_id is not None else 0
+        if provider is not None and usage.provider is None:
+            if not isinstance(provider, str):
+                raise ValueError(f"provider must be a string or None, got {provider!r}")
+        else:
+            provider = usage.provider
         with self._lock:
-            index = self._append_locked(usage, cost, float(timestamp), request_id, trace, span)
+            index = self._append_locked(usage, cost, float(timestamp), request_id, trace, span,
+                                        provider=provider)  # fmt: skip
             lid = self._next_lid - 1
             if self._store is not None:
                 if who is not None:
                     self._pending[lid].extend(who)  # after the active flag
                 self._flush_locked()
         if self._sink is not None:  # the record's id as the history shows it (a rollback's key)
+            if provider != usage.provider:
+                usage = usage.replace(provider=provider)
             self._sink.put(self.name, request_id if request_id is not None else
                            f"{self._id_prefix}{lid:x}", float(timestamp), usage, cost, trace,
                            span, who)  # fmt: skip
@@ -193,8 +204,11 @@ class UsageLedger:
         span: int,
         rowid: int = -1,
         persist: bool = True,
+        provider: str | None = None,
     ) -> int:
         scaled = scaled_values(usage, cost)  # first: if it cannot be computed, nothing changed
+        if provider is None:
+            provider = usage.provider
         lid = self._next_lid
         self._next_lid = lid + 1
         tokens = (
@@ -205,7 +219,7 @@ class UsageLedger:
             usage.reasoning_tokens,
         )
         self._history.append(
-            lid, ts, tokens, cost, usage.premium_requests, usage.model, usage.provider,
+            lid, ts, tokens, cost, usage.premium_requests, usage.model, provider,
             usage.source, trace, span, request_id, rowid,
         )  # fmt: skip
         self._cumulative.add(scaled)
@@ -219,7 +233,7 @@ class UsageLedger:
         if persist and self._store is not None:
             self._pending[lid] = [
                 request_id if request_id is not None else f"{self._id_prefix}{lid:x}",
-                ts, usage.model, usage.provider, usage.source, *tokens, cost,
+                ts, usage.model, provider, usage.source, *tokens, cost,
                 usage.premium_requests, f"{trace:032x}" if trace else None,
                 f"{span:016x}" if span else None, 1,
             ]  # fmt: skip
