@@ -47,13 +47,14 @@ _MAX_HOPS = 16  # agent spans walked outward for a conversation id
 def is_agent_span(span: Any) -> bool:
     """True for a GenAI ``invoke_agent`` span (by its operation or its conventional name)
     that otel_tokens did not make."""
-    name = getattr(span, "name", None)
-    if not (isinstance(name, str) and name.startswith(INVOKE_AGENT)):
-        attributes = getattr(span, "attributes", None)
-        if not attributes or attributes.get(OPERATION) != INVOKE_AGENT:
-            return False
     scope = getattr(getattr(span, "instrumentation_scope", None), "name", None)
-    return scope != _OWN_SCOPE
+    if scope == _OWN_SCOPE:  # first: every model call's own span is one of these
+        return False
+    name = getattr(span, "name", None)
+    if isinstance(name, str) and name.startswith(INVOKE_AGENT):
+        return True
+    attributes = getattr(span, "attributes", None)
+    return bool(attributes) and attributes.get(OPERATION) == INVOKE_AGENT
 
 
 class AgentSpans:
