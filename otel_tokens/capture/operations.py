@@ -180,8 +180,10 @@ def _read(op: Operation, is_async: bool, call: Call, result: Any, context: tuple
         return wrap_raw(result, call,
                         lambda parsed: stop_with(call, checked(op.response(parsed), parsed), op.once),
                         acc, is_async, op.once)  # fmt: skip
-    streamed = hasattr(result, "__anext__" if is_async else "__next__")
-    if call.stream and op.accumulator is not None and streamed:
+    # a stream only when asked for one: hasattr on a pydantic result that is not one raises
+    # and catches an AttributeError inside pydantic (~15k instructions per call)
+    if call.stream and op.accumulator is not None and hasattr(
+            result, "__anext__" if is_async else "__next__"):  # fmt: skip
         return wrap_stream(result, call, op.accumulator(*context), is_async, op.once)
     answer = checked(op.response(result), result)  # stop_with, inlined: this runs on every call
     call.stop(None if answer.parts else answer.usage, response_model=answer.model,
