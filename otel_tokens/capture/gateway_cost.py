@@ -27,7 +27,7 @@ from ..usage import Usage
 if TYPE_CHECKING:
     from ..call import Call
 
-__all__ = ["HEADERS", "StreamCost", "clear", "take", "wrapper"]
+__all__ = ["HEADERS", "StreamCost", "clear", "expect", "take", "wrapper"]
 
 HEADERS = ("x-litellm-response-cost",)
 
@@ -43,17 +43,31 @@ def cost_of(raw: Any) -> float | None:
     return value if math.isfinite(value) and value >= 0 else None
 
 
+#: noted instead of a cost: the call's endpoint is a provider's own API (no gateway between)
+_OFF: Any = object()
+
+
+def expect(gateway: bool) -> None:
+    """A call starts: forget a cost noted before (an earlier response's, not this call's).
+    ``gateway`` False (the client's endpoint is a provider's own API, matched by its URL
+    pattern) skips reading the response's headers, which costs more than the rest of this
+    step (httpx raises and catches a ``KeyError`` for a header that is not there)."""
+    state = None if gateway else _OFF
+    if _noted.get() is not state:
+        _noted.set(state)
+
+
 def clear() -> None:
     """Forget a cost noted before this call (an earlier response's, not this call's)."""
-    if _noted.get() is not None:
-        _noted.set(None)
+    expect(True)
 
 
 def take() -> float | None:
     """The cost noted for the response just read (once)."""
     cost = _noted.get()
-    if cost is not None:
-        _noted.set(None)
+    if cost is None or cost is _OFF:
+        return None
+    _noted.set(None)
     return cost
 
 
@@ -84,6 +98,8 @@ def wrapper(name: str, is_async: bool) -> Callable[..., Any]:
     """The wrapt wrapper of the SDK's response processing (:mod:`.openai_patches`)."""
 
     def note_cost(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        if _noted.get() is _OFF:  # a provider's own API answers: no gateway's header
+            return wrapped(*args, **kwargs)
         try:
             headers = getattr(kwargs.get("response"), "headers", None)
             raw = headers.get(HEADERS[0]) if headers is not None else None

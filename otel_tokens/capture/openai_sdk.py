@@ -61,8 +61,10 @@ def _client(instance: Any) -> tuple[str, str | None, int | None]:
     url = getattr(client, "base_url", None)
     address, port = server_of(url)
     platform = "azure.ai.openai" if type(client).__name__ in _AZURE else None
-    gateway_cost.clear()  # a cost noted for an earlier response is not this call's
     found = endpoint(url, address, "openai", platform, current().provider_urls)
+    # a cost noted for an earlier response is not this call's; a provider's own API (its URL
+    # pattern matched) adds no gateway's cost header
+    gateway_cost.expect(found.price_id is None)
     return found.provider, address, port
 
 
