@@ -156,6 +156,7 @@ class Estimator:
         self._cursors: dict[tuple[Any, ...], _Cursor] = {}
         self._responses: dict[str, int] = {}  # response id -> its input + output (chains)
         self._media: dict[tuple[str | None, str | None], _Ratios] = {}  # tokens per unknown part
+        self._preambles: dict[tuple[Any, ...], tuple[Any, int]] = {}  # bare requests' preambles
         self._lock = threading.Lock()  # writers; readers take single dict look-ups
 
     def calibration(self, model: str | None) -> float | None:
@@ -169,8 +170,7 @@ class Estimator:
         api = request.api
         model = request.model
         messages = renderer.messages_of(request)
-        preamble = renderer.render_preamble(request)
-        preamble_digest = _digest(preamble)
+        preamble, preamble_digest = self._preamble(renderer, request)
         key = (agent, provider, model)
         encoding = (
             encoding_for(model) if self._use_tokenizer and api.startswith("openai") else None
@@ -222,6 +222,22 @@ class Estimator:
         return RequestEstimate(Estimate(tokens, "full"), ratio, model, key, n,
                                last_digest, preamble_digest, counted, fixed + chained, complete,
                                body.carried, guessed, preamble.server)  # fmt: skip
+
+    def _preamble(self, renderer: Any, request: Request) -> tuple[Any, int]:
+        """The request's preamble and its digest. A request with no system prompt, tools or
+        output schema (most) has the preamble of its API and model: rendered once, then
+        read from a table (it is only read from here on)."""
+        if request.system or request.tools or request.response_format is not None:
+            preamble = renderer.render_preamble(request)
+            return preamble, _digest(preamble)
+        key = (request.api, request.model, request.thinking)
+        found = self._preambles.get(key)
+        if found is None:
+            preamble = renderer.render_preamble(request)
+            found = (preamble, _digest(preamble))
+            with self._lock:
+                _put(self._preambles, key, found)
+        return found
 
     def _guessed(self, rendering: Any, model: str | None, tokens: int) -> tuple[Any, int]:
         """Parts of unknown size: the tokens per part learnt for ``model`` in place of the
