@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Iterator
 
 from opentelemetry import context as otel_context
@@ -293,17 +294,14 @@ class Recorder:
         points = main if line.model == outcome.response_model else self._attribute_set(labels, line.model)
         usage = line.usage
         if usage is not None:
-            source = usage.source
-            for field, _span_attr, token_type in names.TOKEN_ATTRIBUTES:
-                value = getattr(usage, field)
-                if value is None:
-                    continue
-                if token_type == "input" or token_type == "output":
-                    inst.token_usage.record(value, points.by_type[token_type], context)
-                key = points.counter_keys.get((token_type, source))  # built once per set
-                if key is None:
-                    key = points.token_key(token_type, source)
-                counted.append((key, value))
+            record, source = inst.token_usage.record, usage.source
+            # per token class: its getter, histogram attributes (input, output) and counter key
+            for get, histogram_attrs, key in points.plans.get(source) or points.plan(source):
+                value = get(usage)
+                if value is not None:
+                    if histogram_attrs is not None:
+                        record(value, histogram_attrs, context)
+                    counted.append((key, value))
         if line.cost_usd is not None:
             cost_source = line.cost_source or "computed"
             key = points.cost_keys.get(cost_source)
@@ -434,7 +432,7 @@ class _AttributeSet:
     re-guard and re-hash the same dictionaries and tuples for every point.
     """
 
-    __slots__ = ("attrs", "key", "by_type", "counter_keys", "cost_keys", "estimate_attrs")
+    __slots__ = ("attrs", "key", "by_type", "counter_keys", "cost_keys", "estimate_attrs", "plans")
 
     def __init__(self, attrs: dict[str, Any]) -> None:
         self.attrs = attrs = dict(attrs)  # its own: the caller's dict may be a call's
@@ -444,6 +442,19 @@ class _AttributeSet:
         self.counter_keys: dict[tuple[str, str], tuple[tuple[str, Any], ...]] = {}
         self.cost_keys: dict[str, tuple[tuple[str, Any], ...]] = {}
         self.estimate_attrs: dict[str, dict[str, Any]] = {}
+        self.plans: dict[str, tuple[tuple[Any, dict[str, Any] | None, tuple[Any, ...]], ...]] = {}
+
+    def plan(self, source: str) -> tuple[tuple[Any, dict[str, Any] | None, tuple[Any, ...]], ...]:
+        """What a usage record of ``source`` records, per token class: the field's getter,
+        the token histogram's attributes (input and output only, else None) and the
+        ``otel_tokens.tokens`` key; built once per set and source."""
+        plan = self.plans.get(source)
+        if plan is None:
+            plan = self.plans[source] = tuple(
+                (attrgetter(field), self.by_type.get(token_type), self.token_key(token_type, source))
+                for field, _span_attr, token_type in names.TOKEN_ATTRIBUTES
+            )  # fmt: skip
+        return plan
 
     def token_key(self, token_type: str, source: str) -> tuple[tuple[str, Any], ...]:
         """``otel_tokens.tokens`` attribute key for one token type and usage source."""
