@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
+from time import time_ns
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
@@ -292,11 +293,7 @@ def record_signed(histogram: Histogram, value: float, attributes: dict[str, Any]
     if consumer is None:
         histogram.record(value, attributes)
         return
-    from time import time_ns
-
-    from opentelemetry.context import get_current
-    from opentelemetry.sdk.metrics._internal.measurement import Measurement
-
+    Measurement, get_current = _measurement or _load_measurement()  # noqa: N806 (a class)
     if getattr(histogram, "_is_enabled", lambda: True)():
         consumer.consume_measurement(
             Measurement(
@@ -304,3 +301,17 @@ def record_signed(histogram: Histogram, value: float, attributes: dict[str, Any]
                 context=get_current(), attributes=attributes,
             )  # fmt: skip
         )
+
+
+_measurement: tuple[Any, Callable[[], Any]] | None = None  # (the SDK's Measurement, get_current)
+
+
+def _load_measurement() -> tuple[Any, Callable[[], Any]]:
+    """The SDK parts a negative value is recorded with, imported at the first one (not per
+    value: an import statement costs a few thousand instructions even when loaded)."""
+    global _measurement
+    from opentelemetry.context import get_current
+    from opentelemetry.sdk.metrics._internal.measurement import Measurement
+
+    _measurement = (Measurement, get_current)
+    return _measurement
