@@ -62,6 +62,9 @@ _NEW_FRACTION_REBUILDS = 8
 _ACTIVE = 14  # the active flag's place in a stored row (sqlite.StoredRow)
 
 
+_TRACE_ID_LIMIT, _SPAN_ID_LIMIT = 1 << 128, 1 << 64
+
+
 def _as_id(value: int | str | None, bits: int, name: str) -> int:
     """A trace/span id given as int or hex string, as an int (0 = none)."""
     if value is None:
@@ -171,8 +174,15 @@ class UsageLedger:
             raise ValueError(f"timestamp must be finite seconds since the epoch, got {timestamp!r}")
         if request_id is not None and not isinstance(request_id, str):
             raise ValueError(f"request_id must be a string or None, got {request_id!r}")
-        trace = _as_id(trace_id, 128, "trace_id") if trace_id is not None else 0
-        span = _as_id(span_id, 64, "span_id") if span_id is not None else 0
+        # ids as the recorder gives them (ints in range) need no call of _as_id
+        if type(trace_id) is int and 0 <= trace_id < _TRACE_ID_LIMIT:
+            trace = trace_id
+        else:
+            trace = _as_id(trace_id, 128, "trace_id") if trace_id is not None else 0
+        if type(span_id) is int and 0 <= span_id < _SPAN_ID_LIMIT:
+            span = span_id
+        else:
+            span = _as_id(span_id, 64, "span_id") if span_id is not None else 0
         if provider is not None and usage.provider is None:
             if not isinstance(provider, str):
                 raise ValueError(f"provider must be a string or None, got {provider!r}")
@@ -237,7 +247,8 @@ class UsageLedger:
                 usage.premium_requests, f"{trace:032x}" if trace else None,
                 f"{span:016x}" if span else None, 1,
             ]  # fmt: skip
-        if self.max_history is not None and len(self._history) > self.max_history:
+        held = len(self._history)
+        if self.max_history is not None and held > self.max_history:
             h = self._history
             p = h.physical(0)
             if h.ts[p] > self._evicted_last_ts:
@@ -245,7 +256,8 @@ class UsageLedger:
             self._evicted_last_lid = h.lid[p]
             h.evict_front()
             self._evicted += 1
-        return self._evicted + len(self._history) - 1
+            held -= 1
+        return self._evicted + held - 1
 
     # -- streaming ------------------------------------------------------------------------
     def stream_update(self, key: Hashable, usage: Usage) -> None:
