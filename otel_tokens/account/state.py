@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Mapping, NamedTuple
 
 from ..errors import InvalidTransitionError
-from ..usage import Usage, check_token_count
+from ..usage import MAX_TOKEN_COUNT, Usage, check_token_count
 
 __all__ = ["Display", "Estimate", "EstimateSource", "StateFigures", "StreamHandle", "TokenState"]
 
@@ -47,10 +47,12 @@ class Estimate:
     source: EstimateSource
 
     def __post_init__(self) -> None:
-        checked = check_token_count("estimate input_tokens", self.input_tokens)
-        if checked is None:
-            raise ValueError("estimate input_tokens must be a token count, got None")
-        object.__setattr__(self, "input_tokens", checked)
+        value = self.input_tokens
+        if type(value) is not int or not 0 <= value <= MAX_TOKEN_COUNT:  # else: a count as is
+            checked = check_token_count("estimate input_tokens", value)
+            if checked is None:
+                raise ValueError("estimate input_tokens must be a token count, got None")
+            object.__setattr__(self, "input_tokens", checked)
         if self.source not in ESTIMATE_SOURCES:
             raise ValueError(
                 f"estimate source must be one of {', '.join(ESTIMATE_SOURCES)}; got {self.source!r}"
