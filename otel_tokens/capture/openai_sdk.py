@@ -56,16 +56,28 @@ _AZURE = ("AzureOpenAI", "AsyncAzureOpenAI")
 
 def _client(instance: Any) -> tuple[str, str | None, int | None]:
     """(provider, server address, port) of a resource's client, in one step: the provider
-    named by the client's endpoint (:mod:`otel_tokens.endpoints`), Azure by its client."""
+    named by the client's endpoint (:mod:`otel_tokens.endpoints`), Azure by its client.
+    Kept per URL object (a client keeps its own; one set anew is a new object), client class
+    and settings' overrides, so a call reads one table instead of resolving it again."""
     client = getattr(instance, "_client", None)
     url = getattr(client, "base_url", None)
-    address, port = server_of(url)
-    platform = "azure.ai.openai" if type(client).__name__ in _AZURE else None
-    found = endpoint(url, address, "openai", platform, current().provider_urls)
-    # a cost noted for an earlier response is not this call's; a provider's own API (its URL
-    # pattern matched) adds no gateway's cost header
-    gateway_cost.expect(found.price_id is None)
-    return found.provider, address, port
+    overrides = current().provider_urls
+    hit = _clients.get(id(url))
+    if hit is None or hit[0] is not url or hit[1] is not type(client) or hit[2] is not overrides:
+        address, port = server_of(url)
+        platform = "azure.ai.openai" if type(client).__name__ in _AZURE else None
+        found = endpoint(url, address, "openai", platform, overrides)
+        if len(_clients) >= 256:  # clients come and go: keep it small
+            _clients.clear()
+        # holding the URL keeps its id from being reused; a provider's own API (its URL
+        # pattern matched) adds no gateway's cost header
+        hit = _clients[id(url)] = (url, type(client), overrides, (found.provider, address, port),
+                                   found.price_id is None)  # fmt: skip
+    gateway_cost.expect(hit[4])  # a cost noted for an earlier response is not this call's
+    return hit[3]
+
+
+_clients: dict[int, tuple[Any, type, Any, tuple[str, str | None, int | None], bool]] = {}
 
 
 def _provider(instance: Any) -> str:
