@@ -216,7 +216,10 @@ def _chat_response(result: Any) -> Response:
                     cache_write_tokens=getattr(prompt, "cache_write_tokens", None),
                     reasoning_tokens=reasoning, model=model, provider=None, response_id=rid,
                 )  # fmt: skip
-                if has_vendor_fields(usage):  # another provider's own fields
+                # another provider's own fields (has_vendor_fields, inlined for an SDK object:
+                # its extra fields; empty for OpenAI's own responses)
+                if has_vendor_fields(usage) if isinstance(usage, dict) else getattr(
+                        usage, "model_extra", None):  # fmt: skip
                     found, billing = vendor_usage(usage, found), _chat_billing(usage, tier)
             return Response(found, model, rid, tuple(reasons), billing)
         except AttributeError:
