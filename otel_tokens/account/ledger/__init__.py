@@ -175,19 +175,14 @@ class UsageLedger:
         if request_id is not None and not isinstance(request_id, str):
             raise ValueError(f"request_id must be a string or None, got {request_id!r}")
         # ids as the recorder gives them (ints in range) need no call of _as_id
-        if type(trace_id) is int and 0 <= trace_id < _TRACE_ID_LIMIT:
-            trace = trace_id
-        else:
-            trace = _as_id(trace_id, 128, "trace_id") if trace_id is not None else 0
-        if type(span_id) is int and 0 <= span_id < _SPAN_ID_LIMIT:
-            span = span_id
-        else:
-            span = _as_id(span_id, 64, "span_id") if span_id is not None else 0
-        if provider is not None and usage.provider is None:
-            if not isinstance(provider, str):
-                raise ValueError(f"provider must be a string or None, got {provider!r}")
-        else:
+        trace = trace_id if type(trace_id) is int and 0 <= trace_id < _TRACE_ID_LIMIT else (
+            _as_id(trace_id, 128, "trace_id") if trace_id is not None else 0)  # fmt: skip
+        span = span_id if type(span_id) is int and 0 <= span_id < _SPAN_ID_LIMIT else (
+            _as_id(span_id, 64, "span_id") if span_id is not None else 0)  # fmt: skip
+        if provider is None or usage.provider is not None:
             provider = usage.provider
+        elif not isinstance(provider, str):
+            raise ValueError(f"provider must be a string or None, got {provider!r}")
         with self._lock:
             index = self._append_locked(usage, cost, float(timestamp), request_id, trace, span,
                                         provider=provider)  # fmt: skip
