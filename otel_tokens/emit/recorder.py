@@ -231,22 +231,30 @@ class Recorder:
                     values[span_attr] = value
             if values or usage.premium_requests is not None or usage.cost_usd is not None:
                 values[names.USAGE_SOURCE] = usage.source  # no figure, no source
-            optional = (
-                (names.RESPONSE_MODEL, outcome.response_model),
-                (names.RESPONSE_ID, outcome.response_id),
-                (names.FINISH_REASONS, outcome.finish_reasons),
-                (names.COST_USD, outcome.price.cost_usd),
-                (names.COST_SOURCE, outcome.price.source),
-                (names.COST_COMPONENTS, outcome.price.components),
-                (names.COST_UNPRICED, outcome.price.unpriced_components),
-                (names.COST_MATCH, outcome.price.match),
-                (names.PREMIUM_REQUESTS, usage.premium_requests),
-                (names.ESTIMATE_ERROR, outcome.estimate_error),
-                (names.TIME_TO_FIRST_CHUNK, outcome.time_to_first_chunk),
-            )
-            for key, value in optional:
-                if value is not None and value != ():
-                    values[key] = value
+            # each only when known (an empty tuple is none); written out: this runs per call
+            if outcome.response_model is not None:
+                values[names.RESPONSE_MODEL] = outcome.response_model
+            if outcome.response_id is not None:
+                values[names.RESPONSE_ID] = outcome.response_id
+            if outcome.finish_reasons:
+                values[names.FINISH_REASONS] = outcome.finish_reasons
+            price = outcome.price
+            if price.cost_usd is not None:
+                values[names.COST_USD] = price.cost_usd
+            if price.source is not None:
+                values[names.COST_SOURCE] = price.source
+            if price.components:
+                values[names.COST_COMPONENTS] = price.components
+            if price.unpriced_components:
+                values[names.COST_UNPRICED] = price.unpriced_components
+            if price.match is not None:
+                values[names.COST_MATCH] = price.match
+            if usage.premium_requests is not None:
+                values[names.PREMIUM_REQUESTS] = usage.premium_requests
+            if outcome.estimate_error is not None:
+                values[names.ESTIMATE_ERROR] = outcome.estimate_error
+            if outcome.time_to_first_chunk is not None:
+                values[names.TIME_TO_FIRST_CHUNK] = outcome.time_to_first_chunk
             state = outcome.state
             if state is not None:
                 values[names.STATE_TURN_COUNT] = state.turn_count
