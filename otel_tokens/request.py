@@ -47,7 +47,8 @@ class Request:
 
     def __init__(self, api: Api, model: str | None = None, messages: Any = (), system: Any = None,
                  tools: Any = (), response_format: Any = None, thinking: bool = False,
-                 chained: str | None = None, max_output_tokens: int | None = None) -> None:  # fmt: skip
+                 chained: str | None = None,
+                 max_output_tokens: int | None = None) -> None:  # fmt: skip
         # the slots' own setters: a third of the generated frozen __init__'s cost (one
         # request is described per call); same signature as the fields
         (s_api, s_model, s_messages, s_system, s_tools, s_format, s_thinking, s_chained,
