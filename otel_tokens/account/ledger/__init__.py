@@ -151,9 +151,7 @@ class UsageLedger:
 
         ``who`` (user, tenant, conversation) is written with the persisted row (the report
         groups by it); the in-memory history does not keep it. ``provider``: the row's
-        provider when ``usage`` names none (the call's: a backend whose usage does not say),
-        without a copy of the record per call.
-
+        provider when ``usage`` names none (the call's), without a copy of the record per call.
         ``cost_usd`` is the request's cost (computed by pricing); it defaults to the cost the
         backend reported in ``usage``. With persistence on, a write failure raises
         :class:`LedgerPersistenceError` *after* the record is kept in memory and queued.
@@ -192,10 +190,9 @@ class UsageLedger:
                     self._pending[lid].extend(who)  # after the active flag
                 self._flush_locked()
         if self._sink is not None:  # the record's id as the history shows it (a rollback's key)
-            if provider != usage.provider:
-                usage = usage.replace(provider=provider)
             self._sink.put(self.name, request_id if request_id is not None else
-                           f"{self._id_prefix}{lid:x}", float(timestamp), usage, cost, trace,
+                           f"{self._id_prefix}{lid:x}", float(timestamp), usage if provider ==
+                           usage.provider else usage.replace(provider=provider), cost, trace,
                            span, who)  # fmt: skip
         return index
 
