@@ -31,7 +31,7 @@ _SENT = ("openai._base_client", "BaseClient", "_process_response_data",
          deferred("otel_tokens.capture.sent", "openai"))
 #: ... and where a response object's ``parse()`` rebuilds that object (``.parse()`` methods)
 _PARSE = deferred("otel_tokens.capture.sent", "parse")
-_GATEWAY_COST = deferred("otel_tokens.capture.gateway_cost", "process_response")  # a gateway's cost header (LiteLLM proxy)
+_GATEWAY_COST = deferred("otel_tokens.capture.sent", "process_response")  # a gateway's cost header (LiteLLM proxy)
 
 
 def _both(module: str, cls: str, methods: tuple[str, ...], factory: object) -> list:

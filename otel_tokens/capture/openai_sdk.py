@@ -37,11 +37,11 @@ from .openai_patches import DEPENDENCIES, install, uninstall
 from .operations import (
     _NOT_GIVEN, Operation, Response, async_wrapper, given, sdk_field, server_of, sync_wrapper,
 )
-from . import gateway_cost
 from .compatible_usage import (
     billed_units, has_vendor_fields, output_tokens, unlisted_reasoning, vendor_usage,
 )
 from .managers import managed
+from .sent import StreamCost, expect_cost, take_cost
 from .stream import Accumulator, finish_reasons
 
 __all__ = ["DEPENDENCIES", "install", "uninstall", "wrapper"]
@@ -73,7 +73,7 @@ def _client(instance: Any) -> tuple[str, str | None, int | None]:
         # pattern matched) adds no gateway's cost header
         hit = _clients[id(url)] = (url, type(client), overrides, (found.provider, address, port),
                                    found.price_id is None)  # fmt: skip
-    gateway_cost.expect(hit[4])  # a cost noted for an earlier response is not this call's
+    expect_cost(hit[4])  # a cost noted for an earlier response is not this call's
     return hit[3]
 
 
@@ -90,7 +90,7 @@ def _costed(read: Any) -> Any:
 
     def with_cost(result: Any) -> Response:
         answer = read(result)
-        cost = gateway_cost.take()
+        cost = take_cost()
         if cost is None or answer.usage is None:
             return answer
         return answer._replace(usage=answer.usage.replace(cost_usd=cost))
@@ -205,10 +205,14 @@ def _chat_response(result: Any) -> Response:
             if usage is not None:  # _chat_usage's SDK-object reading, inlined (every call)
                 prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
                 reasoning, output = getattr(completion, "reasoning_tokens", None), usage.completion_tokens
+                inp, total = usage.prompt_tokens, usage.total_tokens
                 if reasoning:  # counted apart by some providers (xAI)
-                    output = output_tokens(usage, usage.prompt_tokens, output, reasoning)
-                elif usage.total_tokens is not None:  # Gemini's thoughts: in the total only
-                    reasoning = unlisted_reasoning(usage, usage.prompt_tokens, output) or reasoning
+                    output = output_tokens(usage, inp, output, reasoning)
+                elif total is not None and not (type(total) is int and type(inp) is int
+                                                and type(output) is int and total <= inp + output):
+                    # Gemini's thoughts: in the total only (a total within input + output,
+                    # OpenAI's, says nothing more: no call)
+                    reasoning = unlisted_reasoning(usage, inp, output) or reasoning
                     output = output + reasoning if reasoning else output
                 found = Usage(
                     input_tokens=usage.prompt_tokens, output_tokens=output,
@@ -230,7 +234,7 @@ def _chat_response(result: Any) -> Response:
                     _chat_billing(usage, _get(result, "service_tier")))  # fmt: skip
 
 
-class _ChatAccumulator(gateway_cost.StreamCost, Accumulator):
+class _ChatAccumulator(StreamCost, Accumulator):
     def __init__(self, given: dict[str, Any], sent: dict[str, Any]) -> None:
         super().__init__()
         self.take_header_cost()
@@ -357,7 +361,7 @@ def _responses_response(result: Any) -> Response:
                     _responses_billing(result), pending=status in _PENDING)  # fmt: skip
 
 
-class _ResponsesAccumulator(gateway_cost.StreamCost, Accumulator):
+class _ResponsesAccumulator(StreamCost, Accumulator):
     def __init__(self, given: dict[str, Any], sent: dict[str, Any]) -> None:
         super().__init__()
         self.take_header_cost()

@@ -1,4 +1,4 @@
-"""Usage as the provider sent it, before a client library coerced it.
+"""What the provider sent, before a client library coerced it: usage, and a gateway's cost.
 
 openai's, google-genai's and botocore's parsers turn a count sent as ``true`` into 1 and
 ``"10"`` into 10 (botocore ``10.7`` into 10) before capture reads the parsed object; litellm
@@ -12,22 +12,38 @@ the decoded body is seen where the client turns it into its object, held to the 
 
 The hooks: openai's ``BaseClient._process_response_data`` (every body and stream event of
 both sync and async clients) and its response objects' ``parse()`` (a ``.parse()`` method's
-post-parser rebuilds the object: the new one is held as the one it was made of), google-genai's ``GenerateContentResponse._from_response``,
-botocore's ``after-call`` event of ``Converse``, and the SSE decoder of a stream
-(:class:`RawEvents`).
+post-parser rebuilds the object: the new one is held as the one it was made of),
+google-genai's ``GenerateContentResponse._from_response``, botocore's ``after-call`` event of
+``Converse``, and the SSE decoder of a stream (:class:`RawEvents`).
+
+A gateway's reported cost (LiteLLM proxy's ``x-litellm-response-cost`` header) is noted where
+openai processes a response (``_process_response``, sync and async alike: the headers are
+read before the body), for the call being read; :mod:`.openai_sdk` takes it once: a
+non-streamed result when it is read (``with_raw_response``: when it is parsed), a stream when
+its accumulator is made (:class:`StreamCost`). A LiteLLM proxy sends the header on a stream
+only when the cost is known before the body (a cache hit: ``0.0``); otherwise it can put the
+bill in the final usage chunk's ``usage.cost`` (``include_cost_in_streaming_usage``), read as
+a reported cost by :mod:`.compatible_usage`. A value that is not a finite, non-negative
+number is no cost (the header is untrusted); a provider's own API is not read for it
+(:func:`expect_cost`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from contextvars import ContextVar
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from .. import faults
-from ..usage import check_sent_usage
+from ..usage import Usage, check_sent_usage
 from .lifecycle import inside_gateway
 
-__all__ = ["RawEvents", "Sent", "check_converse", "hold", "rejected", "usage_of", "wrapper"]
+if TYPE_CHECKING:
+    from ..call import Call
+
+__all__ = ["COST_HEADERS", "RawEvents", "Sent", "StreamCost", "check_converse", "expect_cost",
+           "hold", "rejected", "take_cost", "usage_of", "wrapper"]
 
 _MAX_HELD = 64  # objects held at once: rejected usage is rare, and a held object is read soon
 _held: dict[int, tuple[Any, ValueError]] = {}
@@ -146,6 +162,81 @@ class RawEvents:
         return getattr(self._decoder, name)
 
 
+# -- a gateway's reported cost ----------------------------------------------------------------
+COST_HEADERS = ("x-litellm-response-cost",)
+
+#: the cost noted for the call being read (None: none)
+_cost: ContextVar[Any] = ContextVar("otel_tokens_gateway_cost", default=None)
+
+
+def cost_of(raw: Any) -> float | None:
+    """A cost header's USD value, or None."""
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        return None
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+#: noted instead of a cost: the call's endpoint is a provider's own API (no gateway between)
+_NO_GATEWAY: Any = object()
+
+
+def expect_cost(gateway: bool) -> None:
+    """A call starts: forget a cost noted before (an earlier response's, not this call's).
+    ``gateway`` False (the client's endpoint is a provider's own API, matched by its URL
+    pattern) skips reading the response's headers, which costs more than the rest of this
+    step (httpx raises and catches a ``KeyError`` for a header that is not there)."""
+    state = None if gateway else _NO_GATEWAY
+    if _cost.get() is not state:
+        _cost.set(state)
+
+
+def take_cost() -> float | None:
+    """The cost noted for the response just read (once)."""
+    cost = _cost.get()
+    if cost is None or cost is _NO_GATEWAY:
+        return None
+    _cost.set(None)
+    return cost
+
+
+class StreamCost:
+    """Stream accumulator mixin: the cost header of the stream's response (taken when the
+    accumulator is made, right after the SDK returned the stream) is the stream's cost, over
+    a cost its usage reports, as for a non-streamed response; a stream without usage keeps
+    the cost with its tokens unknown (estimated from the text, as any stream without usage)."""
+
+    usage: Usage | None
+    model: str | None
+    response_id: str | None
+
+    def take_header_cost(self) -> None:
+        self.header_cost = take_cost()
+
+    def end_call(self, call: Call, how: str, error: BaseException | str | None = None,
+                 once: str | None = None) -> None:  # fmt: skip
+        cost = getattr(self, "header_cost", None)
+        if cost is not None:
+            usage = self.usage
+            self.usage = (Usage(cost_usd=cost, model=self.model, response_id=self.response_id)
+                          if usage is None else usage.replace(cost_usd=cost))  # fmt: skip
+        super().end_call(call, how, error, once)  # type: ignore[misc]
+
+
+def _note_cost(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+    """openai's ``_process_response(response=...)``: the gateway's cost header, noted."""
+    if _cost.get() is _NO_GATEWAY:  # a provider's own API answers: no gateway's header
+        return wrapped(*args, **kwargs)
+    try:
+        headers = getattr(kwargs.get("response"), "headers", None)
+        raw = headers.get(COST_HEADERS[0]) if headers is not None else None
+        _cost.set(cost_of(raw) if raw is not None else None)
+    except Exception as exc:
+        faults.report("parse", exc)
+    return wrapped(*args, **kwargs)
+
+
 # -- the hooks -------------------------------------------------------------------------------
 def _openai_data(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
     """openai's ``_process_response_data(data=, cast_to=, response=)``: the object made of a
@@ -245,7 +336,7 @@ def check_converse(http_response: Any = None, parsed: Any = None, **_: Any) -> N
         faults.report("internal", exc)
 
 
-_HOOKS = {"openai": _openai_data, "genai": _genai_response}
+_HOOKS = {"openai": _openai_data, "genai": _genai_response, "process_response": _note_cost}
 
 
 def wrapper(name: str, is_async: bool) -> Callable[..., Any]:
