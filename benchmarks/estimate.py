@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 from otel_tokens.account.estimate import Estimator  # noqa: E402
 from otel_tokens.account.estimate.requests import render_request  # noqa: E402
 from otel_tokens.account.estimate.text import heuristic_tokens  # noqa: E402
-from otel_tokens.account.estimate.tokenizers import encoding_for  # noqa: E402
+from otel_tokens.account.estimate.text import encoding_for  # noqa: E402
 from tests.estimate.corpus import corpus  # noqa: E402
 from tests.tokenizer_data import load_encodings  # noqa: E402
 

@@ -36,7 +36,7 @@ def seed_cache(directory: pathlib.Path) -> None:
 
 def load_encodings(directory: pathlib.Path) -> None:
     """Seed the cache and load the encodings into otel_tokens' tokenizer registry."""
-    from otel_tokens.account.estimate import tokenizers
+    from otel_tokens.account.estimate import text as tokenizers
 
     seed_cache(directory)
     tokenizers._failed.clear()

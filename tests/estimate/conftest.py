@@ -14,6 +14,6 @@ def _encodings(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def encoding():
-    from otel_tokens.account.estimate.tokenizers import encoding_for
+    from otel_tokens.account.estimate.text import encoding_for
 
     return encoding_for("gpt-4o")

@@ -6,7 +6,7 @@ The three RFC 00040 sources, the best available picked automatically, in this or
   appended since (when the request extends the previous one of the same agent and model):
   authoritative for most of the prompt, and cheap however long the conversation grows;
 * ``exact``: tiktoken counts the whole rendered request (OpenAI models, once the encoding is
-  loaded: see :mod:`.tokenizers`);
+  loaded: see :mod:`.text`);
 * ``full``: the heuristic over the whole request.
 
 Heuristic parts are corrected per model by a bounded running ratio of actual/estimate learnt
@@ -21,8 +21,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...request import Api, Request
 from ..state import Estimate
-from .text import JOINER_TOKENS, heuristic_tokens
-from .tokenizers import encoding_for, exact_tokens, warm_up
+from .text import JOINER_TOKENS, encoding_for, exact_tokens, heuristic_tokens, warm_up
 
 if TYPE_CHECKING:
     from .requests import Rendering
