@@ -581,6 +581,7 @@ def test_litellm_a_streamed_line_beyond_the_cap_is_let_go():
 def test_litellm_bedrock_frames_are_checked_however_the_network_splits_them(route, value, broken):
     """Bedrock's binary frames are read (botocore's parser) as bytes arrive: a frame cut
     across reads (here every byte a read of its own) is checked once it is whole."""
+    pytest.importorskip("botocore", reason="botocore's frame parser (the bedrock extra)")
     from otel_tokens.capture.litellm_http import _frames
     from otel_tokens.capture.sent import Sent
 
@@ -596,6 +597,7 @@ def test_litellm_bedrock_frames_are_checked_however_the_network_splits_them(rout
 def test_litellm_bedrock_billed_counts_are_held_to_the_rule_too():
     """InvokeModel's closing invocation metrics (what Bedrock bills) are usage as sent: a count
     there that breaks the rule makes the call's usage unknown, whatever the model's events said."""
+    pytest.importorskip("litellm", reason="the litellm extra")
     with handling(openai_sdk, litellm_patches) as t:
         litellm_bedrock_invoke_stream(20)
         _litellm_bedrock("invoke", _invoke_frames(20, billed="20"), is_async=False)
@@ -608,6 +610,7 @@ def test_litellm_bedrock_billed_counts_are_held_to_the_rule_too():
 def test_litellm_a_bedrock_stream_botocore_cannot_read_is_let_go():
     """Frames that fail their checksum are litellm's to report (its own reader fails on them):
     the caller gets litellm's error as it was, and otel_tokens counts no fault of its own."""
+    pytest.importorskip("litellm", reason="the litellm extra")
     body = bytearray(_converse_frames(20))
     body[-1] ^= 0xFF  # the last frame's message CRC
     with handling(openai_sdk, litellm_patches) as t:
