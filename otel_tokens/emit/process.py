@@ -25,6 +25,7 @@ import os
 import signal
 import sys
 import threading
+import time
 import uuid
 from typing import Any, Callable
 
@@ -34,6 +35,7 @@ __all__ = ["deliver_deferred_signal", "install"]
 
 _log = logging.getLogger("otel_tokens")
 _installed = False
+KICKS, KICK_SECONDS = 20, 0.25  # re-sends of a SIGTERM the main thread has not acted on
 FINAL_METRICS_WAIT = 10.0  # seconds a SIGTERM waits at most for the last metrics to be left
 _deferred: list[int] = []  # a SIGTERM that arrived while the process was already flushing
 _get_setup: Callable[[], Any] | None = None
@@ -164,8 +166,41 @@ def _flush_at_any_exit(setup: Any) -> None:
     try:
         if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
             signal.signal(signal.SIGTERM, _flush_then_terminate)
+            _watch_for_sigterm(setup)
     except (ValueError, OSError):  # not the main thread: no signal handler can be set
         pass
+
+
+def _watch_for_sigterm(setup: Any) -> None:
+    """A Python handler runs only when the main thread next runs Python code: a SIGTERM that
+    comes just before the main thread blocks in C (a Pool worker entering its queue's
+    semaphore wait as ``terminate()`` signals it) would wait for ever. Python's wakeup fd
+    tells a watching thread at once; it re-sends the signal to the main thread, whose wait
+    is then interrupted, until the handler has begun (not when the fd is someone else's)."""
+    reader, writer = os.pipe()
+    os.set_blocking(writer, False)
+    if signal.set_wakeup_fd(writer, warn_on_full_buffer=False) != -1:  # another's: leave it
+        signal.set_wakeup_fd(-1)
+        os.close(reader)
+        os.close(writer)
+        return
+    threads.start(_kick_main_thread, "otel_tokens-sigterm-watch", setup, reader)
+
+
+def _kick_main_thread(setup: Any, reader: int) -> None:
+    main = threading.main_thread().ident
+    while True:
+        try:
+            if signal.SIGTERM not in os.read(reader, 64):
+                continue
+        except OSError:
+            return
+        for _ in range(KICKS):
+            time.sleep(KICK_SECONDS)
+            if setup.shutting_down or setup.final_left.is_set() \
+                    or signal.getsignal(signal.SIGTERM) is not _flush_then_terminate:
+                break  # the handler has begun, or the host's own handler is in place
+            signal.pthread_kill(main, signal.SIGTERM)
 
 
 def _finalize_at_exit(setup: Any) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -51,7 +52,9 @@ def test_forked_pool_on_the_parents_metrics_port_every_call_once(llm, tmp_path, 
                     SLOW_FINAL_SECONDS=slow)  # fmt: skip
     proc = _run(ending, env)
     try:
-        line = proc.stdout.readline()  # printed once the pool has ended
+        ready, _, _ = select.select([proc.stdout], [], [], 120)  # printed once the pool has ended
+        assert ready, "the pool did not end within 120 s"
+        line = proc.stdout.readline()
         assert line, proc.stderr.read()
         assert json.loads(line)["seen"] == llm.input_total
         url = f"http://127.0.0.1:{metrics}/metrics"
@@ -142,3 +145,41 @@ def test_no_thread_of_otel_tokens_takes_the_hosts_sigterm(collector, tmp_path, m
         assert process["main"] == [False, False], process
         assert len(process["others"]) >= 2, process  # the exporters' threads, or /metrics's
         assert all(blocked == [True, True] for blocked in process["others"].values()), process
+
+
+_MISSED_SIGTERM = """
+import multiprocessing, os, signal, sys, threading, time
+import otel_tokens
+otel_tokens.configure()
+pid = os.fork()
+if pid == 0:
+    held = multiprocessing.Lock()
+    held.acquire()
+    def elsewhere():  # a SIGTERM the kernel hands to a thread that is not the main one
+        time.sleep(0.5)
+        signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+    threading.Thread(target=elsewhere, daemon=True).start()
+    held.acquire()  # the main thread waits in C (sem_wait), as a Pool worker on its queue
+    os._exit(3)
+print(pid, flush=True)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status), flush=True)
+"""
+
+
+def test_a_sigterm_the_main_thread_missed_still_ends_the_child(tmp_path):
+    """Python runs a signal handler only when the main thread next runs Python code: a SIGTERM
+    taken in C by another thread (or just before the main thread blocks in C, as a Pool worker
+    entering its queue's wait when ``terminate()`` signals it) left the child waiting for ever.
+    otel_tokens' watcher sees it on Python's wakeup fd and interrupts the main thread."""
+    proc = subprocess.Popen([sys.executable, "-c", _MISSED_SIGTERM], env=clean_env(), stdout=subprocess.PIPE,
+                            text=True)  # fmt: skip
+    child = int(proc.stdout.readline())
+    try:
+        assert wait_for(lambda: proc.poll() is not None, 20), "the child never acted on its SIGTERM"
+        assert int(proc.stdout.readline()) == -signal.SIGTERM
+    finally:
+        if _running(child):
+            os.kill(child, signal.SIGKILL)
+        proc.kill()
+        proc.wait()
