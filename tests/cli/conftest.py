@@ -6,8 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from otel_tokens.handler import set_handler
-from tests.telemetry.conftest import Telemetry, make_telemetry
+from tests.telemetry.conftest import Telemetry, handling
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared" / "fixtures" / "cli"
@@ -28,7 +27,5 @@ def own(name: str) -> bytes:
 @pytest.fixture
 def telemetry() -> Telemetry:
     """A fresh handler on the in-memory SDK (as in tests/telemetry)."""
-    t = make_telemetry()
-    previous = set_handler(t.handler)
-    yield t
-    set_handler(previous)
+    with handling() as t:
+        yield t

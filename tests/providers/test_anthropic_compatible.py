@@ -9,9 +9,8 @@ import math
 import pytest
 
 from otel_tokens.capture import anthropic_sdk
-from otel_tokens.handler import set_handler
 
-from ..telemetry.conftest import make_telemetry
+from ..telemetry.conftest import handling
 from .hosts import Host
 
 anthropic = pytest.importorskip("anthropic")
@@ -20,12 +19,8 @@ genai_prices = pytest.importorskip("genai_prices")
 
 @pytest.fixture
 def telemetry():
-    t = make_telemetry()
-    previous = set_handler(t.handler)
-    anthropic_sdk.install()
-    yield t
-    anthropic_sdk.uninstall()
-    set_handler(previous)
+    with handling(anthropic_sdk) as t:
+        yield t
 
 
 def message(model: str) -> dict:

@@ -16,10 +16,6 @@ import json
 
 import pytest
 
-from otel_tokens.capture import openai_sdk
-from otel_tokens.handler import set_handler
-
-from ..telemetry.conftest import make_telemetry
 from .hosts import Host, chat_body, chat_events
 
 openai = pytest.importorskip("openai")
@@ -30,16 +26,6 @@ USAGE = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
 HEADERS = {"x-litellm-call-id": "b5e5a1f6-0c2e-4d7a-9a43-1d2c3e4f5a6b", "x-litellm-model-id": "abc123",
            "x-litellm-response-cost": "0.000375", "x-litellm-key-spend": "0.012"}  # fmt: skip
 MESSAGES = [{"role": "user", "content": "Say hello"}]
-
-
-@pytest.fixture
-def telemetry():
-    t = make_telemetry()
-    previous = set_handler(t.handler)
-    openai_sdk.install()
-    yield t
-    openai_sdk.uninstall()
-    set_handler(previous)
 
 
 def span_of(t):

@@ -11,24 +11,10 @@ import math
 
 import pytest
 
-from otel_tokens.capture import openai_sdk
-from otel_tokens.handler import set_handler
-
-from ..telemetry.conftest import make_telemetry
 from .hosts import Host, chat_body, chat_events
 
 openai = pytest.importorskip("openai")
 genai_prices = pytest.importorskip("genai_prices")
-
-
-@pytest.fixture
-def telemetry():
-    t = make_telemetry()
-    previous = set_handler(t.handler)
-    openai_sdk.install()
-    yield t
-    openai_sdk.uninstall()
-    set_handler(previous)
 
 
 def price_at(provider_id: str, model: str, **tokens: int) -> float:

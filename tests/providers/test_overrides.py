@@ -11,12 +11,12 @@ from otel_tokens import settings as otel_settings
 from otel_tokens.account.pricing import Pricer
 
 from .hosts import Host, chat_body
-from .test_openai_compatible import call, price_at, span_of, telemetry  # noqa: F401 (fixture)
+from .test_openai_compatible import call, price_at, span_of
 
 USAGE = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
 
 
-def test_a_base_url_mapped_to_a_provider_is_that_provider(telemetry, monkeypatch):  # noqa: F811
+def test_a_base_url_mapped_to_a_provider_is_that_provider(telemetry, monkeypatch):
     monkeypatch.setenv("OTEL_TOKENS_PROVIDER_URLS",
                        "http://10.1.2.3:4000=openai; https://Gateway.corp.example/deepseek=deepseek")
     otel_settings.reload()
@@ -28,7 +28,7 @@ def test_a_base_url_mapped_to_a_provider_is_that_provider(telemetry, monkeypatch
                         price_at("openai", "gpt-4o-mini", input_tokens=100, output_tokens=20))
 
 
-def test_the_longest_prefix_wins(telemetry, monkeypatch):  # noqa: F811
+def test_the_longest_prefix_wins(telemetry, monkeypatch):
     monkeypatch.setenv("OTEL_TOKENS_PROVIDER_URLS",
                        "https://gateway.corp.example=openai;https://gateway.corp.example/deepseek=deepseek")
     otel_settings.reload()

@@ -8,7 +8,7 @@ import otel_tokens
 from otel_tokens import Usage
 from otel_tokens.emit.cardinality import OTHER, CardinalityGuard
 
-from ..telemetry.conftest import make_telemetry
+from ..telemetry.conftest import handling, make_telemetry
 
 
 def test_models_past_the_bound_become_other(monkeypatch):
@@ -69,16 +69,11 @@ def who_on_metrics(monkeypatch):
     """A fresh telemetry, with user and tenant on metric points, as the process's handler and
     the real openai client patched."""
     from otel_tokens.capture import openai_sdk
-    from otel_tokens.handler import set_handler
 
     monkeypatch.setenv("OTEL_TOKENS_METRIC_ATTRIBUTES", "user,tenant")
     otel_tokens.settings.reload()
-    t = make_telemetry()
-    previous = set_handler(t.handler)
-    openai_sdk.install()
-    yield t
-    openai_sdk.uninstall()
-    set_handler(previous)
+    with handling(openai_sdk) as t:
+        yield t
 
 
 def _as_user(user: str, call) -> None:

@@ -16,7 +16,7 @@ from otel_tokens.emit.cardinality import MAX_VALUE_LENGTH, TRUNCATED
 from otel_tokens.handler import set_handler
 
 from ..sdk.replay import http_module
-from ..telemetry.conftest import make_telemetry
+from ..telemetry.conftest import handling, make_telemetry
 
 http = http_module("openai")
 
@@ -30,14 +30,8 @@ def chat_body(prompt_tokens, completion_tokens=3, model="gpt-4o-2024-08-06"):
 
 @pytest.fixture
 def world():
-    t = make_telemetry()
-    previous = set_handler(t.handler)
-    openai_sdk.install()
-    anthropic_sdk.install()
-    yield t
-    openai_sdk.uninstall()
-    anthropic_sdk.uninstall()
-    set_handler(previous)
+    with handling(openai_sdk, anthropic_sdk) as t:
+        yield t
 
 
 def openai_client(*bodies):

@@ -31,10 +31,9 @@ import inspect
 import pytest
 
 from otel_tokens.capture import anthropic_sdk
-from otel_tokens.handler import set_handler
 
 from .. import cassettes
-from ..telemetry.conftest import make_telemetry
+from ..telemetry.conftest import handling
 from .replay import anthropic_client
 
 # the recorded models are deprecated; the SDK says so on every call
@@ -125,12 +124,8 @@ def _files():
 @pytest.fixture
 def telemetry():
     cassettes.require(cassettes.CASSETTES / FOLDER)
-    t = make_telemetry()
-    previous = set_handler(t.handler)
-    anthropic_sdk.install()
-    yield t
-    anthropic_sdk.uninstall()
-    set_handler(previous)
+    with handling(anthropic_sdk) as t:
+        yield t
 
 
 def test_the_table_lists_every_cassette():

@@ -15,7 +15,7 @@ from otel_tokens.capture import anthropic_sdk
 from otel_tokens.handler import set_handler
 
 from .. import cassettes
-from ..telemetry.conftest import make_telemetry
+from ..telemetry.conftest import handling, make_telemetry
 from .replay import anthropic_client
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -28,12 +28,8 @@ APIS = ["create", "manager"]
 
 @pytest.fixture
 def telemetry():
-    t = make_telemetry()
-    previous = set_handler(t.handler)
-    anthropic_sdk.install()
-    yield t
-    anthropic_sdk.uninstall()
-    set_handler(previous)
+    with handling(anthropic_sdk) as t:
+        yield t
 
 
 def sse(*events: dict) -> str:

@@ -18,10 +18,9 @@ import pytest
 
 import otel_tokens
 from otel_tokens.capture import anthropic_sdk, openai_sdk
-from otel_tokens.handler import set_handler
 
 from .. import cassettes
-from ..telemetry.conftest import make_telemetry
+from ..telemetry.conftest import handling
 from .replay import anthropic_client, openai_client
 
 OPENAI = "https://api.openai.com/v1"
@@ -30,14 +29,8 @@ ANTHROPIC = "https://api.anthropic.com/v1/messages"
 
 @pytest.fixture
 def telemetry():
-    t = make_telemetry()
-    previous = set_handler(t.handler)
-    openai_sdk.install()
-    anthropic_sdk.install()
-    yield t
-    openai_sdk.uninstall()
-    anthropic_sdk.uninstall()
-    set_handler(previous)
+    with handling(openai_sdk, anthropic_sdk) as t:
+        yield t
 
 
 def served(*bodies: dict, method: str = "POST", uri: str = OPENAI) -> list[cassettes.Interaction]:

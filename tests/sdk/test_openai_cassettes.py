@@ -18,10 +18,9 @@ import pytest
 
 import otel_tokens
 from otel_tokens.capture import openai_sdk
-from otel_tokens.handler import set_handler
 
 from .. import cassettes
-from ..telemetry.conftest import make_telemetry
+from ..telemetry.conftest import handling
 from .replay import openai_client
 
 ENDPOINTS = {"chat/completions": "chat", "responses": "responses", "embeddings": "embeddings"}
@@ -131,12 +130,8 @@ def cases() -> list[tuple[str, int]]:
 
 @pytest.fixture
 def telemetry():
-    t = make_telemetry()
-    previous = set_handler(t.handler)
-    openai_sdk.install()
-    yield t
-    openai_sdk.uninstall()
-    set_handler(previous)
+    with handling(openai_sdk) as t:
+        yield t
 
 
 def _interaction(name: str, index: int) -> cassettes.Interaction:

@@ -11,10 +11,9 @@ import pytest
 
 import otel_tokens
 from otel_tokens.capture import openai_sdk
-from otel_tokens.handler import set_handler
 
 from .. import cassettes
-from ..telemetry.conftest import make_telemetry
+from ..telemetry.conftest import handling
 from .replay import openai_client
 
 STREAM_WITH_USAGE = "openai-openllmetry/test_streaming_with_api_usage__test_streaming_with_api_usage_and_events.yaml"
@@ -26,12 +25,8 @@ PLAIN = "openai-v2/test_chat_completion_with_content.yaml"
 @pytest.fixture
 def telemetry():
     cassettes.require()
-    t = make_telemetry()
-    previous = set_handler(t.handler)
-    openai_sdk.install()
-    yield t
-    openai_sdk.uninstall()
-    set_handler(previous)
+    with handling(openai_sdk) as t:
+        yield t
 
 
 def recorded(name: str, index: int = 0) -> cassettes.Interaction:
