@@ -1,15 +1,19 @@
 """Fixtures of the fleet ledger tests: a real PostgreSQL (a throwaway cluster, or the one
 ``OTEL_TOKENS_TEST_POSTGRES_URL`` names) and a fresh database per test; they skip, saying why,
-where PostgreSQL or psycopg is not installed (the rest of the suite runs without them)."""
+where PostgreSQL or psycopg is not installed (the rest of the suite runs without them). And the
+fake LLM server the fleet's processes call, keeping what it answered per tenant."""
 
 from __future__ import annotations
 
+import collections
 import itertools
 import os
 import uuid
+from contextlib import closing
 
 import pytest
 
+from ..process.conftest import FakeLLM
 from .cluster import Cluster, binaries
 
 _names = itertools.count()
@@ -64,3 +68,25 @@ def ledger_db(pg_server) -> str:
 def own_ledger_db(pg_cluster) -> tuple[Cluster, str]:
     """A fresh database on our own cluster (a test that stops and starts the server)."""
     return pg_cluster, new_database(pg_cluster.url)
+
+
+class TenantLLM(FakeLLM):
+    """The process tests' fake LLM, answering at once, with what it answered also summed per
+    tenant (the request's ``user``): the truth the ledger must hold."""
+
+    delay = 0.0
+
+    def __init__(self) -> None:
+        self.by_tenant: collections.Counter[str] = collections.Counter()
+        self.calls_by_tenant: collections.Counter[str] = collections.Counter()
+        super().__init__()
+
+    def _count(self, body: dict, tokens: int) -> None:
+        self.by_tenant[body["user"]] += tokens
+        self.calls_by_tenant[body["user"]] += 1
+
+
+@pytest.fixture
+def tenant_llm():
+    with closing(TenantLLM()) as server:
+        yield server

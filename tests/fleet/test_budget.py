@@ -10,16 +10,10 @@ import sys
 import pytest
 
 from ..process.conftest import clean_env, free_port
-from .test_ledger import APPS, TenantLLM
+from .conftest import TenantLLM
+from .test_ledger import APPS
 
 BUDGET = 0.01  # USD: ~300 calls of the fake server's usage at gpt-4o-mini's price
-
-
-@pytest.fixture
-def tenant_llm():
-    server = TenantLLM()
-    yield server
-    server.server.close()
 
 
 def _run(n: int, llm: TenantLLM, url: str, tmp_path, **env: str) -> list[str]:

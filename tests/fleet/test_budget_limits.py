@@ -9,11 +9,13 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import closing
 
 import pytest
 
 from ..process.conftest import clean_env, free_port, wait_for
-from .test_ledger import APPS, TenantLLM
+from .conftest import TenantLLM
+from .test_ledger import APPS
 
 PROMPT = [{"role": "user", "content": "hello"}]
 
@@ -30,20 +32,15 @@ class HeldLLM(TenantLLM):
         self.release.wait(60)
         return super()._answer(path, body)
 
-
-@pytest.fixture
-def tenant_llm():
-    server = TenantLLM()
-    yield server
-    server.server.close()
+    def close(self) -> None:
+        self.release.set()  # no answer left waiting
+        super().close()
 
 
 @pytest.fixture
 def held_llm():
-    server = HeldLLM()
-    yield server
-    server.release.set()
-    server.server.close()
+    with closing(HeldLLM()) as server:
+        yield server
 
 
 def _start(llm: TenantLLM, url: str, tmp_path, **env: str) -> subprocess.Popen:

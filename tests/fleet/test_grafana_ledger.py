@@ -12,7 +12,7 @@ from decimal import Decimal
 
 import pytest
 
-from .test_ledger import ROOT_DIR, TenantLLM, _finish, _workers
+from .test_ledger import ROOT_DIR, _finish, _workers
 
 sdk = pytest.importorskip("grafana_foundation_sdk", reason="pip install 'grafana-foundation-sdk==1769699379!11.6.0'")
 from grafana_foundation_sdk.cog import plugins  # noqa: E402
@@ -44,10 +44,10 @@ def expand(sql: str, start: float, end: float) -> str:
     return sql.replace("$__unixEpochFrom()", str(int(start))).replace("$__unixEpochTo()", str(int(end)))
 
 
-def test_every_panel_query_gives_the_truth(ledger_db, tmp_path):
+def test_every_panel_query_gives_the_truth(tenant_llm, ledger_db, tmp_path):
     import psycopg
 
-    llm = TenantLLM()
+    llm = tenant_llm
     start = time.time() - 1
     _finish(_workers(2, llm, ledger_db, tmp_path / "spool", THREADS="3", CALLS="8"))
     end = time.time() + 2
@@ -71,4 +71,3 @@ def test_every_panel_query_gives_the_truth(ledger_db, tmp_path):
     assert {row[0]: row[4] for row in results["Spend and tokens by model"]} == {"gpt-4o-mini": llm.calls}
     assert sum(row[4] for row in results["Spend and tokens by user"]) == llm.calls
     assert outside == (None, None, None, 0), "rows outside the range are left out"
-    llm.server.close()

@@ -4,8 +4,6 @@ spool of an unreachable database replayed; report totals equal to what the serve
 
 from __future__ import annotations
 
-import collections
-import itertools
 import json
 import subprocess
 import sys
@@ -15,48 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from ..local_server import LocalServer
 from ..process.conftest import clean_env, free_port, wait_for
+from .conftest import TenantLLM
 
 APPS = Path(__file__).resolve().parent / "apps"
 ROOT_DIR = Path(__file__).resolve().parents[2]
-
-
-class TenantLLM:
-    """Chat completions with prompt_tokens 100, 101, ...; what it answered summed per tenant
-    (the request's ``user``): the truth the ledger must hold."""
-
-    def __init__(self) -> None:
-        self._counter = itertools.count(100)
-        self._lock = threading.Lock()
-        self.calls = 0
-        self.input_total = 0
-        self.by_tenant: collections.Counter[str] = collections.Counter()
-        self.calls_by_tenant: collections.Counter[str] = collections.Counter()
-        self.server = LocalServer(self._answer)
-        self.url = self.server.url + "/v1"
-
-    def _answer(self, path: str, body: dict) -> tuple[int, str, bytes, dict[str, str]]:
-        with self._lock:
-            tokens = next(self._counter)
-            self.calls += 1
-            self.input_total += tokens
-            self.by_tenant[body["user"]] += tokens
-            self.calls_by_tenant[body["user"]] += 1
-        payload = {"id": f"chatcmpl-{tokens}", "object": "chat.completion", "created": 0,
-                   "model": "gpt-4o-mini",
-                   "choices": [{"index": 0, "finish_reason": "stop",
-                                "message": {"role": "assistant", "content": "hi"}}],
-                   "usage": {"prompt_tokens": tokens, "completion_tokens": 7,
-                             "total_tokens": tokens + 7}}  # fmt: skip
-        return 200, "application/json", json.dumps(payload).encode(), {}
-
-
-@pytest.fixture
-def tenant_llm():
-    server = TenantLLM()
-    yield server
-    server.server.close()
 
 
 def _workers(n: int, llm: TenantLLM, url: str, spool: Path, **env: str) -> list[subprocess.Popen]:

@@ -19,6 +19,7 @@ import threading
 import time
 import urllib.request
 import zlib
+from contextlib import closing
 
 import pytest
 
@@ -29,7 +30,10 @@ APPS = pathlib.Path(__file__).resolve().parent / "apps"
 
 
 class FakeLLM:
-    """Chat completions with prompt_tokens 100, 101, 102, ... (sum kept: the truth)."""
+    """Chat completions with prompt_tokens 100, 101, 102, ... (sum kept: the truth); a subclass
+    keeps more of the truth in :meth:`_count`. Closed by :meth:`close` (``contextlib.closing``)."""
+
+    delay = 0.02  # seconds: a real model takes a while, so concurrent requests overlap
 
     def __init__(self) -> None:
         self._counter = itertools.count(100)
@@ -40,16 +44,25 @@ class FakeLLM:
         self.url = self.server.url + "/v1"
 
     def _answer(self, path: str, body: object) -> tuple[int, str, bytes, dict[str, str]]:
-        time.sleep(0.02)  # a real model takes a while: concurrent requests overlap
+        time.sleep(self.delay)
         with self._lock:
             tokens = next(self._counter)
             self.input_total += tokens
             self.calls += 1
-        payload = {"id": "chatcmpl-x", "object": "chat.completion", "created": 0, "model": "gpt-4o-mini",
+            self._count(body, tokens)
+        payload = {"id": f"chatcmpl-{tokens}", "object": "chat.completion", "created": 0,
+                   "model": "gpt-4o-mini",
                    "choices": [{"index": 0, "finish_reason": "stop",
                                 "message": {"role": "assistant", "content": "hi"}}],
-                   "usage": {"prompt_tokens": tokens, "completion_tokens": 7, "total_tokens": tokens + 7}}  # fmt: skip
+                   "usage": {"prompt_tokens": tokens, "completion_tokens": 7,
+                             "total_tokens": tokens + 7}}  # fmt: skip
         return 200, "application/json", json.dumps(payload).encode(), {}
+
+    def _count(self, body: object, tokens: int) -> None:
+        """More truth kept of one answer (under the lock); none here."""
+
+    def close(self) -> None:
+        self.server.close()
 
 
 class Collector(http.server.ThreadingHTTPServer):
@@ -154,9 +167,8 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 @pytest.fixture
 def llm():
-    server = FakeLLM()
-    yield server
-    server.server.close()
+    with closing(FakeLLM()) as server:
+        yield server
 
 
 @pytest.fixture
