@@ -1,11 +1,14 @@
-"""Where the CLI samples live: the shared samples (read in place, never copied) and ours."""
+"""Where the CLI samples live: the shared samples (read in place, never copied) and ours; the
+telemetry, a folder of fake CLIs first on PATH, and the CLI instrumentation around a test."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from otel_tokens.entry_points import AgentCliInstrumentor
 from tests.telemetry.conftest import Telemetry, handling
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -29,3 +32,21 @@ def telemetry() -> Telemetry:
     """A fresh handler on the in-memory SDK (as in tests/telemetry)."""
     with handling() as t:
         yield t
+
+
+@pytest.fixture
+def bin_dir(tmp_path, monkeypatch) -> Path:
+    """An empty folder first on PATH, for the fake CLIs a test writes."""
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    return folder
+
+
+@pytest.fixture
+def instrumented(telemetry: Telemetry):
+    """The telemetry, with the agent CLI instrumentation on for the test."""
+    instrumentor = AgentCliInstrumentor()
+    instrumentor.instrument()
+    yield telemetry
+    instrumentor.uninstrument()

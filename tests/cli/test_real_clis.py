@@ -21,7 +21,6 @@ from opentelemetry.trace import StatusCode
 
 import otel_tokens
 from otel_tokens.capture.parsers.copilot import silent_output
-from otel_tokens.entry_points import AgentCliInstrumentor
 
 from .conftest import ROOT
 
@@ -83,21 +82,6 @@ def fake(bin_dir: Path, cli: str, out: Path | None, err: Path | None = None, cod
         sys.exit({code})
     """))  # fmt: skip
     script.chmod(0o755)
-
-
-@pytest.fixture
-def bin_dir(tmp_path, monkeypatch) -> Path:
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
-    return folder
-
-
-@pytest.fixture
-def instrumented(telemetry):
-    AgentCliInstrumentor().instrument()
-    yield telemetry
-    AgentCliInstrumentor().uninstrument()
 
 
 def replay(bin_dir: Path, real: Path, name: str, args: list[str] | None = None,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -53,26 +52,10 @@ def write_cli(folder: Path, name: str, body: str) -> None:
 
 
 @pytest.fixture
-def bin_dir(tmp_path, monkeypatch) -> Path:
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
-    return folder
-
-
-@pytest.fixture
 def fake_clis(bin_dir, shared) -> Path:
     for cli, (sample, _attrs) in EXPECTED.items():
         write_cli(bin_dir, cli, f'cat "{shared / sample}"\nexit 0\n')
     return bin_dir
-
-
-@pytest.fixture
-def instrumented(telemetry):
-    instrumentor = SubprocessInstrumentor()
-    instrumentor.instrument()
-    yield telemetry
-    instrumentor.uninstrument()
 
 
 def token_totals(t) -> dict[str, int]:
