@@ -3,6 +3,7 @@ record per call holding the request's and the response's facts, nothing priced o
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import pytest
@@ -10,9 +11,8 @@ import pytest
 import otel_tokens
 from otel_tokens import Handler, Usage
 from otel_tokens.capture import anthropic_sdk, openai_sdk
-from otel_tokens.handler import set_handler
 
-from ..telemetry.conftest import make_telemetry
+from ..telemetry.conftest import handling
 from .replay import http_module
 
 CHAT = {"id": "chatcmpl-7", "object": "chat.completion", "created": 0, "model": "gpt-4o-2024-08-06",
@@ -40,17 +40,17 @@ class Recording(Handler):
         super().finish(call)
 
 
+@contextlib.contextmanager
+def recorded(*modules):
+    """A :class:`Recording` handler as the process's, these modules' patches installed."""
+    with handling(*modules, handler_class=Recording) as t:
+        yield t.handler
+
+
 @pytest.fixture
 def recording():
-    t = make_telemetry()
-    handler = Recording(t.tracer_provider, t.meter_provider)
-    previous = set_handler(handler)
-    openai_sdk.install()
-    anthropic_sdk.install()
-    yield handler
-    openai_sdk.uninstall()
-    anthropic_sdk.uninstall()
-    set_handler(previous)
+    with recorded(openai_sdk, anthropic_sdk) as handler:
+        yield handler
 
 
 def _client(sdk, body):

@@ -4,17 +4,12 @@ through the real clients, a value that is not a token count read as absent."""
 
 from __future__ import annotations
 
-import contextlib
-
 import pytest
 
 import otel_tokens
 from otel_tokens.capture import anthropic_sdk, openai_sdk
-from otel_tokens.handler import set_handler
 
-from ..telemetry.conftest import make_telemetry
-from .replay import http_module
-from .test_capture_records import CHAT, MESSAGE, Recording
+from .test_capture_records import CHAT, MESSAGE, _client, recorded
 
 RESPONSE = {"id": "resp_7", "object": "response", "created_at": 0, "model": "gpt-4o",
             "status": "completed", "output": [], "parallel_tool_calls": False, "tools": [],
@@ -25,29 +20,6 @@ RESPONSE = {"id": "resp_7", "object": "response", "created_at": 0, "model": "gpt
 EMBEDDING = {"object": "list", "model": "text-embedding-3-small",
              "data": [{"object": "embedding", "index": 0, "embedding": [0.1]}],
              "usage": {"prompt_tokens": 3, "total_tokens": 3}}  # fmt: skip
-
-
-@contextlib.contextmanager
-def recording(*modules):
-    t = make_telemetry()
-    handler = Recording(t.tracer_provider, t.meter_provider)
-    previous = set_handler(handler)
-    for module in modules:
-        module.install()
-    try:
-        yield handler
-    finally:
-        for module in reversed(modules):
-            module.uninstall()
-        set_handler(previous)
-
-
-def _client(sdk, body):
-    http = http_module(sdk)
-    transport = http.MockTransport(lambda request: http.Response(200, json=body))
-    module = __import__(sdk)
-    cls = module.OpenAI if sdk == "openai" else module.Anthropic
-    return cls(api_key="k", max_retries=0, http_client=http.Client(transport=transport))
 
 
 def _limit(handler) -> int | None:
@@ -62,14 +34,14 @@ def _limit(handler) -> int | None:
     ({"max_tokens": True}, None), ({"max_tokens": 10.5}, None),
 ])  # fmt: skip
 def test_openai_chat(given, read):
-    with recording(openai_sdk) as handler, otel_tokens.agent("a"):
+    with recorded(openai_sdk) as handler, otel_tokens.agent("a"):
         _client("openai", CHAT).chat.completions.create(
             model="gpt-4o", messages=[{"role": "user", "content": "hi"}], **given)
         assert _limit(handler) == read
 
 
 def test_openai_responses_embeddings_and_anthropic():
-    with recording(openai_sdk, anthropic_sdk) as handler, otel_tokens.agent("a"):
+    with recorded(openai_sdk, anthropic_sdk) as handler, otel_tokens.agent("a"):
         client = _client("openai", RESPONSE)
         client.responses.create(model="gpt-4o", input="hi", max_output_tokens=80)
         assert _limit(handler) == 80
@@ -92,7 +64,7 @@ def test_google_genai_config():
 
     server = GeminiServer()
     try:
-        with recording(google_genai_patches) as handler, otel_tokens.agent("a"):
+        with recorded(google_genai_patches) as handler, otel_tokens.agent("a"):
             client = server.client()
             for config, read in (({"max_output_tokens": 64}, 64),
                                  (types.GenerateContentConfig(max_output_tokens=65), 65),
@@ -115,7 +87,7 @@ def test_bedrock_converse_inference_config():
 
     server = BedrockServer()
     try:
-        with recording(bedrock_patches) as handler, otel_tokens.agent("a"):
+        with recorded(bedrock_patches) as handler, otel_tokens.agent("a"):
             client = server.client()
             for extra, read in (({"inferenceConfig": {"maxTokens": 32}}, 32), ({}, None)):
                 server.queue.append(Reply(converse_body()))

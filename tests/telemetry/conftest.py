@@ -79,7 +79,7 @@ CREATED: list[Telemetry] = []
 
 
 def make_telemetry(pricer: Pricer | None = None, guard: AnomalyGuard | None = None,
-                   span_processor: Any = None) -> Telemetry:
+                   span_processor: Any = None, handler_class: type[Handler] = Handler) -> Telemetry:
     spans = InMemorySpanExporter()
     tp = TracerProvider()
     tp.add_span_processor(SimpleSpanProcessor(spans))
@@ -87,17 +87,17 @@ def make_telemetry(pricer: Pricer | None = None, guard: AnomalyGuard | None = No
         tp.add_span_processor(span_processor)
     reader = InMemoryMetricReader()
     mp = MeterProvider(metric_readers=[reader], views=views())
-    handler = Handler(tp, mp, pricer=pricer or Pricer(), guard=guard or AnomalyGuard())
+    handler = handler_class(tp, mp, pricer=pricer or Pricer(), guard=guard or AnomalyGuard())
     telemetry = Telemetry(handler, spans, reader, tp, mp)
     CREATED.append(telemetry)
     return telemetry
 
 
 @contextmanager
-def handling(*patches: Any) -> Iterator[Telemetry]:
-    """A fresh in-memory telemetry as the process's handler, with these capture modules'
-    patches installed (in order) for the duration; all undone after."""
-    t = make_telemetry()
+def handling(*patches: Any, handler_class: type[Handler] = Handler) -> Iterator[Telemetry]:
+    """A fresh in-memory telemetry (its handler of ``handler_class``) as the process's handler,
+    with these capture modules' patches installed (in order) for the duration; all undone after."""
+    t = make_telemetry(handler_class=handler_class)
     previous = set_handler(t.handler)
     for module in patches:
         module.install()
