@@ -18,7 +18,7 @@ from typing import Any, Callable
 from urllib.parse import urlparse
 
 from .. import cassettes
-from .replay import anthropic_client, openai_client
+from .replay import anthropic_client, call_kwargs, openai_client
 
 
 @dataclass(frozen=True)
@@ -41,16 +41,6 @@ _OPENAI_POST = {
     "completions": "completions.create",
     "embeddings": "embeddings.create",
 }
-
-
-def _split(method: Callable[..., Any], body: dict[str, Any]) -> dict[str, Any]:
-    """The recorded body as keyword arguments: what the method names, the rest as extra_body."""
-    params = inspect.signature(method).parameters
-    kwargs = {k: v for k, v in body.items() if k in params}
-    extra = {k: v for k, v in body.items() if k not in params}
-    if extra:
-        kwargs["extra_body"] = extra
-    return kwargs
 
 
 def _multipart_model(it: cassettes.Interaction) -> str | None:
@@ -131,7 +121,7 @@ def _dump(value: Any) -> Any:
 
 
 def arguments(t: Target, method: Callable[..., Any]) -> dict[str, Any]:
-    return _split(method, t.kwargs) if t.path.endswith(".create") else dict(t.kwargs)
+    return call_kwargs(method, t.kwargs) if t.path.endswith(".create") else dict(t.kwargs)
 
 
 # -- styles: each returns what the caller got ------------------------------------------------
@@ -166,7 +156,7 @@ def _helper(t: Target, client: Any, how: str) -> Any:
     kwargs = {k: v for k, v in t.kwargs.items() if k not in ("stream", "stream_options")}
     owner = t.path.rpartition(".")[0]
     method = resolve(client, owner + ".stream")
-    with method(**_split(method, kwargs)) as stream:
+    with method(**call_kwargs(method, kwargs)) as stream:
         if how == "text_stream":
             seen = list(stream.text_stream)
         elif how == "until_done":
@@ -207,7 +197,7 @@ async def _async(t: Target, client: Any, style: str) -> Any:
         kwargs = {k: v for k, v in t.kwargs.items() if k not in ("stream", "stream_options")}
         owner = t.path.rpartition(".")[0]
         method = resolve(client, owner + ".stream")
-        async with method(**_split(method, kwargs)) as stream:
+        async with method(**call_kwargs(method, kwargs)) as stream:
             if how == "text_stream":
                 seen = [x async for x in stream.text_stream]
             elif how == "until_done":

@@ -8,6 +8,7 @@ module is chosen to match the installed client, so the same tests run on both ma
 from __future__ import annotations
 
 import importlib
+import inspect
 import json
 from typing import Any
 
@@ -20,6 +21,17 @@ def http_module(sdk: str) -> Any:
     """``httpx2`` or ``httpx``: whichever the installed SDK uses."""
     base = importlib.import_module(f"{sdk}._base_client")
     return importlib.import_module("httpx2" if hasattr(base, "httpx2") else "httpx")
+
+
+def call_kwargs(method: Any, body: dict[str, Any]) -> dict[str, Any]:
+    """The recorded request body as keyword arguments of the client's ``method``: what it names,
+    the rest (fields this SDK version has no parameter for) through ``extra_body``."""
+    params = inspect.signature(method).parameters
+    known = {k: v for k, v in body.items() if k in params}
+    extra = {k: v for k, v in body.items() if k not in params}
+    if extra:
+        known["extra_body"] = extra
+    return known
 
 
 def major(sdk: str) -> int:

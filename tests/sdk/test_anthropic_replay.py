@@ -26,7 +26,6 @@ CASSETTES lists each file: how it is replayed (sync/async, ``beta.`` for ``?beta
 from __future__ import annotations
 
 import asyncio
-import inspect
 
 import pytest
 
@@ -34,7 +33,7 @@ from otel_tokens.capture import anthropic_sdk
 
 from .. import cassettes
 from ..telemetry.conftest import handling
-from .replay import anthropic_client
+from .replay import anthropic_client, call_kwargs
 
 # the recorded models are deprecated; the SDK says so on every call
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -177,17 +176,6 @@ SPAN_ATTR = {
 
 
 # -- calling the real client the way the cassette was recorded -----------------------------
-def _kwargs(method, body: dict) -> dict:
-    """The recorded body as keyword arguments; fields this SDK version has no parameter for
-    go through ``extra_body``."""
-    params = inspect.signature(method).parameters
-    known = {k: v for k, v in body.items() if k in params}
-    extra = {k: v for k, v in body.items() if k not in params}
-    if extra:
-        known["extra_body"] = extra
-    return known
-
-
 def _resource(client, it):
     return client.beta.messages if "beta=true" in it.uri else client.messages
 
@@ -197,14 +185,14 @@ def replay_sync(how: str, it: cassettes.Interaction) -> None:
     messages = _resource(client, it)
     body = dict(it.request_body)
     if how.endswith("create"):
-        result = messages.create(**_kwargs(messages.create, body))
+        result = messages.create(**call_kwargs(messages.create, body))
         assert result.id == it.response_json()["id"]
     elif how.endswith("create:stream"):
-        events = list(messages.create(**_kwargs(messages.create, body)))
+        events = list(messages.create(**call_kwargs(messages.create, body)))
         assert len(events) == len([e for e in it.sse_events() if e.get("type") != "ping"])
     else:
         body.pop("stream", None)
-        with messages.stream(**_kwargs(messages.stream, body)) as stream:
+        with messages.stream(**call_kwargs(messages.stream, body)) as stream:
             if how.endswith("text_stream"):
                 text = "".join(stream.text_stream)
                 assert text == stream.get_final_message().content[0].text
@@ -220,14 +208,14 @@ async def replay_async(how: str, it: cassettes.Interaction) -> None:
     messages = _resource(client, it)
     body = dict(it.request_body)
     if how.endswith("create"):
-        result = await messages.create(**_kwargs(messages.create, body))
+        result = await messages.create(**call_kwargs(messages.create, body))
         assert result.id == it.response_json()["id"]
     elif how.endswith("create:stream"):
-        events = [e async for e in await messages.create(**_kwargs(messages.create, body))]
+        events = [e async for e in await messages.create(**call_kwargs(messages.create, body))]
         assert len(events) == len([e for e in it.sse_events() if e.get("type") != "ping"])
     else:
         body.pop("stream", None)
-        async with messages.stream(**_kwargs(messages.stream, body)) as stream:
+        async with messages.stream(**call_kwargs(messages.stream, body)) as stream:
             if how.endswith("text_stream"):
                 text = "".join([t async for t in stream.text_stream])
                 assert text == (await stream.get_final_message()).content[0].text

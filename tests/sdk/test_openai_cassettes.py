@@ -10,7 +10,6 @@ cassette or interaction left out is listed with the reason.
 from __future__ import annotations
 
 import asyncio
-import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +20,7 @@ from otel_tokens.capture import openai_sdk
 
 from .. import cassettes
 from ..telemetry.conftest import handling
-from .replay import openai_client
+from .replay import call_kwargs, openai_client
 
 ENDPOINTS = {"chat/completions": "chat", "responses": "responses", "embeddings": "embeddings"}
 LEFT_OUT = {
@@ -85,23 +84,13 @@ def expected(it: cassettes.Interaction, kind: str) -> Expected:
     return exp
 
 
-def _call_kwargs(method: Any, body: dict[str, Any]) -> dict[str, Any]:
-    """The recorded body as keyword arguments (unknown fields through ``extra_body``)."""
-    params = inspect.signature(method).parameters
-    known = {k: v for k, v in body.items() if k in params}
-    extra = {k: v for k, v in body.items() if k not in params}
-    if extra:
-        known["extra_body"] = extra
-    return known
-
-
 def replay(it: cassettes.Interaction, kind: str, is_async: bool) -> tuple[Any, BaseException | None]:
     client, _ = openai_client([it], is_async=is_async)
     _, base = _endpoint(it.uri)
     client = client.with_options(base_url=base)
     method = {"chat": client.chat.completions.create, "responses": client.responses.create,
               "embeddings": client.embeddings.create}[kind]  # fmt: skip
-    kwargs = _call_kwargs(method, it.request_body)
+    kwargs = call_kwargs(method, it.request_body)
 
     async def run_async() -> Any:
         result = await method(**kwargs)
