@@ -18,6 +18,14 @@ from . import cassettes
 
 PEER = cassettes.SHARED / "peer-cassettes"
 CLASSES = ("input", "output", "cache_read", "cache_write", "reasoning")
+#: the span attribute holding each token class
+ATTRIBUTES = {
+    "input": "gen_ai.usage.input_tokens",
+    "output": "gen_ai.usage.output_tokens",
+    "cache_read": "gen_ai.usage.cache_read.input_tokens",
+    "cache_write": "gen_ai.usage.cache_write.input_tokens",
+    "reasoning": "gen_ai.usage.reasoning.output_tokens",
+}
 _ABSENT = ("–", "-", "")
 
 

@@ -11,25 +11,17 @@ both supported majors of each SDK (the second venv of ``.ci/run``).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import warnings
 
 import pytest
 
 from otel_tokens.capture import anthropic_sdk, openai_sdk
-from otel_tokens.handler import set_handler
 
 from .. import peer
-from ..telemetry.conftest import make_telemetry
+from ..telemetry.conftest import handling
 from . import drive
-
-ATTRS = {
-    "input": "gen_ai.usage.input_tokens",
-    "output": "gen_ai.usage.output_tokens",
-    "cache_read": "gen_ai.usage.cache_read.input_tokens",
-    "cache_write": "gen_ai.usage.cache_write.input_tokens",
-    "reasoning": "gen_ai.usage.reasoning.output_tokens",
-}
 
 #: (case, file in the peer corpus, interaction index)
 CASES = {
@@ -74,20 +66,8 @@ def _params():
 @pytest.fixture
 def instrumented():
     """Install both SDK instrumentors around a fresh in-memory telemetry (after the bare run)."""
-    made = []
-
-    def start():
-        t = make_telemetry()
-        made.append((t, set_handler(t.handler)))
-        openai_sdk.install()
-        anthropic_sdk.install()
-        return t
-
-    yield start
-    openai_sdk.uninstall()
-    anthropic_sdk.uninstall()
-    for _, previous in reversed(made):
-        set_handler(previous)
+    with contextlib.ExitStack() as stack:
+        yield lambda: stack.enter_context(handling(openai_sdk, anthropic_sdk))
 
 
 @pytest.mark.filterwarnings("error::RuntimeWarning")
@@ -109,7 +89,7 @@ def test_call_style_records_exact_usage_once_and_is_transparent(case, style, is_
 
     (span,) = telemetry.finished()
     attributes = span.attributes
-    for cls, attribute in ATTRS.items():
+    for cls, attribute in peer.ATTRIBUTES.items():
         assert attributes.get(attribute) == truth.usage[cls], (cls, dict(attributes))
     assert attributes["otel_tokens.usage.source"] == "reported"
     assert attributes["gen_ai.response.model"] == truth.response_model

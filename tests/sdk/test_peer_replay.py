@@ -16,23 +16,12 @@ from __future__ import annotations
 import collections
 import warnings
 
-import pytest
-
 from otel_tokens.capture import anthropic_sdk, openai_sdk
-from otel_tokens.handler import set_handler
 
 from .. import peer
-from ..telemetry.conftest import make_telemetry
+from ..telemetry.conftest import handling
 from . import bill, drive
 from .replay import major
-
-ATTRS = {
-    "input": "gen_ai.usage.input_tokens",
-    "output": "gen_ai.usage.output_tokens",
-    "cache_read": "gen_ai.usage.cache_read.input_tokens",
-    "cache_write": "gen_ai.usage.cache_write.input_tokens",
-    "reasoning": "gen_ai.usage.reasoning.output_tokens",
-}
 
 #: where the corpus README's row and the recorded body disagree, the body wins: the README
 #: lists no output for this transcription, whose recorded usage says ``"output_tokens": 5``
@@ -45,19 +34,10 @@ def _replayed(truth: peer.Truth):
     it = peer.interaction(truth)
     target = drive.target(it)
     assert target is not None, f"{truth.key}: no SDK method for {it.method} {it.uri}"
-    telemetry = make_telemetry()
-    previous = set_handler(telemetry.handler)
-    openai_sdk.install()
-    anthropic_sdk.install()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # retired models in old recordings
-            warnings.simplefilter("ignore", UserWarning)  # base64 embeddings dumped by pydantic
-            drive.run(it, "plain", False, target)  # streams read to their end: no collection needed
-    finally:
-        openai_sdk.uninstall()
-        anthropic_sdk.uninstall()
-        set_handler(previous)
+    with handling(openai_sdk, anthropic_sdk) as telemetry, warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # retired models in old recordings
+        warnings.simplefilter("ignore", UserWarning)  # base64 embeddings dumped by pydantic
+        drive.run(it, "plain", False, target)  # streams read to their end: no collection needed
     return it, telemetry
 
 
@@ -73,7 +53,7 @@ def _check(truth: peer.Truth) -> str:
     for cls, extra in bill.apart_tokens(it).items():  # compaction and advisor iterations, on top
         if extra:
             want[cls] = (want[cls] or 0) + extra
-    wrong = {cls: (attributes.get(attr), want[cls]) for cls, attr in ATTRS.items()
+    wrong = {cls: (attributes.get(attr), want[cls]) for cls, attr in peer.ATTRIBUTES.items()
              if attributes.get(attr) != want[cls]}  # fmt: skip
     if wrong:
         return f"tokens (got, true): {wrong}"
