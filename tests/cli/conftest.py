@@ -4,7 +4,9 @@ telemetry, a folder of fake CLIs first on PATH, and the CLI instrumentation arou
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -43,10 +45,19 @@ def bin_dir(tmp_path, monkeypatch) -> Path:
     return folder
 
 
+@contextmanager
+def instrumenting() -> Iterator[None]:
+    """The agent CLI instrumentation on for the block (settings read as they are then)."""
+    instrumentor = AgentCliInstrumentor()
+    instrumentor.instrument()
+    try:
+        yield
+    finally:
+        instrumentor.uninstrument()
+
+
 @pytest.fixture
 def instrumented(telemetry: Telemetry):
     """The telemetry, with the agent CLI instrumentation on for the test."""
-    instrumentor = AgentCliInstrumentor()
-    instrumentor.instrument()
-    yield telemetry
-    instrumentor.uninstrument()
+    with instrumenting():
+        yield telemetry

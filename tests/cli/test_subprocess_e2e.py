@@ -17,7 +17,8 @@ from otel_tokens.entry_points import AgentCliInstrumentor as SubprocessInstrumen
 from otel_tokens.capture.agent_cli import agent_run
 from otel_tokens.capture.parsers.copilot import silent_output
 
-from .conftest import OWN
+from ..telemetry.conftest import handling
+from .conftest import OWN, instrumenting
 
 # cli -> (sample under the shared folder, span attributes the sample must give)
 EXPECTED = {
@@ -261,12 +262,8 @@ def test_wrapper_names_from_env(telemetry, bin_dir, shared, monkeypatch):
     monkeypatch.setenv("OTEL_TOKENS_CLI_NAMES", "my-agent=claude")
     otel_tokens.settings.reload()
     write_cli(bin_dir, "my-agent", f'cat "{shared / "claude/success.json"}"\n')
-    instrumentor = SubprocessInstrumentor()
-    instrumentor.instrument()
-    try:
+    with instrumenting():
         subprocess.run(["my-agent", "-p", "x"], capture_output=True)
-    finally:
-        instrumentor.uninstrument()
     span = telemetry.span()
     assert span.name == "invoke_agent claude"
     assert span.attributes["otel_tokens.cli.executable"] == "my-agent"
@@ -324,20 +321,10 @@ def test_uninstrument_restores_popen(telemetry, fake_clis):
 
 
 def test_content_capture_opt_in(fake_clis, monkeypatch):
-    from otel_tokens.handler import set_handler
-    from tests.telemetry.conftest import make_telemetry
-
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
     otel_tokens.settings.reload()
-    t = make_telemetry()
-    previous = set_handler(t.handler)
-    instrumentor = SubprocessInstrumentor()
-    instrumentor.instrument()
-    try:
+    with handling() as t, instrumenting():  # the handler made with the setting on
         subprocess.run(["codex", "exec", "SECRET prompt"], capture_output=True)
-    finally:
-        instrumentor.uninstrument()
-        set_handler(previous)
     span = t.span()
     assert span.attributes["otel_tokens.cli.argv"] == ("codex", "exec", "SECRET prompt")
     assert span.attributes["otel_tokens.cli.output_text"].startswith("Fixed the sign error")
