@@ -12,12 +12,11 @@ import pytest
 
 import otel_tokens
 from otel_tokens.capture import openai_sdk
-from otel_tokens.handler import set_handler
 
 from .. import cassettes
 from ..sdk.replay import openai_client
 from ..sdk.test_full_bill import OPENAI, chat, served
-from ..telemetry.conftest import make_telemetry
+from ..telemetry.conftest import handling
 from .conftest import clean_env
 from .conftest import otel_tokens as run_cli
 
@@ -38,9 +37,7 @@ def ledger(monkeypatch, tmp_path):
     db = tmp_path / "share.db"
     monkeypatch.setenv("OTEL_TOKENS_LEDGER_PATH", str(db))
     otel_tokens.settings.reload()
-    previous = set_handler(make_telemetry().handler)
-    openai_sdk.install()
-    try:
+    with handling(openai_sdk):
         reported = served(chat("gpt-4o-mini", "default", 100, 10), chat("gpt-4o-mini", "default", 200, 20))
         client, _ = openai_client([reported[0], stream_without_usage(), reported[1]])
         ask = [{"role": "user", "content": "Say hello to the operator, please."}]
@@ -51,9 +48,6 @@ def ledger(monkeypatch, tmp_path):
         with otel_tokens.agent("share-bot", user="u-2"):
             client.chat.completions.create(model="gpt-4o-mini", messages=ask)
         otel_tokens.account.agents.get_agent("share-bot").ledger.flush()
-    finally:
-        openai_sdk.uninstall()
-        set_handler(previous)
     return db
 
 

@@ -16,11 +16,10 @@ import pytest
 
 import otel_tokens
 from otel_tokens.capture import openai_sdk
-from otel_tokens.handler import set_handler
 
 from ..sdk.replay import openai_client
 from ..sdk.test_full_bill import chat, served
-from ..telemetry.conftest import make_telemetry
+from ..telemetry.conftest import handling
 from .conftest import clean_env, command
 from .conftest import otel_tokens as run_cli
 
@@ -48,18 +47,13 @@ def ledger(monkeypatch, tmp_path):
     db = tmp_path / "hostile.db"
     monkeypatch.setenv("OTEL_TOKENS_LEDGER_PATH", str(db))
     otel_tokens.settings.reload()
-    previous = set_handler(make_telemetry().handler)
-    openai_sdk.install()
-    try:
+    with handling(openai_sdk):
         client, _ = openai_client(served(*[chat(MODEL, "default", 100, 10)] * (len(USERS) + 1)))
         for user in [*USERS, None]:
             with otel_tokens.agent(AGENT, user=user, tenant=user, conversation=user):
                 client.chat.completions.create(model="gpt-4o-mini",
                                                messages=[{"role": "user", "content": "hi"}])
         otel_tokens.account.agents.get_agent(AGENT).ledger.flush()
-    finally:
-        openai_sdk.uninstall()
-        set_handler(previous)
     return db
 
 
