@@ -32,11 +32,18 @@ def _responses(items: list) -> Request:
     return Request("openai_responses", "gpt-5", items)
 
 
-def test_reasoning_carried_back_counts_only_until_the_next_user_turn():
+def _tool_turn() -> tuple[dict, dict, dict, dict]:
+    """A user's question, the reasoning carried back (5,700 characters of ciphertext), a tool
+    call and its result: fresh items of one Responses turn."""
     reasoning = {"type": "reasoning", "summary": [], "encrypted_content": "g" * 5700}
     call = {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{}"}
     result = {"type": "function_call_output", "call_id": "c1", "output": "42"}
     ask = {"role": "user", "content": "What is the answer?"}
+    return ask, reasoning, call, result
+
+
+def test_reasoning_carried_back_counts_only_until_the_next_user_turn():
+    ask, reasoning, call, result = _tool_turn()
     estimator = Estimator(use_tokenizer=False)
     within = estimator.estimate(_responses([ask, reasoning, call, result]), provider="openai")
     without = estimator.estimate(_responses([ask, call, result]), provider="openai")
@@ -49,10 +56,7 @@ def test_reasoning_carried_back_counts_only_until_the_next_user_turn():
 
 
 def test_a_delta_after_a_new_user_turn_drops_the_reasoning_the_reported_input_carried():
-    reasoning = {"type": "reasoning", "summary": [], "encrypted_content": "g" * 5700}
-    call = {"type": "function_call", "call_id": "c1", "name": "lookup", "arguments": "{}"}
-    result = {"type": "function_call_output", "call_id": "c1", "output": "42"}
-    ask = {"role": "user", "content": "What is the answer?"}
+    ask, reasoning, call, result = _tool_turn()
     estimator = Estimator(use_tokenizer=False)
     first = estimator.estimate(_responses([ask, reasoning, call, result]), provider="openai")
     estimator.observe(first, 1200)  # reported: 1,000 of it the carried reasoning
