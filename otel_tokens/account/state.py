@@ -35,7 +35,7 @@ ESTIMATE_SOURCES: tuple[str, ...] = ("exact", "delta", "full")
 Status = Literal["idle", "streaming"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Estimate:
     """A pre-/mid-stream input-token estimate and how it was made (RFC ``currentEstimate``).
 
@@ -46,17 +46,24 @@ class Estimate:
     input_tokens: int
     source: EstimateSource
 
-    def __post_init__(self) -> None:
-        value = self.input_tokens
-        if type(value) is not int or not 0 <= value <= MAX_TOKEN_COUNT:  # else: a count as is
-            checked = check_token_count("estimate input_tokens", value)
+    def __init__(self, input_tokens: int, source: EstimateSource) -> None:
+        # checked and set through the slots' own setters, with no __post_init__ frame (one
+        # estimate is made per call); same signature as the fields
+        if type(input_tokens) is not int or not 0 <= input_tokens <= MAX_TOKEN_COUNT:
+            checked = check_token_count("estimate input_tokens", input_tokens)
             if checked is None:
                 raise ValueError("estimate input_tokens must be a token count, got None")
-            object.__setattr__(self, "input_tokens", checked)
-        if self.source not in ESTIMATE_SOURCES:
+            input_tokens = checked
+        if source not in ESTIMATE_SOURCES:
             raise ValueError(
-                f"estimate source must be one of {', '.join(ESTIMATE_SOURCES)}; got {self.source!r}"
+                f"estimate source must be one of {', '.join(ESTIMATE_SOURCES)}; got {source!r}"
             )
+        _SET_INPUT(self, input_tokens)
+        _SET_SOURCE(self, source)
+
+
+_SET_INPUT = Estimate.__dict__["input_tokens"].__set__
+_SET_SOURCE = Estimate.__dict__["source"].__set__
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,7 +199,7 @@ class TokenState:
         """Turn count, total output, max observed input and the displayed context ratio, read
         together under one lock (what a call's span reports of its agent after the call)."""
         with self._lock:
-            estimate = self._current_estimate()
+            estimate = self._current_estimate() if self._streams else None  # none: no stream
             tokens = estimate.input_tokens if estimate is not None else self._input_tokens
             window = self._max_input_tokens
             return StateFigures(

@@ -32,6 +32,7 @@ _CALIBRATION_WINDOW = 50
 _RATIO_BOUNDS = (0.5, 2.0)
 _MAX_KEYS = 1024  # models with a calibration, (agent, provider, model) cursors: the oldest go first
 _JOINER = "\n"
+_SEQUENCES = (list, tuple)  # messages as the common case gives them
 _MAX_PER_PART = 100_000  # tokens one part of unknown size is learnt at, at most
 
 
@@ -43,7 +44,7 @@ def count_text(text: str, model: str | None = None) -> int:
 
 def _count(rendering: Rendering, encoding: Any) -> tuple[int, int]:
     """(tokens counted from texts, tokens known without a tokenizer)."""
-    texts = [t for t in rendering.texts if t]
+    texts = list(filter(None, rendering.texts))  # the non-empty ones (no frame of its own)
     if not texts:
         return 0, rendering.fixed
     joined = _JOINER.join(texts)
@@ -85,13 +86,15 @@ class _Cursor(NamedTuple):
 
 
 def _render_messages(
-    renderer: Any, api: Api, messages: Any, model: str | None
+    renderer: Any, api: Api, messages: Any, model: str | None, total: Any = None
 ) -> tuple[Any, Any, bool]:
-    """(the messages' rendering, the last message's, whether a user turn opens among them).
+    """(the messages' rendering, added to ``total`` when given (the preamble's), the last
+    message's, whether a user turn opens among them).
 
     Reasoning carried back (``Rendering.carried``) counts only after the last user turn:
     the APIs drop it from earlier turns. The total's ``carried`` is what was counted."""
-    total = renderer.Rendering()
+    if total is None:
+        total = renderer.Rendering()
     last = None
     pending = 0
     opened = False
@@ -168,14 +171,14 @@ class Estimator:
         renderer = _renderer or _load_renderer()
         api = request.api
         model = request.model
-        messages = renderer.messages_of(request)
+        messages = request.messages  # a list or tuple (the common case), else made one
+        messages = messages if type(messages) in _SEQUENCES else renderer.messages_of(request)
         preamble, preamble_digest = self._preamble(renderer, request)
         key = (agent, provider, model)
-        encoding = (
-            encoding_for(model) if self._use_tokenizer and api.startswith("openai") else None
-        )
+        encoding = encoding_for(model) if self._use_tokenizer and api.startswith("openai") else None
         n = len(messages)
-        ratio = None if encoding is not None else self.calibration(model)
+        ratios = self._ratios.get(model) if encoding is None else None  # the calibration
+        ratio = ratios.mean if ratios is not None else None
         cursor = self._cursors.get(key)
         if (
             cursor is not None
@@ -184,15 +187,14 @@ class Estimator:
             and _digest(renderer.render_message(api, messages[cursor.n_messages - 1], model))
             == cursor.last_digest
         ):  # delta: the reported input plus only what was appended since
-            appended, last, opened = _render_messages(
-                renderer, api, messages[cursor.n_messages :], model
-            )
+            appended, last, opened = _render_messages(renderer, api, messages[cursor.n_messages:], model)
             counted, fixed = _count(appended, encoding)
             scaled = round(counted * ratio) if ratio else counted
             # a new user turn drops the reasoning the reported input carried
             kept = 0 if opened else cursor.carried
             tokens = cursor.reported_input - cursor.carried + kept + scaled + fixed
-            guessed, tokens = self._guessed(appended, model, tokens)
+            guessed, tokens = self._guessed(appended, model, tokens) if appended.unknown else (
+                None, tokens)  # fmt: skip
             return RequestEstimate(Estimate(max(1, tokens), "delta"), ratio, model, key, n,
                                    _digest(last), preamble_digest, 0, fixed,
                                    appended.complete and not preamble.server,  # tools may run
@@ -204,23 +206,26 @@ class Estimator:
         rendering = renderer.Rendering()
         if not chained:
             rendering.add(preamble)
-        body, last, _ = _render_messages(renderer, api, messages, model)
-        rendering.add(body)
+        rendering, last, _ = _render_messages(renderer, api, messages, model, rendering)
         last_digest = _digest(last) if last is not None else None
         complete = rendering.complete and known_chain
         if encoding is not None:  # exact: the tokenizer over the whole request
             counted, fixed = _count(rendering, encoding)
-            guessed, tokens = self._guessed(rendering, model, counted + fixed + chained)
+            tokens = counted + fixed + chained
+            guessed, tokens = self._guessed(rendering, model, tokens) if rendering.unknown else (
+                None, tokens)  # fmt: skip
             return RequestEstimate(Estimate(tokens, "exact"), None, model, key, n,
                                    last_digest, preamble_digest, 0, fixed + chained, complete,
-                                   body.carried, guessed, preamble.server)  # fmt: skip
+                                   rendering.carried, guessed, preamble.server)  # fmt: skip
 
         counted, fixed = _count(rendering, None)
         scaled = round(counted * ratio) if ratio else counted
-        guessed, tokens = self._guessed(rendering, model, scaled + fixed + chained)
+        tokens = scaled + fixed + chained
+        guessed, tokens = self._guessed(rendering, model, tokens) if rendering.unknown else (
+            None, tokens)  # fmt: skip
         return RequestEstimate(Estimate(tokens, "full"), ratio, model, key, n,
                                last_digest, preamble_digest, counted, fixed + chained, complete,
-                               body.carried, guessed, preamble.server)  # fmt: skip
+                               rendering.carried, guessed, preamble.server)  # fmt: skip
 
     def _preamble(self, renderer: Any, request: Request) -> tuple[Any, int]:
         """The request's preamble and its digest. A request with no system prompt, tools or

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field as dc_field
+from functools import partial
 from typing import Any, Iterable, Sequence
 
 from .text import heuristic_tokens
@@ -214,17 +215,28 @@ def _openai_tool_call(call: Any, out: Rendering) -> None:
 
 
 def _openai_chat_message(message: Any, model: str | None) -> Rendering:
-    out = Rendering(fixed=OPENAI_PER_MESSAGE, opens_turn=field(message, "role") == "user")
-    out.texts.append(field(message, "role") or "")
-    if field(message, "name"):
-        out.texts.append(field(message, "name"))
+    # one getter for the message's shape (:func:`field`'s rule), chosen once: a dict's own
+    # ``get`` runs no Python frame per field (one message is rendered per call at least)
+    get = message.get if isinstance(message, dict) else partial(getattr, message)
+    role = get("role", None)
+    out = Rendering(fixed=OPENAI_PER_MESSAGE, opens_turn=role == "user")
+    out.texts.append(role or "")
+    name = get("name", None)
+    if name:
+        out.texts.append(name)
         out.fixed += OPENAI_PER_NAME
-    _openai_content(field(message, "content"), out, model)
-    if field(message, "role") == "tool" or field(message, "tool_call_id"):
+    content = get("content", None)
+    if isinstance(content, str):
+        out.texts.append(content)
+    else:
+        _openai_content(content, out, model)
+    if role == "tool" or get("tool_call_id", None):
         out.fixed += OPENAI_PER_TOOL_RESULT
-    for call in _iter(field(message, "tool_calls")):
-        _openai_tool_call(call, out)
-    legacy = field(message, "function_call")
+    calls = get("tool_calls", None)
+    if calls is not None:
+        for call in _iter(calls):
+            _openai_tool_call(call, out)
+    legacy = get("function_call", None)
     if legacy is not None:
         _openai_tool_call({"function": legacy}, out)
     return out
