@@ -17,6 +17,7 @@ Settings (read by :mod:`otel_tokens.settings`; defaults for every agent; code se
 from __future__ import annotations
 
 import bisect
+from bisect import bisect_left, insort
 import math
 import threading
 import time
@@ -156,8 +157,9 @@ class AnomalyGuard:
         budgets: dict[str, Budget] | None = None,
     ) -> None:
         self.spike = spike or SpikeRule()
-        self.default_budget = default_budget
+        self._default = default_budget
         self._budgets: dict[str, Budget | None] = dict(budgets or {})
+        self._enforcing()
         self._windows: dict[str, _AgentWindow] = {}  # budgets: agents with spend in the window
         # spikes: (tokens, cost) rolling values of the most recently active agents only
         self._spikes: OrderedDict[str, tuple[_Rolling, _Rolling]] = OrderedDict()
@@ -172,16 +174,34 @@ class AnomalyGuard:
                    budgets=dict(settings.agent_budgets))  # fmt: skip
 
     # -- configuration --------------------------------------------------------------------
+    @property
+    def default_budget(self) -> Budget | None:
+        """The budget of every agent without one of its own."""
+        return self._default
+
+    @default_budget.setter
+    def default_budget(self, budget: Budget | None) -> None:
+        with self._lock:
+            self._default = budget
+            self._enforcing()
+
     def set_budget(self, agent: str, budget: Budget | None) -> None:
         """Set (or with None, remove) the budget of one agent."""
         if budget is not None and not isinstance(budget, Budget):
             raise TypeError(f"budget must be a Budget or None, got {type(budget).__name__}")
         with self._lock:
             self._budgets[agent] = budget
+            self._enforcing()
+
+    def _enforcing(self) -> None:
+        #: whether any budget is enforced (else :meth:`check_before` has nothing to check: the
+        #: account step skips it, a call per call saved when none is, the common case)
+        self.enforcing = any(budget is not None and budget.enforce
+                             for budget in (self._default, *self._budgets.values()))  # fmt: skip
 
     def budget_of(self, agent: str) -> Budget | None:
         """The budget in force for ``agent`` (its own, else the default)."""
-        return self._budgets[agent] if agent in self._budgets else self.default_budget
+        return self._budgets[agent] if agent in self._budgets else self._default
 
     def add_callback(self, callback: Callable[[Anomaly], None]) -> None:
         """Call ``callback(anomaly)`` on every anomaly (its exceptions are caught and counted)."""
@@ -202,7 +222,7 @@ class AnomalyGuard:
     def check_before(self, agent: str, estimated_tokens: int | None) -> None:
         """Raise :class:`BudgetExceeded` if an enforced budget is spent, or would be by a call
         of ``estimated_tokens`` input tokens."""
-        budget = self.budget_of(agent)
+        budget = self._budgets[agent] if agent in self._budgets else self._default
         if budget is None or not budget.enforce:
             return
         with self._lock:
@@ -222,7 +242,8 @@ class AnomalyGuard:
     ) -> list[Anomaly]:
         """Account one completed request and return the anomalies it triggers."""
         found: list[Anomaly] = []
-        budget = self.budget_of(agent)
+        budgets = self._budgets
+        budget = budgets[agent] if agent in budgets else self._default
         rule = self.spike
         with self._lock:
             rolling = self._spikes.get(agent)
@@ -230,17 +251,23 @@ class AnomalyGuard:
                 rolling = self._spikes[agent] = (_Rolling(rule.window), _Rolling(rule.window))
                 if len(self._spikes) > MAX_SPIKE_AGENTS:  # the least recently active goes
                     self._spikes.popitem(last=False)
-            else:
+            elif len(self._spikes) > 1:
                 self._spikes.move_to_end(agent)
             for value, values, kind in ((tokens, rolling[0], "token_spike"),
                                         (cost_usd, rolling[1], "cost_spike")):  # fmt: skip
                 if value is None:
                     continue
-                if len(values.order) >= rule.warmup and values.above(value, rule.factor):
+                order, ranked = values.order, values.sorted
+                # _Rolling.above, then .add, written out (twice per call): False is sure
+                if len(order) >= rule.warmup and ranked and \
+                        value > rule.factor * ranked[int((len(ranked) - 1) * 95 / 100.0)]:
                     p95 = values.p95()
                     if p95 is not None and p95 > 0 and value > rule.factor * p95:
                         found.append(Anomaly(agent, kind, float(value), rule.factor * p95, model))  # type: ignore[arg-type]
-                values.add(value)
+                order.append(value)
+                insort(ranked, value)
+                if len(order) > values.size:
+                    del ranked[bisect_left(ranked, order.popleft())]
             if budget is not None:
                 found.extend(self._spend(agent, budget, tokens, cost_usd, model))
         return found

@@ -76,7 +76,8 @@ class Accountant:
             return
         try:
             estimate = call.estimate
-            self.guard.check_before(entry.name, estimate.input_tokens if estimate else None)
+            if self.guard.enforcing:  # else there is nothing to check
+                self.guard.check_before(entry.name, estimate.input_tokens if estimate else None)
             if self.fleet is not None:  # fleet budgets hook (issue 32)
                 call.reservation = reserve(self.fleet, self.pricer, call, entry.name)
         except BudgetExceeded:
