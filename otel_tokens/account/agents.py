@@ -249,19 +249,6 @@ def remove_framework_source(source: Callable[[], FrameworkRun | None]) -> None:
         _fallback_sources.remove(source)
 
 
-def _framework_run() -> FrameworkRun | None:
-    """The first framework run in the calling context (its internals moved: counted, skipped)."""
-    for source in _framework_sources:
-        try:
-            run = source()
-        except Exception as exc:
-            faults.report("internal", exc)
-            continue
-        if run is not None:
-            return run
-    return None
-
-
 def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
@@ -277,13 +264,24 @@ def current_attribution() -> tuple[AgentEntry, tuple[str | None, str | None, str
     nothing says). The innermost ``agent(...)`` binding wins, then the framework running
     the call: its innermost agent, its conversation id where no binding gives one."""
     binding = _current.get()
-    run = _framework_run() if _framework_sources else None
+    run = None
+    for source in _framework_sources:  # the first framework run (a faulty source: skipped)
+        try:
+            run = source()
+        except Exception as exc:
+            faults.report("internal", exc)
+            continue
+        if run is not None:
+            break
     if binding is not None:
         entry = binding.entry
+        who = current_who()
     else:
-        name = _text(run.agent) if run is not None else None
-        entry = get_agent(name or DEFAULT_AGENT)
-    who = current_who()
+        name = (_text(run.agent) if run is not None else None) or DEFAULT_AGENT
+        entry = _registry.get(name)  # get_agent's look-up (the registry's order kept there)
+        if entry is None or len(_registry) > MAX_ACTIVE_AGENTS // 2:
+            entry = get_agent(name)
+        who = None  # no binding says who
     conversation = _text(run.conversation) if run is not None else None
     if conversation is not None and (who is None or who[2] is None):
         who = (who[0], who[1], conversation) if who is not None else (None, None, conversation)

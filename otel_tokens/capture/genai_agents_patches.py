@@ -69,6 +69,11 @@ class AgentSpans:
         try:
             if not self.active:
                 return
+            enclosing = self.enclosing
+            if not enclosing:  # outside any agent span, a model call's own span is none
+                scope = getattr(span, "instrumentation_scope", None)
+                if scope is not None and scope.name == _OWN_SCOPE:
+                    return  # (the common case, with no call of is_agent_span)
             if is_agent_span(span):
                 agent = span
             else:

@@ -158,6 +158,7 @@ def _responses_usage(usage: Any, model: str | None, response_id: str | None) -> 
 def _chat_request(kwargs: dict[str, Any]) -> Request:
     model, messages, tools = kwargs.get("model"), kwargs.get("messages"), kwargs.get("tools")
     functions, fmt = kwargs.get("functions"), kwargs.get("response_format")
+    limit, legacy = kwargs.get("max_completion_tokens"), kwargs.get("max_tokens")
     if type(tools).__name__ in _NOT_GIVEN:  # the SDKs' "not given" sentinels read as absent
         tools = None
     if not tools and functions and type(functions).__name__ not in _NOT_GIVEN:
@@ -165,8 +166,8 @@ def _chat_request(kwargs: dict[str, Any]) -> Request:
     return Request("openai_chat", model if isinstance(model, str) else None,
                    messages if messages and type(messages).__name__ not in _NOT_GIVEN else [],
                    tools=tools or (), response_format=fmt if isinstance(fmt, dict) else None,
-                   max_output_tokens=output_limit(_get(kwargs, "max_completion_tokens"),
-                                                  _get(kwargs, "max_tokens")))  # fmt: skip
+                   max_output_tokens=None if limit is None and legacy is None else
+                   output_limit(given(limit), given(legacy)))  # fmt: skip
 
 
 _STANDARD_TIERS = frozenset(("default", "auto", "standard"))
