@@ -225,9 +225,43 @@ class Usage:
         response_id: str | None = None,
         source: UsageSource = "reported",
     ) -> None:
-        # The generated frozen __init__ sets each field through object.__setattr__; the
-        # slots' own setters do it in about 2/3 of the time, and one Usage is made per call
-        # (and per parsed CLI event). Same signature: a test compares it with fields().
+        # Checked first, then set through the slots' own setters: the generated frozen
+        # __init__ sets each field through object.__setattr__ (about 3/2 the time) and calls
+        # __post_init__, and one Usage is made per call (and per parsed CLI event). Same
+        # signature: a test compares it with fields(). The common case (plain in-range ints,
+        # str labels) is checked inline; anything else goes through the full checks, which
+        # normalize or raise.
+        for value in (input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                      reasoning_tokens):  # fmt: skip
+            if value is not None and (type(value) is not int or not 0 <= value <= MAX_TOKEN_COUNT):
+                input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, \
+                    reasoning_tokens = map(check_token_count, TOKEN_CLASSES, (
+                        input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                        reasoning_tokens))  # fmt: skip
+                break
+        if premium_requests is not None:
+            premium_requests = check_amount("premium_requests", premium_requests)
+        if cost_usd is not None:
+            cost_usd = check_amount("cost_usd", cost_usd)
+        if source not in USAGE_SOURCES:
+            raise ValueError(f"source must be one of {', '.join(USAGE_SOURCES)}; got {source!r}")
+        for name, value in (("model", model), ("provider", provider), ("response_id", response_id)):
+            if value is not None and type(value) is not str and not isinstance(value, str):
+                raise ValueError(f"{name} must be a string or None, got {type(value).__name__}")
+        # The semantic conventions count cache tokens inside input and reasoning inside output;
+        # a record that breaks this would make fresh input (and the cost split) negative.
+        cached = (cache_read_tokens or 0) + (cache_write_tokens or 0)
+        if input_tokens is not None and cached > input_tokens:
+            raise ValueError(
+                f"input_tokens ({input_tokens}) must include cache_read_tokens "
+                f"({cache_read_tokens}) and cache_write_tokens ({cache_write_tokens})"
+            )
+        if output_tokens is not None and reasoning_tokens is not None \
+                and reasoning_tokens > output_tokens:  # fmt: skip
+            raise ValueError(
+                f"output_tokens ({output_tokens}) must include reasoning_tokens "
+                f"({reasoning_tokens})"
+            )
         (s_in, s_out, s_cr, s_cw, s_re, s_pr, s_cost, s_model, s_prov, s_id, s_src) = _SETTERS
         s_in(self, input_tokens)
         s_out(self, output_tokens)
@@ -240,58 +274,8 @@ class Usage:
         s_prov(self, provider)
         s_id(self, response_id)
         s_src(self, source)
-        self.__post_init__()
-
-    def __post_init__(self) -> None:
-        # One is made per call: the common case (plain in-range ints, str labels) is checked
-        # inline; anything else goes through the full checks, which normalize or raise.
-        for value in (self.input_tokens, self.output_tokens, self.cache_read_tokens,
-                      self.cache_write_tokens, self.reasoning_tokens):  # fmt: skip
-            if value is not None and (type(value) is not int or not 0 <= value <= MAX_TOKEN_COUNT):
-                self._check_counts()
-                break
-        if self.premium_requests is not None or self.cost_usd is not None:
-            for name in ("premium_requests", "cost_usd"):
-                value = getattr(self, name)
-                if value is not None:
-                    object.__setattr__(self, name, check_amount(name, value))
-        if self.source not in USAGE_SOURCES:
-            raise ValueError(f"source must be one of {', '.join(USAGE_SOURCES)}; got {self.source!r}")
-        for value in (self.model, self.provider, self.response_id):
-            if value is not None and type(value) is not str:
-                self._check_labels()
-                break
-        # The semantic conventions count cache tokens inside input and reasoning inside output;
-        # a record that breaks this would make fresh input (and the cost split) negative.
-        inp = self.input_tokens
-        if inp is not None:
-            cached = (self.cache_read_tokens or 0) + (self.cache_write_tokens or 0)
-            if cached > inp:
-                raise ValueError(
-                    f"input_tokens ({inp}) must include cache_read_tokens "
-                    f"({self.cache_read_tokens}) and cache_write_tokens ({self.cache_write_tokens})"
-                )
-        out = self.output_tokens
-        if out is not None and self.reasoning_tokens is not None and self.reasoning_tokens > out:
-            raise ValueError(
-                f"output_tokens ({out}) must include reasoning_tokens ({self.reasoning_tokens})"
-            )
 
     # -- derived values -------------------------------------------------------------------
-    def _check_counts(self) -> None:
-        for name in TOKEN_CLASSES:
-            value = getattr(self, name)
-            if value is not None:
-                checked = check_token_count(name, value)
-                if checked is not value:
-                    object.__setattr__(self, name, checked)
-
-    def _check_labels(self) -> None:
-        for name in ("model", "provider", "response_id"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise ValueError(f"{name} must be a string or None, got {type(value).__name__}")
-
     @property
     def fresh_input_tokens(self) -> int | None:
         """Input tokens neither read from nor written to a cache (None when input is unknown).

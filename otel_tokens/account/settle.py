@@ -293,7 +293,7 @@ class Accountant:
         ids: dict[str, Any] = {"trace_id": call.trace_id, "span_id": call.span_id}
         if call.user or call.tenant or call.conversation_id:
             ids["who"] = (call.user, call.tenant, call.conversation_id)
-        if _has_tokens(usage):
+        if usage.input_tokens is not None or usage.output_tokens is not None:  # _has_tokens
             if usage.provider is None:  # a backend whose usage does not say: the call's
                 ids["provider"] = call.provider
         elif usage.source == "reported":  # no figure was reported: the row must not say so
@@ -327,11 +327,12 @@ class Accountant:
 
     def _anomalies(self, entry: AgentEntry, usage: Usage, price: PriceResult,
                    response_model: str | None) -> tuple:  # fmt: skip
-        if usage.input_tokens is None and usage.output_tokens is None and price.cost_usd is None:
+        inp, out = usage.input_tokens, usage.output_tokens
+        if inp is None and out is None and price.cost_usd is None:
             return ()
+        total = out if inp is None else inp if out is None else inp + out  # usage.total_tokens
         try:
-            return tuple(self.guard.check_after(entry.name, usage.total_tokens, price.cost_usd,
-                                            response_model))  # fmt: skip
+            return tuple(self.guard.check_after(entry.name, total, price.cost_usd, response_model))
         except Exception as exc:
             faults.report("internal", exc)
             return ()

@@ -275,16 +275,24 @@ class Estimator:
         estimates. ``reported_input`` must be reported."""
         if reported_input is None or reported_input <= 0:
             return
+        cursor = _Cursor(estimate.n_messages, estimate.last_digest, estimate.preamble_digest,
+                         reported_input, estimate.carried)  # fmt: skip
         with self._lock:
-            _put(self._cursors, estimate.cursor_key, _Cursor(
-                estimate.n_messages, estimate.last_digest, estimate.preamble_digest,
-                reported_input, estimate.carried))  # fmt: skip
+            cursors, key = self._cursors, estimate.cursor_key  # _put, written out (every call)
+            cursors.pop(key, None)
+            if len(cursors) >= _MAX_KEYS:
+                del cursors[next(iter(cursors))]
+            cursors[key] = cursor
             if not estimate.complete:
                 self._learn_guessed(estimate, reported_input)
             elif estimate.estimate.source == "full" and estimate.heuristic_raw > 0:
                 ratio = (reported_input - estimate.fixed) / estimate.heuristic_raw
                 ratio = min(max(ratio, _RATIO_BOUNDS[0]), _RATIO_BOUNDS[1])
-                self._add(self._ratios, estimate.model, ratio)
+                ratios = self._ratios.get(estimate.model)
+                if ratios is not None:
+                    ratios.add(ratio)
+                else:
+                    self._add(self._ratios, estimate.model, ratio)
 
     def _learn_guessed(self, estimate: RequestEstimate, reported_input: int) -> None:
         """The actual tokens per part of unknown size: what the call reported beyond the rest

@@ -31,6 +31,7 @@ from ...usage import TOKEN_CLASSES, USAGE_SOURCES, Usage, check_amount
 from .history import History
 from .records import (
     COST_SCALE,
+    PREMIUM_SCALE,
     Checkpoint,
     ClassStats,
     TotalsAccumulator,
@@ -208,11 +209,6 @@ class UsageLedger:
         persist: bool = True,
         provider: str | None = None,
     ) -> int:
-        scaled = scaled_values(usage, cost)  # first: if it cannot be computed, nothing changed
-        if provider is None:
-            provider = usage.provider
-        lid = self._next_lid
-        self._next_lid = lid + 1
         tokens = (
             usage.input_tokens,
             usage.output_tokens,
@@ -220,6 +216,14 @@ class UsageLedger:
             usage.cache_write_tokens,
             usage.reasoning_tokens,
         )
+        premium = usage.premium_requests  # scaled_values, written out (one row per call)
+        # first: if it cannot be computed, nothing changed
+        scaled = (*tokens, None if cost is None else round(cost * COST_SCALE),
+                  None if premium is None else round(premium * PREMIUM_SCALE))  # fmt: skip
+        if provider is None:
+            provider = usage.provider
+        lid = self._next_lid
+        self._next_lid = lid + 1
         self._history.append(
             lid, ts, tokens, cost, usage.premium_requests, usage.model, provider,
             usage.source, trace, span, request_id, rowid,
