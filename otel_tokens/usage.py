@@ -225,12 +225,9 @@ class Usage:
         response_id: str | None = None,
         source: UsageSource = "reported",
     ) -> None:
-        # Checked first, then set through the slots' own setters: the generated frozen
-        # __init__ sets each field through object.__setattr__ (about 3/2 the time) and calls
-        # __post_init__, and one Usage is made per call (and per parsed CLI event). Same
-        # signature: a test compares it with fields(). The common case (plain in-range ints,
-        # str labels) is checked inline; anything else goes through the full checks, which
-        # normalize or raise.
+        # Checked (the common case inline, else the full checks, which normalize or raise),
+        # then set through the slots' own setters, with no __post_init__: one Usage is made per
+        # call. The generated frozen __init__'s signature: a test compares it with fields().
         for value in (input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
                       reasoning_tokens):  # fmt: skip
             if value is not None and (type(value) is not int or not 0 <= value <= MAX_TOKEN_COUNT):

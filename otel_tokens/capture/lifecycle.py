@@ -116,7 +116,8 @@ def sync_wrapper(start: Start, read: Read, failure: Callable[[BaseException], An
         call, send_args, send, context = opened
         token = inside_gateway.set(context or True) if gateway else None
         try:
-            with call.activate():
+            emission = call.emission  # the span made current (call.activate(), written out)
+            with emission if emission is not None else call.activate():
                 result = wrapped(*send_args, **send)
         except BaseException as exc:
             call.fail(exc if failure is None else _named(failure, exc))

@@ -30,6 +30,7 @@ from typing import Any
 
 from ..endpoints import endpoint
 from ..request import Request, output_limit
+from .. import settings as _settings
 from ..settings import current
 from ..handler import get_handler
 from ..usage import Billing, Usage
@@ -61,7 +62,7 @@ def _client(instance: Any) -> tuple[str, str | None, int | None]:
     and settings' overrides, so a call reads one table instead of resolving it again."""
     client = getattr(instance, "_client", None)
     url = getattr(client, "base_url", None)
-    overrides = current().provider_urls
+    overrides = (_settings._current or current()).provider_urls  # current(), no frame when set
     hit = _clients.get(id(url))
     if hit is None or hit[0] is not url or hit[1] is not type(client) or hit[2] is not overrides:
         address, port = server_of(url)

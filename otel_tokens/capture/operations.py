@@ -185,7 +185,11 @@ def _read(op: Operation, is_async: bool, call: Call, result: Any, context: tuple
     if call.stream and op.accumulator is not None and hasattr(
             result, "__anext__" if is_async else "__next__"):  # fmt: skip
         return wrap_stream(result, call, op.accumulator(*context), is_async, op.once)
-    answer = checked(op.response(result), result)  # stop_with, inlined: this runs on every call
+    answer = op.response(result)  # checked and stop_with, written out: this runs on every call
+    exc = rejected(result)
+    if exc is not None:
+        faults.report("usage_invalid", exc)
+        answer = answer._replace(usage=Usage(), parts=(), billing=None)
     call.stop(None if answer.parts else answer.usage, response_model=answer.model,
               response_id=answer.response_id, finish_reasons=answer.finish_reasons or None,
               parts=answer.parts or None, billing=answer.billing, once=op.once,
