@@ -44,12 +44,15 @@ class _Emission:
     ``call.activate()`` returns, making the span current while the backend runs (a class of
     its own: this runs on every call, and a generator-based one costs several times more)."""
 
-    __slots__ = ("span", "labels", "borrowed", "_token", "_outer")
+    __slots__ = ("span", "labels", "borrowed", "context", "_token", "_outer")
 
     def __init__(self, span: Any, labels: dict[str, Any]) -> None:
         self.span = span
-        self.labels = labels  # the common metric attributes (real values, bounded when recorded)
+        #: the common metric attributes (real values, bounded when recorded; shared by the
+        #: calls of one request shape: read only)
+        self.labels = labels
         self.borrowed = False  # the span is another instrumentation's: it names and ends it
+        self.context: Any = None  # a context with the span current (made once, when activated)
         self._token: Any = None
         self._outer: list[Any] | None = None  # tokens of enclosing activations (rare)
 
@@ -59,7 +62,10 @@ class _Emission:
             return
         token = None
         try:
-            token = otel_context.attach(trace.set_span_in_context(span))
+            context = trace.set_span_in_context(span)
+            if self.context is None:
+                self.context = context  # the exemplars' context, at the end
+            token = otel_context.attach(context)
         except Exception as exc:
             faults.report("span", exc)
         if self._token is not None:  # activated again inside itself
@@ -208,7 +214,9 @@ class Recorder:
                 # attaches its trace id (None: exemplars off, the current context)
                 context = None
                 if self.exemplars and span is not None:
-                    context = trace.set_span_in_context(span)
+                    context = emission.context
+                    if context is None:  # never activated
+                        context = trace.set_span_in_context(span)
                 self._metrics(emission.labels, main, outcome, context)
         except Exception as exc:
             faults.report("internal", exc)
@@ -291,7 +299,10 @@ class Recorder:
             estimate = outcome.estimate
             if outcome.estimate_error is not None and estimate is not None:
                 attrs = main.estimate_attrs.get(estimate.source) or main.estimate(estimate.source)
-                record_signed(inst.estimate_error, outcome.estimate_error, attrs)
+                if outcome.estimate_error >= 0:  # the SDK takes it as is
+                    inst.estimate_error.record(outcome.estimate_error, attrs)
+                else:
+                    record_signed(inst.estimate_error, outcome.estimate_error, attrs)
         except Exception as exc:
             faults.report("metrics", exc)
 
