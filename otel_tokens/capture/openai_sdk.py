@@ -164,10 +164,10 @@ def _chat_request(kwargs: dict[str, Any]) -> Request:
         tools = None
     if not tools and functions and type(functions).__name__ not in _NOT_GIVEN:
         tools = [{"type": "function", "function": f} for f in functions]
-    return Request("openai_chat", model if isinstance(model, str) else None,
+    return Request("openai_chat", model if isinstance(model, str) else None,  # by position:
                    messages if messages and type(messages).__name__ not in _NOT_GIVEN else [],
-                   tools=tools or (), response_format=fmt if isinstance(fmt, dict) else None,
-                   max_output_tokens=None if limit is None and legacy is None else
+                   None, tools or (), fmt if isinstance(fmt, dict) else None, False, None,
+                   None if limit is None and legacy is None else
                    output_limit(given(limit), given(legacy)))  # fmt: skip
 
 
@@ -216,11 +216,11 @@ def _chat_response(result: Any) -> Response:
                     # OpenAI's, says nothing more: no call)
                     reasoning = unlisted_reasoning(usage, inp, output) or reasoning
                     output = output + reasoning if reasoning else output
-                found = Usage(
-                    input_tokens=usage.prompt_tokens, output_tokens=output,
-                    cache_read_tokens=getattr(prompt, "cached_tokens", None),
-                    cache_write_tokens=getattr(prompt, "cache_write_tokens", None),
-                    reasoning_tokens=reasoning, model=model, provider=None, response_id=rid,
+                found = Usage(  # by position (input, output, cache read and write, reasoning,
+                    # premium requests, cost, model, provider, response id): keywords cost more
+                    inp, output, getattr(prompt, "cached_tokens", None),
+                    getattr(prompt, "cache_write_tokens", None), reasoning, None, None, model,
+                    None, rid,
                 )  # fmt: skip
                 # another provider's own fields (has_vendor_fields, inlined for an SDK object:
                 # its extra fields; empty for OpenAI's own responses)
