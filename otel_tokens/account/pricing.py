@@ -333,7 +333,7 @@ class Pricer:
         if type(rates) is PriceResult:  # unpriced, saying why (self-hosted, endpoint's model)
             return rates
         if billing is None:
-            return PriceResult(rates.cost(usage), "computed", match=rates.match)
+            return PriceResult(rates.cost(usage), "computed", False, (), (), rates.match)  # by position
         return self._billed(rates, usage, billing)
 
     @staticmethod

@@ -184,7 +184,7 @@ class UsageLedger:
             raise ValueError(f"provider must be a string or None, got {provider!r}")
         with self._lock:
             index = self._append_locked(usage, cost, float(timestamp), request_id, trace, span,
-                                        provider=provider)  # fmt: skip
+                                        -1, True, provider)  # (rowid, persist, provider)  # fmt: skip
             lid = self._next_lid - 1
             if self._store is not None:
                 if who is not None:
