@@ -118,7 +118,12 @@ def check_sent_usage(usage: Any) -> None:
         kind = type(value)
         if kind is int and 0 <= value <= MAX_TOKEN_COUNT or value is None:
             continue  # a count, whatever the field (the common case, kept cheap: every call)
-        if kind is dict or kind is list:
+        if kind is dict:  # a details object: plain counts need no frame of their own
+            for count in value.values():
+                if count is not None and (type(count) is not int or not 0 <= count <= MAX_TOKEN_COUNT):
+                    check_sent_usage(value)
+                    break
+        elif kind is list:
             check_sent_usage(value)
         elif isinstance(name, str):
             low = name.lower()
