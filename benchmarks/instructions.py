@@ -23,7 +23,10 @@ out. Variants:
   ``--openlit-python`` (a venv of its own: ``pip install openlit httpx openai`` and
   ``pip install -e .``).
 
-Each figure is the mean over ``--seeds`` hash seeds (``PYTHONHASHSEED``: dict and set layouts
+The counted calls of every variant run with the cyclic garbage collector off (collected
+once before them): its full collections fall at points that differ from run to run and moved
+a per-call figure by up to ~50 k instructions, more than the changes measured here. Each
+figure is the mean over ``--seeds`` hash seeds (``PYTHONHASHSEED``: dict and set layouts
 move a few thousand instructions). Streams: a 1-chunk and a 201-chunk stream give the cost per
 stream and per chunk. Run by hand (needs valgrind; ~15 min):
     python benchmarks/instructions.py [--official-python PY] [--openllmetry-python PY]
@@ -33,6 +36,7 @@ stream and per chunk. Run by hand (needs valgrind; ~15 min):
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import re
@@ -220,6 +224,8 @@ def worker(variant: str, kind: str, n: int) -> None:
         _floor(tp, mp, null, client)
     _run(client, kind, 30)
     settle()  # the background warm-up (price data, tokenizer) is over before counting
+    gc.collect()  # the counted calls run without the cyclic collector (see the docstring)
+    gc.disable()
     _run(client, kind, n)
 
 
