@@ -42,7 +42,7 @@ from .compatible_usage import (
     billed_units, has_vendor_fields, output_tokens, unlisted_reasoning, vendor_usage,
 )
 from .managers import managed
-from .sent import StreamCost, expect_cost, take_cost
+from .sent import SentStream, expect_cost, take_cost
 from .stream import Accumulator, finish_reasons
 
 __all__ = ["DEPENDENCIES", "install", "uninstall", "wrapper"]
@@ -236,7 +236,7 @@ def _chat_response(result: Any) -> Response:
                     _chat_billing(usage, _get(result, "service_tier")))  # fmt: skip
 
 
-class _ChatAccumulator(StreamCost, Accumulator):
+class _ChatAccumulator(SentStream, Accumulator):
     def __init__(self, given: dict[str, Any], sent: dict[str, Any]) -> None:
         super().__init__()
         self.take_header_cost()
@@ -244,10 +244,8 @@ class _ChatAccumulator(StreamCost, Accumulator):
         self.hide_usage_chunk = sent is not given and not asked
 
     def add(self, chunk: Any) -> bool:
-        if type(chunk) is dict:  # decoded from a raw body: no attributes to try first
-            return self._add_any(chunk)
         try:  # SDK chunk objects: plain attribute access, this runs for every chunk
-            choices, usage = chunk.choices, chunk.usage
+            choices, usage = chunk.choices, chunk.usage  # (a dict, from a raw body: below)
             if self.model is None:
                 self.model, self.response_id = chunk.model, chunk.id
             for choice in choices:
@@ -261,7 +259,7 @@ class _ChatAccumulator(StreamCost, Accumulator):
                     self.finish_reasons.append(str(reason))
         except AttributeError:
             return self._add_any(chunk)
-        if usage is None and self.finish_reasons and self.usage is None:
+        if self.finish_reasons and usage is None and self.usage is None:
             usage = _get(_get(chunk, "x_groq"), "usage")  # Groq: usage with the last chunk
         if usage is not None:
             self.usage = _chat_usage(usage, self.model, self.response_id)
@@ -363,7 +361,7 @@ def _responses_response(result: Any) -> Response:
                     _responses_billing(result), pending=status in _PENDING)  # fmt: skip
 
 
-class _ResponsesAccumulator(StreamCost, Accumulator):
+class _ResponsesAccumulator(SentStream, Accumulator):
     def __init__(self, given: dict[str, Any], sent: dict[str, Any]) -> None:
         super().__init__()
         self.take_header_cost()

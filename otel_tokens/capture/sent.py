@@ -20,7 +20,7 @@ A gateway's reported cost (LiteLLM proxy's ``x-litellm-response-cost`` header) i
 openai processes a response (``_process_response``, sync and async alike: the headers are
 read before the body), for the call being read; :mod:`.openai_sdk` takes it once: a
 non-streamed result when it is read (``with_raw_response``: when it is parsed), a stream when
-its accumulator is made (:class:`StreamCost`). A LiteLLM proxy sends the header on a stream
+its accumulator is made (:class:`SentStream`). A LiteLLM proxy sends the header on a stream
 only when the cost is known before the body (a cache hit: ``0.0``); otherwise it can put the
 bill in the final usage chunk's ``usage.cost`` (``include_cost_in_streaming_usage``), read as
 a reported cost by :mod:`.compatible_usage`. A value that is not a finite, non-negative
@@ -35,6 +35,8 @@ import math
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Callable
 
+import wrapt
+
 from .. import faults
 from ..usage import Usage, check_sent_usage
 from .lifecycle import inside_gateway
@@ -42,11 +44,12 @@ from .lifecycle import inside_gateway
 if TYPE_CHECKING:
     from ..call import Call
 
-__all__ = ["COST_HEADERS", "RawEvents", "Sent", "StreamCost", "check_converse", "expect_cost",
-           "hold", "rejected", "take_cost", "usage_of", "wrapper"]
+__all__ = ["COST_HEADERS", "HELD", "RawEvents", "Sent", "SentStream", "check_converse",
+           "expect_cost", "hold", "rejected", "take_cost", "unhooked", "usage_of", "wrapper"]
 
 _MAX_HELD = 64  # objects held at once: rejected usage is rare, and a held object is read soon
-_held: dict[int, tuple[Any, ValueError]] = {}
+#: the objects held now, by id (empty nearly always: a stream tests it before asking)
+HELD: dict[int, tuple[Any, ValueError]] = {}
 #: the objects held while an openai response object parses (None: none is parsing here)
 _parsing: ContextVar[list[Any] | None] = ContextVar("otel_tokens_parsing", default=None)
 
@@ -61,9 +64,9 @@ def hold(obj: Any, usage: Any) -> None:
 
 
 def _keep(obj: Any, exc: ValueError) -> None:
-    if len(_held) >= _MAX_HELD:
-        del _held[next(iter(_held))]
-    _held[id(obj)] = (obj, exc)
+    if len(HELD) >= _MAX_HELD:
+        del HELD[next(iter(HELD))]
+    HELD[id(obj)] = (obj, exc)
     made = _parsing.get()
     if made is not None:
         made.append(obj)
@@ -71,12 +74,12 @@ def _keep(obj: Any, exc: ValueError) -> None:
 
 def rejected(obj: Any) -> ValueError | None:
     """Why ``obj``'s usage breaks the rule (once), or None; costs a dict test when none is held."""
-    if not _held:
+    if not HELD:
         return None
-    found = _held.get(id(obj))
+    found = HELD.get(id(obj))
     if found is None or found[0] is not obj:
         return None
-    del _held[id(obj)]
+    del HELD[id(obj)]
     return found[1]
 
 
@@ -134,17 +137,25 @@ class RawEvents:
         stream._decoder = cls(decoder, sent)
         return True
 
+    # an event is read further only when it may carry usage ("usage": null, in every chunk
+    # of an OpenAI stream that asked for usage, has no "okens") or is the first one
     def iter_bytes(self, chunks: Any) -> Any:
+        sent = self._sent
         for sse in self._decoder.iter_bytes(chunks):
-            self._see(sse.data)
+            data = sse.data
+            if type(data) is str and ("okens" in data or not sent.seen):
+                self._see(data)
             yield sse
 
     async def aiter_bytes(self, chunks: Any) -> Any:
+        sent = self._sent
         async for sse in self._decoder.aiter_bytes(chunks):
-            self._see(sse.data)
+            data = sse.data
+            if type(data) is str and ("okens" in data or not sent.seen):
+                self._see(data)
             yield sse
 
-    def _see(self, data: Any) -> None:
+    def _see(self, data: str) -> None:
         sent = self._sent
         if not data or data == "[DONE]":
             return
@@ -201,18 +212,32 @@ def take_cost() -> float | None:
     return cost
 
 
-class StreamCost:
-    """Stream accumulator mixin: the cost header of the stream's response (taken when the
-    accumulator is made, right after the SDK returned the stream) is the stream's cost, over
-    a cost its usage reports, as for a non-streamed response; a stream without usage keeps
-    the cost with its tokens unknown (estimated from the text, as any stream without usage)."""
+class SentStream:
+    """Stream accumulator mixin for openai's streams: what the provider sent.
+
+    * The stream's cost header (taken when the accumulator is made, right after the SDK
+      returned the stream) is the stream's cost, over a cost its usage reports, as for a
+      non-streamed response; a stream without usage keeps the cost with its tokens unknown
+      (estimated from the text, as any stream without usage).
+    * Its events' usage is read as sent from its SSE decoder (:class:`RawEvents`), and the
+      stream makes its chunk objects without the per-object hook (:func:`_openai_data`),
+      which cost more than the rest of a chunk's reading (see :func:`unhooked`). Where that
+      cannot be done (an unknown SDK shape), the hook holds the chunk objects instead.
+    """
 
     usage: Usage | None
     model: str | None
     response_id: str | None
+    sent: Sent | None
 
     def take_header_cost(self) -> None:
         self.header_cost = take_cost()
+
+    def watch(self, stream: Any) -> None:
+        sent = Sent()
+        if RawEvents.watch(stream, sent):
+            self.sent = sent
+            unhooked(stream)
 
     def end_call(self, call: Call, how: str, error: BaseException | str | None = None,
                  once: str | None = None) -> None:  # fmt: skip
@@ -222,6 +247,36 @@ class StreamCost:
             self.usage = (Usage(cost_usd=cost, model=self.model, response_id=self.response_id)
                           if usage is None else usage.replace(cost_usd=cost))  # fmt: skip
         super().end_call(call, how, error, once)  # type: ignore[misc]
+
+
+class _Unhooked(wrapt.ObjectProxy):  # type: ignore[misc]
+    """A stream's client, all but one method passed through: ``_process_response_data`` is
+    the SDK's own, without :func:`_openai_data` (the stream's events are read as sent)."""
+
+    def __init__(self, client: Any, process: Callable[..., Any]) -> None:
+        super().__init__(client)
+        self._self_process = process
+
+    @property
+    def _process_response_data(self) -> Callable[..., Any]:
+        return self._self_process
+
+
+def unhooked(stream: Any) -> bool:
+    """Let an openai ``stream`` (not read yet) make its chunks with its client's own
+    ``_process_response_data``, when that is wrapped by :func:`_openai_data` alone (the
+    stream looks it up on its client when its first chunk is read); False otherwise."""
+    client = getattr(stream, "_client", None)
+    if client is None:
+        return False
+    for klass in type(client).__mro__:
+        hook = vars(klass).get("_process_response_data")
+        if hook is not None:
+            break
+    if not isinstance(hook, wrapt.FunctionWrapper) or hook._self_wrapper is not _openai_data:
+        return False  # not loaded yet, or another instrumentation wraps it too: the hook stays
+    stream._client = _Unhooked(client, hook.__wrapped__.__get__(client, type(client)))
+    return True
 
 
 def _note_cost(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
@@ -243,16 +298,19 @@ def _openai_data(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs
     body is held when the body's usage breaks the rule; a gateway call notes the body."""
     result = wrapped(*args, **kwargs)
     data = kwargs.get("data")
-    if type(data) is dict:
-        try:
-            usage = usage_of(data)
-            if usage is not None:
-                hold(result, usage)
-            gateway = inside_gateway.get()
-            if isinstance(gateway, Sent):
-                gateway.note(usage)
-        except Exception as exc:
-            faults.report("internal", exc)
+    # most stream chunks carry no usage and no gateway reads them: two dict tests
+    if type(data) is not dict or (data.get("usage") is None and "response" not in data
+                                  and not isinstance(inside_gateway.get(), Sent)):  # fmt: skip
+        return result
+    try:
+        usage = usage_of(data)
+        if usage is not None:
+            hold(result, usage)
+        gateway = inside_gateway.get()
+        if isinstance(gateway, Sent):
+            gateway.note(usage)
+    except Exception as exc:
+        faults.report("internal", exc)
     return result
 
 

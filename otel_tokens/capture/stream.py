@@ -26,7 +26,7 @@ import wrapt
 from .. import faults
 from ..call import Call
 from ..usage import Billing, Usage
-from .sent import rejected
+from .sent import HELD, Sent, rejected
 
 __all__ = ["Accumulator", "AsyncStreamProxy", "StreamObserver", "StreamProxy",
            "not_an_event_stream", "wrap_stream"]
@@ -47,6 +47,7 @@ class Accumulator:
         self.parts: tuple[Usage, ...] = ()  # usages billed apart (see capture.operations.Response)
         self.pending = False  # the work goes on after the stream (see capture.operations.Response)
         self.invalid = False  # the stream reported usage that is not token counts
+        self.sent: Sent | None = None  # its events as sent, where they are read (see .sent)
 
     def add(self, item: Any) -> bool:
         """Read one item; return False to hide it from the caller (an injected usage chunk)."""
@@ -61,6 +62,10 @@ class Accumulator:
     def end_call(self, call: Call, how: str, error: BaseException | str | None = None,
                  once: str | None = None) -> None:  # fmt: skip
         """End ``call`` with what the stream said; ``how`` it ended (``otel_tokens.stream.end``)."""
+        sent = self.sent
+        if sent is not None and sent.error is not None and not self.invalid:
+            faults.report("usage_invalid", sent.error)  # an event's usage, as sent, broke the rule
+            self.invalid = True
         usage = self.usage
         # no reported output: the text seen, for the account step to estimate it from
         # (nothing arrived: nothing to estimate; unusable usage is unknown, not estimated)
@@ -103,13 +108,17 @@ class StreamObserver:
                 self.call.first_chunk()
             before = acc.usage
             show = acc.add(item)
-            exc = rejected(item)  # its usage, as sent, broke the rule (see .sent)
-            if exc is not None:
-                faults.report("usage_invalid", exc)
-                acc.invalid = True
-                return show
+            if HELD:  # an item's usage, as sent, broke the rule (see .sent)
+                exc = rejected(item)
+                if exc is not None:
+                    faults.report("usage_invalid", exc)
+                    acc.invalid = True
+                    return show
             usage = acc.usage
             if usage is not before and usage is not None:
+                sent = acc.sent
+                if sent is not None and sent.error is not None:  # its usage, as sent, broke
+                    return show  # the rule: not shown as the call's running usage (end_call)
                 self.call.stream_usage(usage)
             return show
         except ValueError as exc:  # usage values that are not token counts: the usage is unknown

@@ -620,3 +620,67 @@ def test_litellm_a_bedrock_stream_botocore_cannot_read_is_let_go():
         (span,) = t.finished()
         assert span.attributes.get("error.type")
         assert "internal" not in t.errors(), t.errors()
+
+
+# -- an openai stream's events are read as sent by the stream itself, not per chunk object ------
+def _hook_calls(run: Callable[[], None]) -> int:
+    """How many times otel_tokens' per-object hook on openai's ``_process_response_data`` ran
+    during ``run()``."""
+    from otel_tokens.capture import sent
+
+    code, calls = sent._openai_data.__code__, [0]
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code is code:
+            calls[0] += 1
+
+    import sys
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return calls[0]
+
+
+@pytest.mark.parametrize("name", ["numeric string", "beyond int64", "integral float"])
+def test_an_openai_stream_is_checked_as_sent_without_the_per_chunk_hook(name):
+    """Once the hook is loaded, a stream makes its chunks with the client's own method (the
+    hook per chunk cost more than reading the chunk): its events' usage is checked as sent
+    on its SSE decoder, with the same outcome as through the hook."""
+    with handling(openai_sdk) as t:
+        assert _hook_calls(lambda: openai_chat(20)) == 1  # a non-streamed body: the hook, loaded
+        assert _hook_calls(lambda: openai_chat_stream(VALUES[name])) == 0
+        _, span = t.finished()
+        tokens = span.attributes.get("gen_ai.usage.input_tokens")
+        invalid = t.errors().get("usage_invalid", 0)
+    if EXPECTED[name] is None:
+        assert tokens is None and invalid == 1, (tokens, invalid)
+    else:
+        assert tokens == EXPECTED[name] and invalid == 0, (tokens, invalid)
+
+
+@pytest.mark.parametrize("name", ["numeric string", "integral float"])
+def test_an_openai_stream_keeps_the_hook_when_another_wrapper_is_on_top(name):
+    """Where another instrumentation has wrapped ``_process_response_data`` over the hook, the
+    stream leaves the client alone: the hook holds each chunk object, the outcome the same."""
+    import wrapt
+    from openai._base_client import BaseClient
+
+    with handling(openai_sdk) as t:
+        openai_chat(20)  # the hook loaded
+        ours = vars(BaseClient)["_process_response_data"]
+        wrapt.wrap_function_wrapper(BaseClient, "_process_response_data",
+                                    lambda wrapped, instance, args, kwargs: wrapped(*args, **kwargs))  # fmt: skip
+        try:
+            assert _hook_calls(lambda: openai_chat_stream(VALUES[name])) == 2  # one per chunk
+        finally:
+            BaseClient._process_response_data = ours
+        _, span = t.finished()
+        tokens = span.attributes.get("gen_ai.usage.input_tokens")
+        invalid = t.errors().get("usage_invalid", 0)
+    if EXPECTED[name] is None:
+        assert tokens is None and invalid == 1, (tokens, invalid)
+    else:
+        assert tokens == EXPECTED[name] and invalid == 0, (tokens, invalid)
