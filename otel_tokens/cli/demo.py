@@ -460,8 +460,8 @@ def _finish(tally: Any, progress: Progress, setup: Any, ledger: str | None, serv
     if ledger:
         progress.line(f"ledger -> {ledger} (try: otel-tokens report --db {shlex.quote(ledger)})")
     if serve:
-        progress.line(f"Serving {setup.prometheus_url} until Ctrl-C (scrape it with Prometheus).")
-        try:
+        try:  # a Ctrl-C as soon as the line is out (a script waiting for it) is still caught
+            progress.line(f"Serving {setup.prometheus_url} until Ctrl-C (scrape it with Prometheus).")
             while True:
                 time.sleep(3600)
         except KeyboardInterrupt:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import json
 import re
 import signal
@@ -9,6 +11,8 @@ import subprocess
 import threading
 import urllib.request
 from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
 
 from otel_tokens.cli.demo import DATA
 
@@ -151,11 +155,26 @@ def test_demo_serve_exposes_metrics_until_interrupted(scenario):
         assert tokens["output"] == total["output"]
         assert 'gen_ai_agent_name="coder"' in text
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=30) == 0
+        try:
+            code = proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # say where the signal is (seen twice under load)
+            pytest.fail(f"no exit 30 s after SIGINT; threads: {_signal_state(proc.pid)}")
+        assert code == 0, proc.stderr.read()
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def _signal_state(pid: int) -> list[str]:
+    """Each thread's name and its pending and blocked signals, from /proc (Linux)."""
+    out = []
+    for status in sorted(glob.glob(f"/proc/{pid}/task/*/status")):
+        with contextlib.suppress(OSError):
+            fields = dict(line.split(":", 1) for line in open(status).read().splitlines() if ":" in line)
+            out.append(" ".join(f"{k}={fields.get(k, '').strip()}" for k in ("Name", "State", "SigPnd",
+                                                                              "ShdPnd", "SigBlk")))
+    return out
 
 
 def test_demo_otlp_sends_to_a_collector():
