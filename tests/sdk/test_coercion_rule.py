@@ -644,6 +644,17 @@ def _hook_calls(run: Callable[[], None]) -> int:
     return calls[0]
 
 
+def _check_stream(t: Any, name: str) -> None:
+    """The stream's span (after one non-streamed call's) says what the rule makes of ``name``."""
+    _, span = t.finished()
+    tokens = span.attributes.get("gen_ai.usage.input_tokens")
+    invalid = t.errors().get("usage_invalid", 0)
+    if EXPECTED[name] is None:
+        assert tokens is None and invalid == 1, (tokens, invalid)
+    else:
+        assert tokens == EXPECTED[name] and invalid == 0, (tokens, invalid)
+
+
 @pytest.mark.parametrize("name", ["numeric string", "beyond int64", "integral float"])
 def test_an_openai_stream_is_checked_as_sent_without_the_per_chunk_hook(name):
     """Once the hook is loaded, a stream makes its chunks with the client's own method (the
@@ -652,13 +663,7 @@ def test_an_openai_stream_is_checked_as_sent_without_the_per_chunk_hook(name):
     with handling(openai_sdk) as t:
         assert _hook_calls(lambda: openai_chat(20)) == 1  # a non-streamed body: the hook, loaded
         assert _hook_calls(lambda: openai_chat_stream(VALUES[name])) == 0
-        _, span = t.finished()
-        tokens = span.attributes.get("gen_ai.usage.input_tokens")
-        invalid = t.errors().get("usage_invalid", 0)
-    if EXPECTED[name] is None:
-        assert tokens is None and invalid == 1, (tokens, invalid)
-    else:
-        assert tokens == EXPECTED[name] and invalid == 0, (tokens, invalid)
+        _check_stream(t, name)
 
 
 @pytest.mark.parametrize("name", ["numeric string", "integral float"])
@@ -677,10 +682,4 @@ def test_an_openai_stream_keeps_the_hook_when_another_wrapper_is_on_top(name):
             assert _hook_calls(lambda: openai_chat_stream(VALUES[name])) == 2  # one per chunk
         finally:
             BaseClient._process_response_data = ours
-        _, span = t.finished()
-        tokens = span.attributes.get("gen_ai.usage.input_tokens")
-        invalid = t.errors().get("usage_invalid", 0)
-    if EXPECTED[name] is None:
-        assert tokens is None and invalid == 1, (tokens, invalid)
-    else:
-        assert tokens == EXPECTED[name] and invalid == 0, (tokens, invalid)
+        _check_stream(t, name)
