@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import glob
 import json
 import re
 import signal
@@ -16,6 +14,7 @@ import pytest
 
 from otel_tokens.cli.demo import DATA
 
+from ..stuck import describe
 from .conftest import clean_env, command, otel_tokens
 
 COLUMNS = ["requests", "failed", "input", "cache_read", "cache_write", "output", "reasoning",
@@ -158,23 +157,12 @@ def test_demo_serve_exposes_metrics_until_interrupted(scenario):
         try:
             code = proc.wait(timeout=30)
         except subprocess.TimeoutExpired:  # say where the signal is (seen twice under load)
-            pytest.fail(f"no exit 30 s after SIGINT; threads: {_signal_state(proc.pid)}")
+            pytest.fail(f"no exit 30 s after SIGINT; threads:\n{describe(proc.pid)}")
         assert code == 0, proc.stderr.read()
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-
-
-def _signal_state(pid: int) -> list[str]:
-    """Each thread's name and its pending and blocked signals, from /proc (Linux)."""
-    out = []
-    for status in sorted(glob.glob(f"/proc/{pid}/task/*/status")):
-        with contextlib.suppress(OSError):
-            fields = dict(line.split(":", 1) for line in open(status).read().splitlines() if ":" in line)
-            out.append(" ".join(f"{k}={fields.get(k, '').strip()}" for k in ("Name", "State", "SigPnd",
-                                                                              "ShdPnd", "SigBlk")))
-    return out
 
 
 def test_demo_otlp_sends_to_a_collector():

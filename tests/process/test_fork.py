@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+from ..stuck import DUMP_SIGNAL, describe
 from .conftest import APPS, clean_env, free_port, scraped_input, wait_for
 
 ENDINGS = ("terminate", "close")
@@ -53,7 +54,10 @@ def test_forked_pool_on_the_parents_metrics_port_every_call_once(llm, tmp_path, 
     proc = _run(ending, env)
     try:
         ready, _, _ = select.select([proc.stdout], [], [], 120)  # printed once the pool has ended
-        assert ready, "the pool did not end within 120 s"
+        if not ready:
+            state = describe(proc.pid, DUMP_SIGNAL)
+            proc.kill()
+            pytest.fail(f"the pool did not end within 120 s:\n{state}\n{proc.communicate()[1]}")
         line = proc.stdout.readline()
         assert line, proc.stderr.read()
         assert json.loads(line)["seen"] == llm.input_total

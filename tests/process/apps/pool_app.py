@@ -3,9 +3,11 @@ calls before forking, the pool's workers make short and long tasks' calls (a lon
 past several export intervals), then the pool is ended with ``terminate()`` (``with Pool``)
 or ``close()``/``join()`` as argv[1] says. Prints the input tokens the client saw."""
 
+import faulthandler
 import json
 import multiprocessing
 import os
+import signal
 import sys
 import time
 
@@ -22,6 +24,8 @@ if os.environ.get("SLOW_FINAL_SECONDS"):  # a starved machine: leaving the last 
 
     workers.Endpoint.leave_final_metrics = _slow_leave
 
+# a test that waited too long asks for every thread's stack (tests/stuck.py)
+faulthandler.register(signal.SIGUSR2, all_threads=True)
 otel_tokens.configure()
 otel_tokens.instrument()
 
