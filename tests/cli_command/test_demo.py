@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
 import subprocess
+import sys
 import threading
 import urllib.request
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -137,8 +139,13 @@ def _scrape_sum(text: str, name: str, label: str) -> dict[str, float]:
 
 
 def test_demo_serve_exposes_metrics_until_interrupted(scenario):
-    proc = subprocess.Popen([*command(), "demo", "--delay", "0", "--serve"], env=clean_env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # as from a terminal: Ctrl-C's disposition is the default, whatever this run inherited (a
+    # test run started in the background of a script ignores SIGINT, and so would the demo)
+    args = [*command(), "demo", "--delay", "0", "--serve"]
+    trampoline = ("import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                  "os.execv(sys.argv[1], sys.argv[1:])")
+    proc = subprocess.Popen([sys.executable, "-c", trampoline, shutil.which(args[0]) or args[0], *args[1:]],
+                            env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
     try:
         url = None
         for line in proc.stdout:
