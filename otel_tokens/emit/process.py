@@ -35,9 +35,10 @@ __all__ = ["deliver_deferred_signal", "install"]
 
 _log = logging.getLogger("otel_tokens")
 _installed = False
-KICKS, KICK_SECONDS = 20, 0.25  # re-sends of a SIGTERM the main thread has not acted on
+KICK_SECONDS = 0.25  # how often a SIGTERM the main thread has not acted on is re-sent
 FINAL_METRICS_WAIT = 10.0  # seconds a SIGTERM waits at most for the last metrics to be left
 _deferred: list[int] = []  # a SIGTERM that arrived while the process was already flushing
+_began = False  # the SIGTERM handler has begun (a plain flag: read by the watcher, no lock)
 _get_setup: Callable[[], Any] | None = None
 
 
@@ -163,6 +164,9 @@ def _flush_at_any_exit(setup: Any) -> None:
         # after-fork callbacks: the finalizer is registered from one of those
         util.register_after_fork(setup, _finalize_at_exit)
         _finalize_at_exit(setup)
+    global _began
+    _began = False  # a handler begun in the parent is not this process's
+    _deferred.clear()
     try:
         if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
             signal.signal(signal.SIGTERM, _flush_then_terminate)
@@ -184,22 +188,23 @@ def _watch_for_sigterm(setup: Any) -> None:
         os.close(reader)
         os.close(writer)
         return
-    threads.start(_kick_main_thread, "otel_tokens-sigterm-watch", setup, reader)
+    threads.start(_kick_main_thread, "otel_tokens-sigterm-watch", reader)
 
 
-def _kick_main_thread(setup: Any, reader: int) -> None:
+def _kick_main_thread(reader: int) -> None:
+    """Once: at the first SIGTERM, re-send it to the main thread until the handler has begun
+    (or another handler replaced ours). The re-sent signals write to the wakeup fd too; it is
+    not read again, so they never start another round."""
     main = threading.main_thread().ident
     while True:
         try:
-            if signal.SIGTERM not in os.read(reader, 64):
-                continue
+            if signal.SIGTERM in os.read(reader, 64):
+                break
         except OSError:
             return
-        for _ in range(KICKS):
-            time.sleep(KICK_SECONDS)
-            if setup.shutting_down or setup.final_left.is_set() \
-                    or signal.getsignal(signal.SIGTERM) is not _flush_then_terminate:
-                break  # the handler has begun, or the host's own handler is in place
+    while not _began and signal.getsignal(signal.SIGTERM) is _flush_then_terminate:
+        time.sleep(KICK_SECONDS)
+        if not _began:
             signal.pthread_kill(main, signal.SIGTERM)
 
 
@@ -210,25 +215,48 @@ def _finalize_at_exit(setup: Any) -> None:
 
 
 def _flush_then_terminate(signum: int, frame: Any) -> None:
-    """SIGTERM in a forked child nobody else handles: flush (on another thread, so a lock the
-    interrupted code holds cannot stall it), then die by the signal as before."""
+    """SIGTERM in a forked child nobody else handles: flush, then die by the signal as before.
+    Entered once: a signal while it runs (a re-sent one, a second SIGTERM) returns at once,
+    so its waits never nest and it ends the process within ``FINAL_METRICS_WAIT`` and the
+    exit timeout."""
+    global _began
+    if _began:
+        return
+    _began = True
     setup = _get_setup() if _get_setup is not None else None
     if setup is not None:
-        if setup.shutting_down:  # the exit's own flush was interrupted: it delivers the signal
+        if _inside_shutdown(frame):
+            # this thread's own exit flush was interrupted (perhaps inside a lock the flush
+            # needs, so waiting for it here would wait for ever): it delivers the signal
             _deferred.append(signum)
             return
-        worker = threads.start(setup.shutdown, "otel_tokens-sigterm")
+        # the flush on another thread, so that a lock the interrupted code holds cannot stall
+        # it (a flush another thread has begun is waited for instead)
+        threads.start(setup.shutdown, "otel_tokens-sigterm")
         # the last metrics are local work (a file for the /metrics front), not the exporter's
         # deadline: on a starved machine they may take longer, and without them the front
         # would lose every count of this process
         setup.final_left.wait(max(FINAL_METRICS_WAIT, setup.exit_timeout))
-        worker.join(setup.exit_timeout + 0.5)
+        setup.wait_ended(setup.exit_timeout + 0.5)
     _terminate(signum)
 
 
+def _inside_shutdown(frame: Any) -> bool:
+    """Whether the interrupted code is a ``Setup.shutdown`` of this thread."""
+    from .setup import Setup
+
+    code = Setup.shutdown.__code__
+    while frame is not None:
+        if frame.f_code is code:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def deliver_deferred_signal() -> None:
-    """After a flush a SIGTERM interrupted: the signal, as it would have been."""
-    if _deferred:
+    """After a flush a SIGTERM interrupted: the signal, as it would have been (on the main
+    thread; a flush on another thread leaves it to the handler that started it)."""
+    if _deferred and threading.current_thread() is threading.main_thread():
         _terminate(_deferred.pop())
 
 

@@ -76,10 +76,9 @@ class Setup:
     final_left: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
     _ended: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)
 
-    @property
-    def shutting_down(self) -> bool:
-        """True once :meth:`shutdown` has begun and until it has ended."""
-        return self._done.is_set() and not self._ended.is_set()
+    def wait_ended(self, timeout: float) -> bool:
+        """Wait at most ``timeout`` seconds for a :meth:`shutdown` begun anywhere to end."""
+        return self._ended.wait(timeout)
 
     def shutdown(self, timeout: float | None = None) -> bool:
         """Flush and stop what configure() started (providers it built, the /metrics server),

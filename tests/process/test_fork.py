@@ -187,3 +187,46 @@ def test_a_sigterm_the_main_thread_missed_still_ends_the_child(tmp_path):
             os.kill(child, signal.SIGKILL)
         proc.kill()
         proc.wait()
+
+
+_SIGTERM_INSIDE_THE_EXIT_FLUSH = """
+import os, sys, threading, time
+import otel_tokens
+setup = otel_tokens.configure()
+pid = os.fork()
+if pid == 0:
+    class Slow(threading.Event):  # the flush's first lock held when the SIGTERM comes
+        def set(self):
+            with self._cond:
+                print("inside", flush=True)
+                time.sleep(2.0)
+                self._flag = True
+                self._cond.notify_all()
+    object.__setattr__(setup, "_done", Slow())
+    setup.shutdown()  # the child's own exit flush (a multiprocessing worker's finalizer)
+    os._exit(3)
+print(pid, flush=True)
+_, status = os.waitpid(pid, 0)
+print(os.waitstatus_to_exitcode(status), flush=True)
+"""
+
+
+def test_a_sigterm_inside_the_exit_flush_ends_the_child_after_it():
+    """A Pool worker's SIGTERM came while its own exit flush (a finalizer, on the main thread)
+    held a lock the flush needs: the handler started a second flush that waited on that lock
+    for ever, and every re-sent SIGTERM nested the handler again (``Pool.terminate()`` hung,
+    caught in a stack dump). The handler now leaves the signal to the flush it interrupted,
+    which delivers it when done, and is never entered twice."""
+    proc = subprocess.Popen([sys.executable, "-c", _SIGTERM_INSIDE_THE_EXIT_FLUSH], env=clean_env(),
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    child = int(proc.stdout.readline())
+    try:
+        assert proc.stdout.readline().strip() == "inside"
+        os.kill(child, signal.SIGTERM)
+        assert wait_for(lambda: proc.poll() is not None, 30), f"the child hung:\n{describe(child)}"
+        assert int(proc.stdout.readline()) == -signal.SIGTERM
+    finally:
+        if _running(child):
+            os.kill(child, signal.SIGKILL)
+        proc.kill()
+        proc.wait()
