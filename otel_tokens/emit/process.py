@@ -242,10 +242,11 @@ def _flush_then_terminate(signum: int, frame: Any) -> None:
 
 
 def _inside_shutdown(frame: Any) -> bool:
-    """Whether the interrupted code is a ``Setup.shutdown`` of this thread."""
+    """Whether the interrupted code is a ``Setup.shutdown``'s flush on this thread (it
+    delivers a deferred signal when it returns)."""
     from .setup import Setup
 
-    code = Setup.shutdown.__code__
+    code = Setup._flush.__code__
     while frame is not None:
         if frame.f_code is code:
             return True

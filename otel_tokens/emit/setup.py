@@ -87,6 +87,14 @@ class Setup:
         The steps run side by side, so a collector that is down or not answering costs the
         deadline once, not once per signal; what is still sending then is abandoned (its
         threads are daemons), so the process ends on time. True when every step finished."""
+        try:
+            return self._flush(timeout)
+        finally:
+            from .process import deliver_deferred_signal
+
+            deliver_deferred_signal()  # a SIGTERM that came during this call (a forked child)
+
+    def _flush(self, timeout: float | None) -> bool:
         if self._done.is_set():
             return True
         self._done.set()
@@ -107,9 +115,6 @@ class Setup:
                          "sets the wait)", wait)  # fmt: skip
             faults.report("exporter", detail=f"{late} shutdown step(s) past the deadline", log=False)
         self._ended.set()  # from now on a SIGTERM is the signal at once
-        from .process import deliver_deferred_signal
-
-        deliver_deferred_signal()  # a SIGTERM that came during the flush (a forked child)
         return not late
 
 
