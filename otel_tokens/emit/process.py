@@ -225,7 +225,7 @@ def _flush_then_terminate(signum: int, frame: Any) -> None:
     _began = True
     setup = _get_setup() if _get_setup is not None else None
     if setup is not None:
-        if _inside_shutdown(frame):
+        if _inside_flush(setup, frame):
             # this thread's own exit flush was interrupted (perhaps inside a lock the flush
             # needs, so waiting for it here would wait for ever): it delivers the signal
             _deferred.append(signum)
@@ -241,12 +241,10 @@ def _flush_then_terminate(signum: int, frame: Any) -> None:
     _terminate(signum)
 
 
-def _inside_shutdown(frame: Any) -> bool:
-    """Whether the interrupted code is a ``Setup.shutdown``'s flush on this thread (it
-    delivers a deferred signal when it returns)."""
-    from .setup import Setup
-
-    code = Setup._flush.__code__
+def _inside_flush(setup: Any, frame: Any) -> bool:
+    """Whether the interrupted code is ``setup``'s exit flush on this thread (its
+    ``shutdown()`` delivers a deferred signal when it returns)."""
+    code = getattr(getattr(type(setup), "_flush", None), "__code__", None)
     while frame is not None:
         if frame.f_code is code:
             return True
