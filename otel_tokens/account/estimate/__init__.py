@@ -245,10 +245,9 @@ class Estimator:
             tokens = counted + fixed + chained
             guessed, tokens = self._guessed(rendering, model, tokens) if rendering.unknown else (
                 None, tokens)  # fmt: skip
-            return _new(RequestEstimate, (
-                Estimate(tokens, "exact"), None, model, key, n, last_digest, preamble_digest, 0,
-                fixed + chained, complete, rendering.carried, guessed,
-                preamble.server))  # fmt: skip
+            return _new(RequestEstimate, (Estimate(tokens, "exact"), None, model, key, n,
+                                          last_digest, preamble_digest, 0, fixed + chained,
+                                          complete, rendering.carried, guessed, preamble.server))
 
         counted, fixed = _count(rendering, None)
         scaled = round(counted * ratio) if ratio else counted
