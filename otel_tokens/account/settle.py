@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 __all__ = ["Accountant"]
 
 _NO_PRICE = PriceResult(None, None)
+_new = tuple.__new__  # a named tuple from all its fields, without its __new__'s frame
 _ONCE_KEYS_MAX = 8192  # response ids remembered as counted (responses read again are read soon)
 #: span attribute of a call whose response had been counted already (read again, not re-billed)
 COUNTED_BEFORE = "otel_tokens.usage.counted_before"
@@ -152,7 +153,7 @@ class Accountant:
                 faults.report("state", exc)
         ended = call.ended_at if call.ended_at is not None else call.started
         error = call.error
-        return Outcome(
+        return _new(Outcome, (  # every field, without Outcome.__new__'s frame (one per call)
             failed, error_type(error) if failed else None, _message(error) if failed else None,
             usage, price,
             _lines(usage, parts, prices, price, response_model, default_model),
@@ -161,7 +162,7 @@ class Accountant:
             self._estimate_error(call, usage, failed), ended - call.started,
             None if call.first_chunk_at is None else call.first_chunk_at - call.started,
             call.stream, state, anomalies, attributes, missing,
-        )  # fmt: skip
+        ))  # fmt: skip
 
     def _usage(self, call: Call, failed: bool) -> tuple[Usage, tuple[Usage, ...], bool]:
         """(the call's total usage, its per-model parts, whether the response was counted
@@ -290,16 +291,25 @@ class Accountant:
                       failed: bool) -> None:  # fmt: skip
         """The call's ledger rows: one, or one per model of a several-model call."""
         ledger, key = entry.ledger, call.stream_key
-        ids: dict[str, Any] = {"trace_id": call.trace_id, "span_id": call.span_id}
-        if call.user or call.tenant or call.conversation_id:
-            ids["who"] = (call.user, call.tenant, call.conversation_id)
+        who = (call.user, call.tenant, call.conversation_id) \
+            if call.user or call.tenant or call.conversation_id else None  # fmt: skip
+        provider = None
         if usage.input_tokens is not None or usage.output_tokens is not None:  # _has_tokens
             if usage.provider is None:  # a backend whose usage does not say: the call's
-                ids["provider"] = call.provider
+                provider = call.provider
         elif usage.source == "reported":  # no figure was reported: the row must not say so
             usage = usage.replace(source="estimated")
         response_id = call.response_id
         try:
+            if key is None and len(parts) == 1 and (not failed or usage.input_tokens is not None
+                                                    or usage.output_tokens is not None):
+                # one row (the common case), its ids by keyword: no dict made per call
+                ledger.append(usage, cost_usd=price.cost_usd, request_id=response_id,
+                              trace_id=call.trace_id, span_id=call.span_id, who=who,
+                              provider=provider)  # fmt: skip
+                return
+            ids = {"trace_id": call.trace_id, "span_id": call.span_id, "who": who,
+                   "provider": provider}  # fmt: skip
             if failed and usage.input_tokens is None and usage.output_tokens is None:
                 # a failed call with no usage is still a request: a row, its tokens unknown
                 if key is not None:
@@ -362,9 +372,9 @@ def _lines(usage: Usage, parts: tuple[Usage, ...], prices: list[PriceResult],
            default_model: str | None) -> tuple[Line, ...]:  # fmt: skip
     """The call's metric points: one line, or one per model plus the backend's totals."""
     if len(parts) == 1:
-        return (Line(response_model, usage, price.cost_usd, price.source,
-                     price.unpriced and _has_tokens(usage), usage.premium_requests,
-                     price.unpriced_components),)  # fmt: skip
+        return (_new(Line, (response_model, usage, price.cost_usd, price.source,
+                            price.unpriced and _has_tokens(usage), usage.premium_requests,
+                            price.unpriced_components)),)  # fmt: skip
     # the backend's total goes on the call's own line only when the parts have no cost of their own
     total_cost = usage.cost_usd is not None and not _own_costs(parts)
     part_premium = any(part.premium_requests is not None for part in parts)

@@ -202,10 +202,10 @@ class TokenState:
             estimate = self._current_estimate() if self._streams else None  # none: no stream
             tokens = estimate.input_tokens if estimate is not None else self._input_tokens
             window = self._max_input_tokens
-            return StateFigures(
+            return tuple.__new__(StateFigures, (  # without StateFigures.__new__'s frame
                 self._turn_count, self._total_output_tokens, self._max_observed_input_tokens,
                 None if tokens is None or not window else tokens * 100.0 / window / 100.0,
-            )  # fmt: skip
+            ))  # fmt: skip
 
     # -- transitions ----------------------------------------------------------------------
     def start_streaming(self, estimate: Estimate | None = None) -> StreamHandle:

@@ -41,17 +41,24 @@ Start = Callable[[Any, tuple, dict], "tuple[Call, tuple, dict, Any] | None"]
 Read = Callable[[Call, Any, Any], Any]
 
 
-def open_call(describe: Callable[[Any], Request | None], given: Any, **start: Any) -> Call | None:
+def open_call(describe: Callable[[Any], Request | None], given: Any, *, operation: str,
+              provider: str, request_model: str | None, stream: bool = False,
+              server_address: str | None = None, server_port: int | None = None,
+              conversation_id: str | None = None) -> Call | None:  # fmt: skip
     """Open a call on the process-wide handler with the request ``describe(given)`` returns (a
     failure there only loses the estimate); None when instrumentation itself failed, so the
-    backend call goes on unrecorded. Raises only an enforced budget's ``BudgetExceeded``."""
+    backend call goes on unrecorded. Raises only an enforced budget's ``BudgetExceeded``.
+    (The call's facts as named arguments: packing and unpacking them as ``**`` cost more.)"""
     try:
         request = None
         try:
             request = describe(given)
         except Exception as exc:
             faults.report("estimate", exc)
-        return (_handlers._handler or get_handler()).start(request=request, **start)
+        return (_handlers._handler or get_handler()).start(
+            operation=operation, provider=provider, request_model=request_model, stream=stream,
+            server_address=server_address, server_port=server_port, request=request,
+            conversation_id=conversation_id)  # fmt: skip
     except BudgetExceeded:
         raise  # the user opted in to being stopped
     except Exception as exc:

@@ -61,7 +61,8 @@ def _client(instance: Any) -> tuple[str, str | None, int | None]:
     Kept per URL object (a client keeps its own; one set anew is a new object), client class
     and settings' overrides, so a call reads one table instead of resolving it again."""
     client = getattr(instance, "_client", None)
-    url = getattr(client, "base_url", None)
+    # the URL the ``base_url`` property returns (openai 3's imports a module per read)
+    url = getattr(client, "_base_url", None) or getattr(client, "base_url", None)
     overrides = (_settings._current or current()).provider_urls  # current(), no frame when set
     hit = _clients.get(id(url))
     if hit is None or hit[0] is not url or hit[1] is not type(client) or hit[2] is not overrides:
@@ -223,11 +224,13 @@ def _chat_response(result: Any) -> Response:
                     None, rid,
                 )  # fmt: skip
                 # another provider's own fields (has_vendor_fields, inlined for an SDK object:
-                # its extra fields; empty for OpenAI's own responses)
+                # its extra fields, pydantic's ``model_extra`` read without its property's
+                # frame; empty for OpenAI's own responses)
                 if has_vendor_fields(usage) if isinstance(usage, dict) else getattr(
-                        usage, "model_extra", None):  # fmt: skip
+                        usage, "__pydantic_extra__", None):  # fmt: skip
                     found, billing = vendor_usage(usage, found), _chat_billing(usage, tier)
-            return Response(found, model, rid, tuple(reasons), billing)
+            # every field (parts, pending: none), without Response.__new__'s frame (every call)
+            return tuple.__new__(Response, (found, model, rid, tuple(reasons), billing, (), False))
         except AttributeError:
             pass  # another shape: field by field below
     model, rid, usage = _get(result, "model"), _get(result, "id"), _get(result, "usage")

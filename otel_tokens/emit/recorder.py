@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 __all__ = ["Recorder"]
 
 _SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
+#: a call's common metric labels, their items and its default span name
+_Labels = tuple[dict[str, Any], tuple[Any, ...], str]
 _ATTRIBUTE_SETS_MAX = 4096  # distinct metric attribute sets kept; past this the cache starts over
 
 
@@ -44,13 +46,14 @@ class _Emission:
     ``call.activate()`` returns, making the span current while the backend runs (a class of
     its own: this runs on every call, and a generator-based one costs several times more)."""
 
-    __slots__ = ("span", "labels", "borrowed", "context", "_token", "_outer")
+    __slots__ = ("span", "labels", "key", "borrowed", "context", "_token", "_outer")
 
-    def __init__(self, span: Any, labels: dict[str, Any]) -> None:
+    def __init__(self, span: Any, labels: dict[str, Any], key: tuple[Any, ...]) -> None:
         self.span = span
         #: the common metric attributes (real values, bounded when recorded; shared by the
-        #: calls of one request shape: read only)
+        #: calls of one request shape: read only) and their items, the attribute sets' key
         self.labels = labels
+        self.key = key
         self.borrowed = False  # the span is another instrumentation's: it names and ends it
         self.context: Any = None  # a context with the span current (made once, when activated)
         self._token: Any = None
@@ -100,6 +103,8 @@ class Recorder:
             max_label_sets,
         )  # fmt: skip
         self._attribute_sets: dict[tuple[Any, ...], _AttributeSet] = {}
+        #: a call's common labels and their items, by request facts (shared: read only)
+        self._labels: dict[tuple[Any, ...], _Labels] = {}
         # histogram points carry the call's trace id (a link to it); an API before the context
         # argument records without
         self.exemplars = exemplars and _takes_context(self.instruments.duration)
@@ -116,21 +121,11 @@ class Recorder:
     def start(self, call: Call) -> None:
         """Open the call's span (started, not yet current); its ids go on the record."""
         agent = call.agent
-        labels: dict[str, Any] = {
-            names.OPERATION: call.operation,
-            names.PROVIDER: call.provider,
-            names.AGENT_NAME: agent.name if agent is not None else "default",
-        }
-        if call.request_model:
-            labels[names.REQUEST_MODEL] = call.request_model
-        if call.server_address:
-            labels[names.SERVER_ADDRESS] = call.server_address
-        if self.who_labels:
-            for key, attr in self.who_labels:
-                value = call.user if key == "user" else call.tenant if key == "tenant" else call.conversation_id
-                if value:
-                    labels[attr] = value
-        emission = call.emission = _Emission(None, labels)
+        facts = (call.operation, call.provider, agent.name if agent is not None else "default",
+                 call.request_model, call.server_address)  # fmt: skip
+        found = self._labels.get(facts) if not self.who_labels else None
+        labels, key, name = found if found is not None else self._labels_of(call, facts)
+        emission = call.emission = _Emission(None, labels, key)
         try:
             attrs = dict(labels)  # spans keep the real values
             attrs[names.REQUEST_STREAM] = bool(call.stream)
@@ -158,14 +153,36 @@ class Recorder:
             if span is not None:
                 span.set_attributes(attrs)
             else:
-                model = call.request_model
-                name = call.span_name or (f"{call.operation} {model}" if model else call.operation)
-                span = emission.span = self.tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attrs)
+                span = emission.span = self.tracer.start_span(
+                    call.span_name or name, kind=SpanKind.CLIENT, attributes=attrs)
             ids = span.get_span_context()
             if ids.is_valid:
                 call.trace_id, call.span_id = ids.trace_id, ids.span_id
         except Exception as exc:
             faults.report("span", exc)
+
+    def _labels_of(self, call: Call, facts: tuple[Any, ...]) -> _Labels:
+        """A call's common metric labels, their items (the attribute sets' key) and its
+        default span name, kept by request facts (bounded) unless they carry who the call is
+        for (opt-in labels)."""
+        operation, provider, agent, model, address = facts
+        labels: dict[str, Any] = {names.OPERATION: operation, names.PROVIDER: provider,
+                                  names.AGENT_NAME: agent}  # fmt: skip
+        if model:
+            labels[names.REQUEST_MODEL] = model
+        if address:
+            labels[names.SERVER_ADDRESS] = address
+        for who, attr in self.who_labels:
+            value = call.user if who == "user" else call.tenant if who == "tenant" \
+                else call.conversation_id  # fmt: skip
+            if value:
+                labels[attr] = value
+        found = (labels, tuple(labels.items()), f"{operation} {model}" if model else operation)
+        if not self.who_labels:
+            if len(self._labels) >= _ATTRIBUTE_SETS_MAX:
+                self._labels.clear()
+            self._labels[facts] = found
+        return found
 
     @staticmethod
     def _borrowed(emission: _Emission) -> Any:
@@ -203,9 +220,9 @@ class Recorder:
         span = emission.span if emission is not None else None
         try:
             if outcome is not None and emission is not None:
-                labels = emission.labels  # the attribute set, from the cache when it is there
-                main = self._attribute_sets.get((*labels.items(), outcome.response_model)) \
-                    or self._attribute_set(labels, outcome.response_model)  # fmt: skip
+                # the attribute set, from the cache when it is there
+                main = self._attribute_sets.get((emission.key, outcome.response_model)) \
+                    or self._attribute_set(emission.labels, outcome.response_model, emission.key)
                 if span is not None:
                     self._span(span, outcome)
                 for anomaly in outcome.anomalies:
@@ -217,7 +234,7 @@ class Recorder:
                     context = emission.context
                     if context is None:  # never activated
                         context = trace.set_span_in_context(span)
-                self._metrics(emission.labels, main, outcome, context)
+                self._metrics(emission, main, outcome, context)
         except Exception as exc:
             faults.report("internal", exc)
         finally:
@@ -233,10 +250,18 @@ class Recorder:
                 return
             values: dict[str, Any] = {}
             usage = outcome.usage
-            for field, span_attr, _token_type in names.TOKEN_ATTRIBUTES:
-                value = getattr(usage, field)
-                if value is not None:  # a class the backend did not report is absent, never 0
-                    values[span_attr] = value
+            # names.TOKEN_ATTRIBUTES, written out: a class the backend did not report is
+            # absent, never 0
+            if usage.input_tokens is not None:
+                values[names.USAGE_INPUT] = usage.input_tokens
+            if usage.output_tokens is not None:
+                values[names.USAGE_OUTPUT] = usage.output_tokens
+            if usage.cache_read_tokens is not None:
+                values[names.USAGE_CACHE_READ] = usage.cache_read_tokens
+            if usage.cache_write_tokens is not None:
+                values[names.USAGE_CACHE_WRITE] = usage.cache_write_tokens
+            if usage.reasoning_tokens is not None:
+                values[names.USAGE_REASONING] = usage.reasoning_tokens
             if values or usage.premium_requests is not None or usage.cost_usd is not None:
                 values[names.USAGE_SOURCE] = usage.source  # no figure, no source
             # each only when known (an empty tuple is none); written out: this runs per call
@@ -280,7 +305,7 @@ class Recorder:
         except Exception as exc:
             faults.report("span", exc)
 
-    def _metrics(self, labels: dict[str, Any], main: _AttributeSet, outcome: Outcome,
+    def _metrics(self, emission: _Emission, main: _AttributeSet, outcome: Outcome,
                  context: Any = None) -> None:  # fmt: skip
         inst = self.instruments
         try:
@@ -292,7 +317,7 @@ class Recorder:
                 inst.time_to_first_chunk.record(outcome.time_to_first_chunk, attrs, context)
             counted: list[tuple[tuple[tuple[str, Any], ...], float]] = []
             for line in outcome.lines:
-                self._line(labels, main, outcome, line, counted, context)
+                self._line(emission, main, outcome, line, counted, context)
             inst.tokens.add_many(counted)
             if outcome.usage_missing:
                 inst.usage_missing.add(1, main.key)
@@ -306,11 +331,12 @@ class Recorder:
         except Exception as exc:
             faults.report("metrics", exc)
 
-    def _line(self, labels: dict[str, Any], main: _AttributeSet, outcome: Outcome, line: Line,
+    def _line(self, emission: _Emission, main: _AttributeSet, outcome: Outcome, line: Line,
               counted: list[tuple[tuple[tuple[str, Any], ...], float]],
               context: Any = None) -> None:  # fmt: skip
         inst = self.instruments
-        points = main if line.model == outcome.response_model else self._attribute_set(labels, line.model)
+        points = main if line.model == outcome.response_model else self._attribute_set(
+            emission.labels, line.model, emission.key)  # fmt: skip
         usage = line.usage
         if usage is not None:
             record, source = inst.token_usage.record, usage.source
@@ -353,13 +379,15 @@ class Recorder:
         self.anomaly(None, anomaly, tuple(attrs.items()))
 
     # -- attribute sets -------------------------------------------------------------------------
-    def _attribute_set(self, labels: dict[str, Any], response_model: str | None) -> _AttributeSet:
-        """The bounded metric label set of a call's labels and response model.
+    def _attribute_set(self, labels: dict[str, Any], response_model: str | None,
+                       key: tuple[Any, ...]) -> _AttributeSet:  # fmt: skip
+        """The bounded metric label set of a call's labels (``key``: their items) and
+        response model.
 
         Cached only when the cardinality guard admitted it as is: its decisions for admitted
         sets never change, while a set it folds must be counted again on every call.
         """
-        cache_key = (*labels.items(), response_model)
+        cache_key = (key, response_model)
         found = self._attribute_sets.get(cache_key)
         if found is not None:
             return found

@@ -77,6 +77,11 @@ class RequestEstimate(NamedTuple):
     server_tools: bool = False  # the server may run tools: the reported input sums its rounds
 
 
+#: a named tuple made from all its fields at once, without its ``__new__``'s frame (the
+#: estimate and the cursor: one each per call)
+_new = tuple.__new__
+
+
 class _Cursor(NamedTuple):
     n_messages: int
     last_digest: int | None
@@ -99,7 +104,7 @@ def _render_messages(
     pending = 0
     opened = False
     for message in messages:
-        last = renderer.render_message(api, message, model)
+        last = _render(renderer, api, message, model)
         if last.opens_turn:
             pending, opened = 0, True
         pending += last.carried
@@ -107,6 +112,32 @@ def _render_messages(
     total.fixed += pending
     total.carried = pending
     return total, last, opened
+
+
+#: renderings of plain chat messages (a role and a text: a conversation's history, resent
+#: every turn), by content; bounded in entries and in the size of a text kept
+_RENDERED_MAX, _RENDERED_TEXT_MAX = 512, 4096
+_rendered: dict[tuple[str, str], Any] = {}
+
+
+def _render(renderer: Any, api: Api, message: Any, model: str | None) -> Any:
+    """``renderer.render_message``; an OpenAI chat message of a role and a text alone (its
+    rendering depends on nothing else) from :data:`_rendered`. Renderings are only read."""
+    if api == "openai_chat" and type(message) is dict and len(message) == 2:
+        role, content = message.get("role"), message.get("content")
+        if type(role) is str and type(content) is str and len(content) <= _RENDERED_TEXT_MAX:
+            key = (role, content)
+            found = _rendered.get(key)
+            if found is None:
+                found = renderer.render_message(api, message, model)
+                if len(_rendered) >= _RENDERED_MAX:
+                    try:  # the oldest (another thread may have taken it)
+                        del _rendered[next(iter(_rendered))]
+                    except (KeyError, RuntimeError, StopIteration):
+                        pass
+                _rendered[key] = found
+            return found
+    return renderer.render_message(api, message, model)
 
 
 def _digest(rendering: Rendering) -> int:  # noqa: F821 (imported lazily)
@@ -184,7 +215,7 @@ class Estimator:
             cursor is not None
             and 0 < cursor.n_messages < n
             and cursor.preamble_digest == preamble_digest
-            and _digest(renderer.render_message(api, messages[cursor.n_messages - 1], model))
+            and _digest(_render(renderer, api, messages[cursor.n_messages - 1], model))
             == cursor.last_digest
         ):  # delta: the reported input plus only what was appended since
             appended, last, opened = _render_messages(renderer, api, messages[cursor.n_messages:], model)
@@ -195,10 +226,10 @@ class Estimator:
             tokens = cursor.reported_input - cursor.carried + kept + scaled + fixed
             guessed, tokens = self._guessed(appended, model, tokens) if appended.unknown else (
                 None, tokens)  # fmt: skip
-            return RequestEstimate(Estimate(max(1, tokens), "delta"), ratio, model, key, n,
-                                   _digest(last), preamble_digest, 0, fixed,
-                                   appended.complete and not preamble.server,  # tools may run
-                                   kept + appended.carried, guessed, preamble.server)  # fmt: skip
+            return _new(RequestEstimate, (
+                Estimate(max(1, tokens), "delta"), ratio, model, key, n, _digest(last),
+                preamble_digest, 0, fixed, appended.complete and not preamble.server,  # tools
+                kept + appended.carried, guessed, preamble.server))  # may run  # fmt: skip
 
         # the whole request, for exact or full; continuing a known Responses chain, the
         # server holds the earlier input (instructions and tools included) and output
@@ -214,18 +245,18 @@ class Estimator:
             tokens = counted + fixed + chained
             guessed, tokens = self._guessed(rendering, model, tokens) if rendering.unknown else (
                 None, tokens)  # fmt: skip
-            return RequestEstimate(Estimate(tokens, "exact"), None, model, key, n,
-                                   last_digest, preamble_digest, 0, fixed + chained, complete,
-                                   rendering.carried, guessed, preamble.server)  # fmt: skip
+            return _new(RequestEstimate, (Estimate(tokens, "exact"), None, model, key, n,
+                                          last_digest, preamble_digest, 0, fixed + chained,
+                                          complete, rendering.carried, guessed, preamble.server))
 
         counted, fixed = _count(rendering, None)
         scaled = round(counted * ratio) if ratio else counted
         tokens = scaled + fixed + chained
         guessed, tokens = self._guessed(rendering, model, tokens) if rendering.unknown else (
             None, tokens)  # fmt: skip
-        return RequestEstimate(Estimate(tokens, "full"), ratio, model, key, n,
-                               last_digest, preamble_digest, counted, fixed + chained, complete,
-                               rendering.carried, guessed, preamble.server)  # fmt: skip
+        return _new(RequestEstimate, (
+            Estimate(tokens, "full"), ratio, model, key, n, last_digest, preamble_digest, counted,
+            fixed + chained, complete, rendering.carried, guessed, preamble.server))  # fmt: skip
 
     def _preamble(self, renderer: Any, request: Request) -> tuple[Any, int]:
         """The request's preamble and its digest. A request with no system prompt, tools or
@@ -275,8 +306,9 @@ class Estimator:
         estimates. ``reported_input`` must be reported."""
         if reported_input is None or reported_input <= 0:
             return
-        cursor = _Cursor(estimate.n_messages, estimate.last_digest, estimate.preamble_digest,
-                         reported_input, estimate.carried)  # fmt: skip
+        cursor = _new(_Cursor, (estimate.n_messages, estimate.last_digest,
+                                estimate.preamble_digest, reported_input,
+                                estimate.carried))  # fmt: skip
         with self._lock:
             cursors, key = self._cursors, estimate.cursor_key  # _put, written out (every call)
             cursors.pop(key, None)

@@ -243,9 +243,9 @@ class UsageLedger:
                 usage.premium_requests, f"{trace:032x}" if trace else None,
                 f"{span:016x}" if span else None, 1,
             ]  # fmt: skip
-        held = len(self._history)
+        h = self._history
+        held = len(h.lid) - h._start  # len(h), without its frame (every row)
         if self.max_history is not None and held > self.max_history:
-            h = self._history
             p = h.physical(0)
             if h.ts[p] > self._evicted_last_ts:
                 self._evicted_last_ts = h.ts[p]
