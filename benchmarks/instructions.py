@@ -11,7 +11,8 @@ out. Variants:
   pre-call estimate, anomaly checks);
 * ``floor``: a bare wrapper making the SDK do only what our telemetry contract asks of it per
   call (our span with our attributes, made current around the call, and our histogram
-  points), nothing of otel_tokens: ``otel_tokens - floor`` is otel_tokens' own Python;
+  points in the span's context, which the SDK samples as exemplars), nothing of
+  otel_tokens: ``otel_tokens - floor`` is otel_tokens' own Python;
 * ``official``: ``opentelemetry-instrumentation-openai-v2`` (with ``opentelemetry-util-genai``),
   when importable by ``--official-python`` (default: this interpreter). It needs a venv of its
   own next to otel_tokens: ``pip install -e . opentelemetry-instrumentation-openai-v2
@@ -170,16 +171,19 @@ def _floor(tp, mp, null, client):  # type: ignore[no-untyped-def]
     def wrapper(wrapped, instance, args, kwargs):  # type: ignore[no-untyped-def]
         began = time.perf_counter()
         s = tracer.start_span(span.name, kind=trace.SpanKind.CLIENT, attributes=start)
-        token = context.attach(trace.set_span_in_context(s))
+        current = trace.set_span_in_context(s)
+        token = context.attach(current)
         try:
             result = wrapped(*args, **kwargs)
         finally:
             context.detach(token)
         s.set_attributes(attributes)
-        duration.record(time.perf_counter() - began, common)
-        tokens.record(result.usage.prompt_tokens, by_type["input"])
-        tokens.record(result.usage.completion_tokens, by_type["output"])
-        error.record(0.1, error_attrs)
+        # in the span's context, as otel_tokens records them: the SDK samples the call's
+        # trace id onto the points (exemplars, on by default in the telemetry contract)
+        duration.record(time.perf_counter() - began, common, context=current)
+        tokens.record(result.usage.prompt_tokens, by_type["input"], context=current)
+        tokens.record(result.usage.completion_tokens, by_type["output"], context=current)
+        error.record(0.1, error_attrs, context=current)
         s.end()
         return result
 
