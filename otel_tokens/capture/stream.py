@@ -207,8 +207,8 @@ class StreamProxy(_ProxyBase):
                 for value in iterator:
                     if item(value):
                         yield value
-            else:  # read where they were made: passed on, but the first noted, the hidden one
-                hidden = observer.hidden  # left out (a loop of its own per item: a test less)
+            else:  # read where they were made: passed on, the hidden one left out; the
+                hidden = observer.hidden  # first, noted, in a loop of its own (no test per item)
                 for value in iterator:
                     observer.first(value)
                     if not hidden or value is not hidden[-1]:
