@@ -42,8 +42,8 @@ from .compatible_usage import (
     billed_units, has_vendor_fields, output_tokens, unlisted_reasoning, vendor_usage,
 )
 from .managers import managed
-from .sent import SentStream, expect_cost, take_cost
-from .stream import Accumulator, finish_reasons
+from .sent import Sent, SentStream, expect_cost, note, take_cost
+from .stream import Accumulator, StreamObserver, finish_reasons
 
 __all__ = ["DEPENDENCIES", "install", "uninstall", "wrapper"]
 
@@ -246,6 +246,39 @@ class _ChatAccumulator(SentStream, Accumulator):
         asked = _get(_get(given, "stream_options") or {}, "include_usage")
         self.hide_usage_chunk = sent is not given and not asked
 
+    reads_made = True
+
+    def reader(self, own: Any, sent: Sent, observer: StreamObserver) -> Any:
+        """The stream's ``_process_response_data`` (see ``SentStream``): a chunk with one
+        choice, no finish reason, usage or tool calls (nearly all) is read from its decoded
+        event, its text kept; any other is read as an object (``observer.item``), its usage
+        noted as sent first, and so is every chunk after a finish reason (Groq's usage)."""
+        append, reasons, hidden, item = self.text.append, self.finish_reasons, observer.hidden, observer.item
+
+        def process(*, data: Any, cast_to: Any, response: Any) -> Any:
+            chunk = own(data=data, cast_to=cast_to, response=response)
+            try:
+                [choice] = data["choices"]
+                delta = choice["delta"]
+                if (not reasons and choice["finish_reason"] is None and data.get("usage") is None
+                        and "tool_calls" not in delta):  # fmt: skip
+                    content = delta.get("content")
+                    if content:
+                        append(content)
+                    return chunk
+            except Exception:
+                pass  # another shape: read as an object
+            note(sent, data)
+            if not item(chunk):
+                hidden.append(chunk)
+            return chunk
+
+        return process
+
+    def first(self, chunk: Any) -> None:
+        if self.model is None:
+            self.model, self.response_id = _get(chunk, "model"), _get(chunk, "id")
+
     def add(self, chunk: Any) -> bool:
         try:  # SDK chunk objects: plain attribute access, this runs for every chunk
             choices, usage = chunk.choices, chunk.usage  # (a dict, from a raw body: below)
@@ -427,6 +460,9 @@ def _completions_response(result: Any) -> Response:
 
 
 class _CompletionsAccumulator(_ChatAccumulator):
+    reads_made = False
+    reader = SentStream.reader  # its chunks are read by the stream proxy (add)
+
     def add(self, chunk: Any) -> bool:
         self.model = self.model or _get(chunk, "model")
         self.response_id = self.response_id or _get(chunk, "id")

@@ -11,7 +11,8 @@ the decoded body is seen where the client turns it into its object, held to the 
 * a gateway call (litellm) keeps a :class:`Sent` of every body and event its provider sent.
 
 The hooks: openai's ``BaseClient._process_response_data`` (every body and stream event of
-both sync and async clients) and its response objects' ``parse()`` (a ``.parse()`` method's
+both sync and async clients; an openai stream gets a reader of its own instead, see
+:class:`SentStream`) and its response objects' ``parse()`` (a ``.parse()`` method's
 post-parser rebuilds the object: the new one is held as the one it was made of),
 google-genai's ``GenerateContentResponse._from_response``, botocore's ``after-call`` event of
 ``Converse``, and the SSE decoder of a stream (:class:`RawEvents`).
@@ -45,7 +46,8 @@ if TYPE_CHECKING:
     from ..call import Call
 
 __all__ = ["COST_HEADERS", "HELD", "RawEvents", "Sent", "SentStream", "check_converse",
-           "expect_cost", "hold", "rejected", "take_cost", "unhooked", "usage_of", "wrapper"]
+           "expect_cost", "hold", "note", "rejected", "take_cost", "unhooked", "usage_of",
+           "wrapper"]
 
 _MAX_HELD = 64  # objects held at once: rejected usage is rare, and a held object is read soon
 #: the objects held now, by id (empty nearly always: a stream tests it before asking)
@@ -96,8 +98,9 @@ def usage_of(body: dict[str, Any]) -> Any:
 
 class Sent:
     """What a provider sent for one call, as far as it was seen: ``seen`` (a body or event
-    arrived), ``usage`` (one of them carried usage), ``error`` (a count in it broke the
-    rule: the first such)."""
+    arrived; not kept by an openai stream's reader, :class:`SentStream`: nothing reads it
+    there), ``usage`` (one of them carried usage), ``error`` (a count in it broke the rule:
+    the first such)."""
 
     __slots__ = ("seen", "usage", "error")
 
@@ -219,25 +222,44 @@ class SentStream:
       returned the stream) is the stream's cost, over a cost its usage reports, as for a
       non-streamed response; a stream without usage keeps the cost with its tokens unknown
       (estimated from the text, as any stream without usage).
-    * Its events' usage is read as sent from its SSE decoder (:class:`RawEvents`), and the
-      stream makes its chunk objects without the per-object hook (:func:`_openai_data`),
-      which cost more than the rest of a chunk's reading (see :func:`unhooked`). Where that
-      cannot be done (an unknown SDK shape), the hook holds the chunk objects instead.
+    * The stream makes its chunk objects with its client's own ``_process_response_data``,
+      called by :meth:`reader` (see :func:`unhooked`): each decoded event's usage is noted as
+      sent there, without the per-object hook (:func:`_openai_data`, whose wrapt call per
+      chunk cost more than reading the chunk). A subclass whose ``reader`` reads the chunks
+      too sets ``reads_made``. Where the client cannot be given a reader (another
+      instrumentation wraps the hook, or it is not loaded yet), the SSE decoder's events are
+      read as sent (:class:`RawEvents`) and the hook holds the chunk objects instead.
     """
 
     usage: Usage | None
     model: str | None
     response_id: str | None
     sent: Sent | None
+    reads_made = False  #: its ``reader`` reads each chunk (the stream proxy only passes it on)
 
     def take_header_cost(self) -> None:
         self.header_cost = take_cost()
 
-    def watch(self, stream: Any) -> None:
+    def made(self, stream: Any, observer: Any) -> bool:
         sent = Sent()
+        if unhooked(stream, lambda own: self.reader(own, sent, observer)):
+            self.sent = sent
+            return self.reads_made
         if RawEvents.watch(stream, sent):
             self.sent = sent
-            unhooked(stream)
+        return False
+
+    def reader(self, own: Callable[..., Any], sent: Sent, observer: Any) -> Callable[..., Any]:
+        """The stream's ``_process_response_data``: the client's own ``own``, each event's
+        usage noted on ``sent`` as it was sent (the chunks are read by the stream proxy)."""
+
+        def process(*, data: Any, cast_to: Any, response: Any) -> Any:
+            made = own(data=data, cast_to=cast_to, response=response)
+            if type(data) is dict and (data.get("usage") is not None or "response" in data):
+                note(sent, data)
+            return made
+
+        return process
 
     def end_call(self, call: Call, how: str, error: BaseException | str | None = None,
                  once: str | None = None) -> None:  # fmt: skip
@@ -249,9 +271,19 @@ class SentStream:
         super().end_call(call, how, error, once)  # type: ignore[misc]
 
 
+def note(sent: Sent, data: Any) -> None:
+    """The usage of a decoded body or event ``data`` (any value), noted on ``sent`` as sent."""
+    try:
+        usage = usage_of(data) if type(data) is dict else None
+        if usage is not None:
+            sent.note(usage)
+    except Exception as exc:
+        faults.report("internal", exc)
+
+
 class _Unhooked(wrapt.ObjectProxy):  # type: ignore[misc]
     """A stream's client, all but one method passed through: ``_process_response_data`` is
-    the SDK's own, without :func:`_openai_data` (the stream's events are read as sent)."""
+    the stream's reader (:meth:`SentStream.reader`), not :func:`_openai_data`."""
 
     def __init__(self, client: Any, process: Callable[..., Any]) -> None:
         super().__init__(client)
@@ -262,10 +294,11 @@ class _Unhooked(wrapt.ObjectProxy):  # type: ignore[misc]
         return self._self_process
 
 
-def unhooked(stream: Any) -> bool:
-    """Let an openai ``stream`` (not read yet) make its chunks with its client's own
-    ``_process_response_data``, when that is wrapped by :func:`_openai_data` alone (the
-    stream looks it up on its client when its first chunk is read); False otherwise."""
+def unhooked(stream: Any, reader: Callable[[Callable[..., Any]], Callable[..., Any]]) -> bool:
+    """Let an openai ``stream`` (not read yet) make its chunks with ``reader(own)``, ``own``
+    its client's own ``_process_response_data``, when that is wrapped by :func:`_openai_data`
+    alone (the stream looks it up on its client when its first chunk is read); False
+    otherwise (the client is left alone)."""
     client = getattr(stream, "_client", None)
     if client is None:
         return False
@@ -275,7 +308,7 @@ def unhooked(stream: Any) -> bool:
             break
     if not isinstance(hook, wrapt.FunctionWrapper) or hook._self_wrapper is not _openai_data:
         return False  # not loaded yet, or another instrumentation wraps it too: the hook stays
-    stream._client = _Unhooked(client, hook.__wrapped__.__get__(client, type(client)))
+    stream._client = _Unhooked(client, reader(hook.__wrapped__.__get__(client, type(client))))
     return True
 
 

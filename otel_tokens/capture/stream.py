@@ -2,8 +2,10 @@
 
 A ``wrapt.ObjectProxy`` around a provider's stream (iteration, context manager, ``close()``,
 attributes such as ``response`` all pass through). Each item is shown to a provider-specific
-:class:`Accumulator`, which keeps the running usage and text. Every ending ends the call
-exactly once and clears the agent's estimate:
+:class:`Accumulator`, which keeps the running usage and text; or, where the accumulator reads
+the items where the stream makes them (:meth:`Accumulator.made`, openai's chat completions),
+the proxy only passes them on, noting the first and leaving out the one it hides. Every
+ending ends the call exactly once and clears the agent's estimate:
 
 * ``exhausted``: the stream ran out;
 * ``closed`` / ``exited``: closed, or its ``with`` block left, before the end;
@@ -59,6 +61,15 @@ class Accumulator:
     def watch(self, stream: Any) -> None:
         """Look at the provider's stream object before it is read (e.g. its raw events)."""
 
+    def made(self, stream: Any, observer: StreamObserver) -> bool:
+        """Read the items of ``stream`` (not read yet) where it makes them, instead of in the
+        proxy; True when so: the proxy then only passes them on (:meth:`StreamObserver.first`,
+        ``observer.hidden``). False (the default): the proxy shows each item to :meth:`add`."""
+        return False
+
+    def first(self, item: Any) -> None:
+        """The first item of a stream read where its items are made: what only it says."""
+
     def end_call(self, call: Call, how: str, error: BaseException | str | None = None,
                  once: str | None = None) -> None:  # fmt: skip
         """End ``call`` with what the stream said; ``how`` it ended (``otel_tokens.stream.end``)."""
@@ -91,12 +102,14 @@ class Accumulator:
 class StreamObserver:
     """The capture side of one stream, shared by the sync and async proxies."""
 
-    __slots__ = ("call", "acc", "once", "_lock", "_ended", "__weakref__")
+    __slots__ = ("call", "acc", "once", "made", "hidden", "_lock", "_ended", "__weakref__")
 
     def __init__(self, call: Call, acc: Accumulator, once: str | None = None) -> None:
         self.call = call
         self.acc = acc
         self.once = once  # see capture.operations.Operation
+        self.made = False  # its items are read where the stream makes them (Accumulator.made)
+        self.hidden: list[Any] = []  # there, the items to hide from the caller (one at most)
         self._lock = threading.Lock()
         self._ended = False
 
@@ -128,6 +141,21 @@ class StreamObserver:
         except Exception as exc:
             faults.report("parse", exc)
             return True
+
+    def first(self, item: Any) -> None:
+        """The first item of a stream read where its items are made: first-chunk time."""
+        try:
+            self.call.first_chunk()
+            self.acc.first(item)
+        except Exception as exc:
+            faults.report("parse", exc)
+
+    def shown(self, item: Any) -> bool:
+        """An item read where it was made (one at a time, ``__next__``): False to hide it."""
+        if self.call.first_chunk_at is None:
+            self.first(item)
+        hidden = self.hidden
+        return not hidden or item is not hidden[-1]
 
     def end(self, how: str, error: BaseException | str | None = None) -> None:
         """End the call once, whichever ending comes first."""
@@ -171,11 +199,24 @@ class StreamProxy(_ProxyBase):
         return self._self_iterate()
 
     def _self_iterate(self) -> Iterator[Any]:
-        item = self._self_observer.item
+        observer = self._self_observer
+        iterator = self.__wrapped__.__iter__()
         try:
-            for value in self.__wrapped__.__iter__():
-                if item(value):
-                    yield value
+            if not observer.made:
+                item = observer.item
+                for value in iterator:
+                    if item(value):
+                        yield value
+            else:  # read where they were made: passed on, the hidden one left out; the
+                hidden = observer.hidden  # first, noted, in a loop of its own (no test per item)
+                for value in iterator:
+                    observer.first(value)
+                    if not hidden or value is not hidden[-1]:
+                        yield value
+                    break
+                for value in iterator:
+                    if not hidden or value is not hidden[-1]:
+                        yield value
         except GeneratorExit:  # the caller stopped this loop (break): not an ending
             raise
         except BaseException as exc:
@@ -185,6 +226,7 @@ class StreamProxy(_ProxyBase):
 
     def __next__(self) -> Any:
         wrapped, observer = self.__wrapped__, self._self_observer
+        item = observer.shown if observer.made else observer.item
         while True:
             try:
                 value = wrapped.__next__()
@@ -194,7 +236,7 @@ class StreamProxy(_ProxyBase):
             except BaseException as exc:
                 self._self_end("error", exc)
                 raise
-            if observer.item(value):
+            if item(value):
                 return value
 
     def __enter__(self) -> StreamProxy:
@@ -222,11 +264,24 @@ class AsyncStreamProxy(_ProxyBase):
         return self._self_aiterate()
 
     async def _self_aiterate(self) -> AsyncIterator[Any]:
-        item = self._self_observer.item
+        observer = self._self_observer
+        iterator = self.__wrapped__.__aiter__()
         try:
-            async for value in self.__wrapped__.__aiter__():
-                if item(value):
-                    yield value
+            if not observer.made:
+                item = observer.item
+                async for value in iterator:
+                    if item(value):
+                        yield value
+            else:  # as _self_iterate
+                hidden = observer.hidden
+                async for value in iterator:
+                    observer.first(value)
+                    if not hidden or value is not hidden[-1]:
+                        yield value
+                    break
+                async for value in iterator:
+                    if not hidden or value is not hidden[-1]:
+                        yield value
         except GeneratorExit:  # the caller stopped this loop (break): not an ending
             raise
         except BaseException as exc:
@@ -235,6 +290,8 @@ class AsyncStreamProxy(_ProxyBase):
         self._self_end("exhausted")
 
     async def __anext__(self) -> Any:
+        observer = self._self_observer
+        item = observer.shown if observer.made else observer.item
         while True:
             try:
                 value = await self.__wrapped__.__anext__()
@@ -244,7 +301,7 @@ class AsyncStreamProxy(_ProxyBase):
             except BaseException as exc:
                 self._self_end("error", exc)
                 raise
-            if self._self_observer.item(value):
+            if item(value):
                 return value
 
     async def __aenter__(self) -> AsyncStreamProxy:
@@ -282,6 +339,7 @@ def wrap_stream(stream: Any, call: Call, acc: Accumulator, is_async: bool, once:
     """``stream`` wrapped in the stream proxy, its items shown to ``acc``."""
     acc.watch(stream)
     observer = StreamObserver(call, acc, once)
+    observer.made = acc.made(stream, observer)
     return (AsyncStreamProxy if is_async else StreamProxy)(stream, observer)
 
 

@@ -351,3 +351,53 @@ def test_threads_and_tasks_one_span_per_call_exact_totals(telemetry):
     assert totals.input_tokens == calls * usage["prompt_tokens"]
     assert totals.output_tokens == calls * usage["completion_tokens"]
     assert entry.state.turn_count == calls
+
+
+# -- a chat stream read where its chunks are made, as read in the proxy ---------------------
+_READ = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "otel_tokens.usage.source",
+         "gen_ai.response.finish_reasons", "gen_ai.response.model", "gen_ai.response.id",
+         "otel_tokens.stream.end")  # fmt: skip
+
+
+def _read_by(name: str, how: str, made: bool, monkeypatch) -> dict:
+    """What a stream's span says, its chunks read where made (``made``) or in the proxy."""
+    from otel_tokens.capture.sent import SentStream
+
+    with monkeypatch.context() as m:
+        if not made:
+            m.setattr(openai_sdk._ChatAccumulator, "reads_made", False)
+            m.setattr(openai_sdk._ChatAccumulator, "reader", SentStream.reader)
+        with handling(openai_sdk) as t:
+            plain, _ = openai_client([recorded(PLAIN)])
+            plain.chat.completions.create(**recorded(PLAIN).request_body)  # the hook, loaded
+            if how == "async":
+                async def drain():
+                    stream = await stream_call(name, is_async=True)[0]
+                    assert stream._self_observer.made is made
+                    return [chunk async for chunk in stream]
+
+                chunks = asyncio.run(drain())
+            else:
+                stream, _, _ = stream_call(name)
+                assert stream._self_observer.made is made
+                chunks = list(stream) if how == "loop" else []
+                while how == "next":
+                    try:
+                        chunks.append(next(stream))
+                    except StopIteration:
+                        break
+            span = t.finished()[-1]
+    assert chunks
+    return {key: span.attributes.get(key) for key in _READ} | {"chunks": len(chunks)}
+
+
+@pytest.mark.parametrize("how", ["loop", "next", "async"])
+@pytest.mark.parametrize("name", [STREAM, STREAM_WITHOUT_USAGE])
+def test_chunks_read_where_made_say_what_the_proxy_reads(name, how, monkeypatch):
+    """A chat stream's chunks read from their decoded events, where the client makes them,
+    give the span the proxy's reading of the chunk objects gives (usage, the output
+    estimated from the text when none came, finish reasons, model, id, ending)."""
+    cassettes.require()
+    made = _read_by(name, how, True, monkeypatch)
+    assert made == _read_by(name, how, False, monkeypatch)
+    assert made["gen_ai.usage.output_tokens"] and made["gen_ai.response.finish_reasons"]
