@@ -8,6 +8,7 @@ default ``/metrics`` the parent's port shows them all once."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -15,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from typing import Iterator
 
 import pytest
 
@@ -176,12 +178,20 @@ def test_a_sigterm_the_main_thread_missed_still_ends_the_child(tmp_path):
     taken in C by another thread (or just before the main thread blocks in C, as a Pool worker
     entering its queue's wait when ``terminate()`` signals it) left the child waiting for ever.
     otel_tokens' watcher sees it on Python's wakeup fd and interrupts the main thread."""
-    proc = subprocess.Popen([sys.executable, "-c", _MISSED_SIGTERM], env=clean_env(), stdout=subprocess.PIPE,
+    with _forking(_MISSED_SIGTERM) as (proc, _child):
+        assert wait_for(lambda: proc.poll() is not None, 20), "the child never acted on its SIGTERM"
+        assert int(proc.stdout.readline()) == -signal.SIGTERM
+
+
+@contextlib.contextmanager
+def _forking(script: str) -> Iterator[tuple[subprocess.Popen, int]]:
+    """Run ``script``, which prints the pid of the child it forks (then the child's exit
+    code): (the process, the child); neither is left running after."""
+    proc = subprocess.Popen([sys.executable, "-c", script], env=clean_env(), stdout=subprocess.PIPE,
                             text=True)  # fmt: skip
     child = int(proc.stdout.readline())
     try:
-        assert wait_for(lambda: proc.poll() is not None, 20), "the child never acted on its SIGTERM"
-        assert int(proc.stdout.readline()) == -signal.SIGTERM
+        yield proc, child
     finally:
         if _running(child):
             os.kill(child, signal.SIGKILL)
@@ -217,16 +227,8 @@ def test_a_sigterm_inside_the_exit_flush_ends_the_child_after_it():
     for ever, and every re-sent SIGTERM nested the handler again (``Pool.terminate()`` hung,
     caught in a stack dump). The handler now leaves the signal to the flush it interrupted,
     which delivers it when done, and is never entered twice."""
-    proc = subprocess.Popen([sys.executable, "-c", _SIGTERM_INSIDE_THE_EXIT_FLUSH], env=clean_env(),
-                            stdout=subprocess.PIPE, text=True)  # fmt: skip
-    child = int(proc.stdout.readline())
-    try:
+    with _forking(_SIGTERM_INSIDE_THE_EXIT_FLUSH) as (proc, child):
         assert proc.stdout.readline().strip() == "inside"
         os.kill(child, signal.SIGTERM)
         assert wait_for(lambda: proc.poll() is not None, 30), f"the child hung:\n{describe(child)}"
         assert int(proc.stdout.readline()) == -signal.SIGTERM
-    finally:
-        if _running(child):
-            os.kill(child, signal.SIGKILL)
-        proc.kill()
-        proc.wait()
