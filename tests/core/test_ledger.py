@@ -5,6 +5,8 @@ from __future__ import annotations
 import statistics as pystats
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from otel_tokens import HistoryEvictedError, LedgerError, Usage, UsageLedger
 
@@ -301,3 +303,80 @@ def test_restore_to_a_checkpoint_whose_last_record_was_just_evicted():
     led.append(u(7))
     led.restore(cp2)
     assert led.cumulative.input_tokens == 1
+
+
+# -- rows kept as tuples and folded in bulk (issue 35): every reader sees every row ----------
+
+_ROW = st.tuples(
+    st.one_of(st.none(), st.integers(0, 10**6)), st.one_of(st.none(), st.integers(0, 10**6)),
+    st.one_of(st.none(), st.integers(0, 10**4)), st.one_of(st.none(), st.sampled_from([0.0, 0.25, 1e-9, 3.5])),
+    st.one_of(st.none(), st.sampled_from([0.0, 0.33, 1.0])), st.sampled_from([None, "m1", "m2"]),
+)  # fmt: skip
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.lists(_ROW, max_size=300), bound=st.one_of(st.none(), st.integers(1, 130)),
+       reads=st.sets(st.integers(0, 300), max_size=8))  # fmt: skip
+def test_rows_folded_in_bulk_read_as_appended_one_by_one(rows, bound, reads):
+    """Appends across fold boundaries (64 rows), with reads at random points and a bounded
+    history: indexes, history, totals, cost by model and evictions as a row-by-row model says."""
+    # cached input is part of the input (a Usage rule)
+    rows = [(i, o, None if i is None or cr is None else min(cr, i), *rest)
+            for i, o, cr, *rest in rows]  # fmt: skip
+    led = UsageLedger(max_history=bound)
+    for n, (i, o, cr, cost, premium, model) in enumerate(rows):
+        usage = Usage(input_tokens=i, output_tokens=o, cache_read_tokens=cr,
+                      premium_requests=premium, model=model)  # fmt: skip
+        assert led.append(usage, cost_usd=cost, timestamp=float(n)) == n
+        if n in reads:
+            kept = rows[: n + 1] if bound is None else rows[max(0, n + 1 - bound): n + 1]
+            assert len(led) == len(kept) and led.evicted == n + 1 - len(kept)
+            assert [r.input_tokens for r in led.history()] == [r[0] for r in kept]
+    kept_from = 0 if bound is None else max(0, len(rows) - bound)
+    assert [r.index for r in led.history()] == list(range(kept_from, len(rows)))
+    assert [(r.input_tokens, r.output_tokens, r.cache_read_tokens, r.cost_usd, r.premium_requests,
+             r.model, r.timestamp) for r in led.history()] == [
+        (*row, float(n)) for n, row in enumerate(rows)][kept_from:]  # fmt: skip
+    totals = led.cumulative
+
+    def total(k):
+        known = [row[k] for row in rows if row[k] is not None]
+        return sum(known) if known else None
+
+    assert totals.requests == len(rows)
+    assert (totals.input_tokens, totals.output_tokens, totals.cache_read_tokens) == (
+        total(0), total(1), total(2))
+    assert totals.cost_usd == pytest.approx(total(3)) if total(3) is not None else totals.cost_usd is None
+    by_model: dict = {}
+    for row in rows:
+        if row[3] is not None:
+            by_model[row[5]] = by_model.get(row[5], 0.0) + row[3]
+    assert led.cost_by_model() == pytest.approx(by_model)
+    if kept_from:  # the newest evicted row's time bounds what can be asked of the history
+        with pytest.raises(HistoryEvictedError):
+            led.totals_between(float(kept_from - 1))
+        assert led.totals_between(float(kept_from)).requests == len(rows) - kept_from
+
+
+def test_a_checkpoint_and_rollback_between_folds():
+    led = UsageLedger()
+    for n in range(100):
+        led.append(u(n, 1), timestamp=float(n))
+    mark = led.checkpoint()  # 36 rows past the first fold, not folded yet
+    for n in range(100, 170):
+        led.append(u(n, 1), timestamp=float(n))
+    assert led.restore(mark)[0].index == 100 and len(led) == 100
+    assert led.cumulative.input_tokens == sum(range(100))
+    assert led.append(u(5)) == 100  # the timeline goes on from the checkpoint
+    assert [r.index for r in led.rollback_to_index(99)] == [99, 100]
+    assert led.lifetime.requests == 171 and led.cumulative.requests == 99
+
+
+def test_an_amount_that_cannot_be_scaled_changes_nothing():
+    led = UsageLedger()
+    led.append(u(1), cost_usd=1.0)
+    with pytest.raises(OverflowError):
+        led.append(u(2), cost_usd=1e300)  # finite, but not as an integer of picodollars
+    assert led.append(u(3)) == 1
+    assert [r.input_tokens for r in led.history()] == [1, 3]
+    assert led.cumulative.cost_usd == 1.0

@@ -58,6 +58,9 @@ _MAX_INCREMENTAL_REMOVALS = 128
 #: A partial window is rebuilt once more than 1/this of the history is new since it was
 #: placed: counting that many values in one by one costs more, and its ranks have drifted.
 _NEW_FRACTION_REBUILDS = 8
+#: Rows kept as tuples before the history and the totals take them in one pass (bounded
+#: memory: a few kB); every query, checkpoint, rollback and write takes them first.
+_FOLD_AT = 64
 
 
 _ACTIVE = 14  # the active flag's place in a stored row (sqlite.StoredRow)
@@ -126,6 +129,7 @@ class UsageLedger:
         self._store: Any = None  # a SqliteStore when persisted
         self._pending: dict[int, list[Any]] = {}  # lid -> row not yet written (item 14: active)
         self._pending_deactivate: list[int] = []
+        self._recent: list[tuple[Any, ...]] = []  # rows not yet folded (_fold_locked)
         self._unread = False
         #: also given every appended row, off the lock (the fleet ledger's writer: its ``put``)
         self._sink = sink
@@ -209,51 +213,66 @@ class UsageLedger:
         persist: bool = True,
         provider: str | None = None,
     ) -> int:
-        tokens = (
-            usage.input_tokens,
-            usage.output_tokens,
-            usage.cache_read_tokens,
-            usage.cache_write_tokens,
-            usage.reasoning_tokens,
-        )
-        premium = usage.premium_requests  # scaled_values, written out (one row per call)
-        # first: if it cannot be computed, nothing changed
-        scaled = (*tokens, None if cost is None else round(cost * COST_SCALE),
-                  None if premium is None else round(premium * PREMIUM_SCALE))  # fmt: skip
-        if provider is None:
-            provider = usage.provider
-        lid = self._next_lid
-        self._next_lid = lid + 1
-        self._history.append(
-            lid, ts, tokens, cost, usage.premium_requests, usage.model, provider,
-            usage.source, trace, span, request_id, rowid,
+        """Keep one row as a tuple; the history and the totals take the rows in bulk
+        (:meth:`_fold_locked`) every :data:`_FOLD_AT` rows and before anything reads them."""
+        premium = usage.premium_requests
+        # first: if the scaled amounts cannot be computed, nothing changed
+        row = (
+            self._next_lid, ts, usage.input_tokens, usage.output_tokens,
+            usage.cache_read_tokens, usage.cache_write_tokens, usage.reasoning_tokens, cost,
+            premium, None if cost is None else round(cost * COST_SCALE),
+            None if premium is None else round(premium * PREMIUM_SCALE), usage.model,
+            usage.provider if provider is None else provider, usage.source, trace, span,
+            request_id, rowid,
         )  # fmt: skip
-        self._cumulative.add(scaled)
-        if scaled[5] is not None:
-            entry = self._model_cost.get(usage.model)
-            if entry is None:
-                self._model_cost[usage.model] = [scaled[5], 1]
-            else:
-                entry[0] += scaled[5]
-                entry[1] += 1
+        self._next_lid += 1
+        recent = self._recent
+        recent.append(row)
         if persist and self._store is not None:
+            lid = row[0]
             self._pending[lid] = [
                 request_id if request_id is not None else f"{self._id_prefix}{lid:x}",
-                ts, usage.model, provider, usage.source, *tokens, cost,
-                usage.premium_requests, f"{trace:032x}" if trace else None,
-                f"{span:016x}" if span else None, 1,
+                ts, usage.model, row[12], usage.source, *row[2:7], cost, premium,
+                f"{trace:032x}" if trace else None, f"{span:016x}" if span else None, 1,
             ]  # fmt: skip
         h = self._history
-        held = len(h.lid) - h._start  # len(h), without its frame (every row)
-        if self.max_history is not None and held > self.max_history:
-            p = h.physical(0)
-            if h.ts[p] > self._evicted_last_ts:
-                self._evicted_last_ts = h.ts[p]
-            self._evicted_last_lid = h.lid[p]
-            h.evict_front()
-            self._evicted += 1
-            held -= 1
-        return self._evicted + held - 1
+        index = self._evicted + len(h.lid) - h._start + len(recent) - 1  # evictions keep it
+        if len(recent) >= _FOLD_AT:
+            self._fold_locked()
+        return index
+
+    def _fold_locked(self) -> None:
+        """Add the rows kept since the last fold to the history and the totals, a column at a
+        time, and evict past ``max_history``. A call's row is then a tuple and a list append,
+        not a dozen array appends and a totals update of its own."""
+        rows = self._recent
+        if not rows:
+            return
+        (lid, ts, i, o, cr, cw, r, cost, premium, scaled_cost, scaled_premium, model, provider,
+         source, trace, span, request_ids, rowid) = zip(*rows)  # fmt: skip
+        h = self._history
+        h.extend(lid, ts, (i, o, cr, cw, r), cost, premium, model, provider, source, trace, span,
+                 request_ids, rowid)  # fmt: skip
+        self._recent = []
+        self._cumulative.add_columns((i, o, cr, cw, r, scaled_cost, scaled_premium), len(rows))
+        model_cost = self._model_cost
+        for m, c in zip(model, scaled_cost):
+            if c is not None:
+                entry = model_cost.get(m)
+                if entry is None:
+                    model_cost[m] = [c, 1]
+                else:
+                    entry[0] += c
+                    entry[1] += 1
+        excess = len(h) - self.max_history if self.max_history is not None else 0
+        if excess > 0:
+            first = h.start
+            newest = max(h.ts[first:first + excess])
+            if newest > self._evicted_last_ts:
+                self._evicted_last_ts = newest
+            self._evicted_last_lid = h.lid[first + excess - 1]
+            h.evict_front(excess)
+            self._evicted += excess
 
     # -- streaming ------------------------------------------------------------------------
     def stream_update(self, key: Hashable, usage: Usage) -> None:
@@ -548,6 +567,8 @@ class UsageLedger:
             self._flush_locked()
 
     def _flush_locked(self) -> None:
+        if self._recent:  # the rows' history positions are where their row ids go
+            self._fold_locked()
         if self._store is None or not (self._pending or self._pending_deactivate):
             return
         lids = list(self._pending)
@@ -565,6 +586,7 @@ class UsageLedger:
         """What an in-memory ledger keeps when its agent goes dormant: the totals, cost by
         model and the newest timestamp (the records themselves are dropped)."""
         with self._lock:
+            self._fold_locked()
             h = self._history
             newest = max((h.ts[p] for p in h.positions()), default=self._evicted_last_ts)
             return (_packed(self._cumulative), _packed(self._discarded),
@@ -573,6 +595,7 @@ class UsageLedger:
     def restore_totals(self, kept: tuple[Any, ...]) -> None:
         """Start from :meth:`dormant_totals`: its requests count as evicted history."""
         with self._lock:
+            self._fold_locked()
             _unpack(self._cumulative, kept[0])
             _unpack(self._discarded, kept[1])
             self._model_cost = {m: [c, n] for m, c, n in kept[2]}
@@ -610,10 +633,12 @@ class UsageLedger:
             self._restore_row(rowid, row)
         for row in unwritten:
             self._restore_row(-1, row[:15], persist=row)
+        self._fold_locked()
         self._unread = False
 
     def _reset_memory(self) -> None:
         self._history = History()
+        self._recent = []
         self._cumulative, self._discarded = TotalsAccumulator(), TotalsAccumulator()
         self._evicted, self._evicted_last_ts, self._evicted_last_lid = 0, -math.inf, 0
         self._model_cost = {}
@@ -704,7 +729,8 @@ def _add_sums(acc: TotalsAccumulator, sums: list[Any]) -> None:
 
 
 class _Loaded:
-    """``with ledger._loaded():`` the ledger's lock, the file's rows read first if needed."""
+    """``with ledger._loaded():`` the ledger's lock, the file's rows read and the kept rows
+    folded in first if needed."""
 
     __slots__ = ("_ledger",)
 
@@ -714,12 +740,14 @@ class _Loaded:
     def __enter__(self) -> None:
         ledger = self._ledger
         ledger._lock.acquire()
-        if ledger._unread and ledger._store is not None:
-            try:
+        try:
+            if ledger._unread and ledger._store is not None:
                 ledger._load_locked()
-            except BaseException:
-                ledger._lock.release()
-                raise
+            if ledger._recent:
+                ledger._fold_locked()
+        except BaseException:
+            ledger._lock.release()
+            raise
 
     def __exit__(self, *exc: object) -> None:
         self._ledger._lock.release()

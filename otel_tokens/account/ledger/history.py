@@ -61,42 +61,40 @@ class History:
             self.labels.append(label)
         return code
 
-    def append(
+    def extend(
         self,
-        lid: int,
-        ts: float,
-        tokens: tuple[int | None, ...],
-        cost: float | None,
-        premium: float | None,
-        model: str | None,
-        provider: str | None,
-        source: str,
-        trace_id: int,
-        span_id: int,
-        request_id: str | None,
-        rowid: int = -1,
+        lid: tuple[int, ...],
+        ts: tuple[float, ...],
+        tokens: tuple[tuple[int | None, ...], ...],
+        cost: tuple[float | None, ...],
+        premium: tuple[float | None, ...],
+        model: tuple[str | None, ...],
+        provider: tuple[str | None, ...],
+        source: tuple[str, ...],
+        trace_id: tuple[int, ...],
+        span_id: tuple[int, ...],
+        request_id: tuple[str | None, ...],
+        rowid: tuple[int, ...],
     ) -> None:
-        """Store one record at the end."""
-        self.lid.append(lid)
-        self.ts.append(ts)
-        t0, t1, t2, t3, t4 = self.tokens
-        i, o, cr, cw, r = tokens
-        t0.append(-1 if i is None else i)
-        t1.append(-1 if o is None else o)
-        t2.append(-1 if cr is None else cr)
-        t3.append(-1 if cw is None else cw)
-        t4.append(-1 if r is None else r)
-        self.cost.append(_NAN if cost is None else cost)
-        self.premium.append(_NAN if premium is None else premium)
+        """Store records at the end, given as one tuple per field. Every column is converted
+        before any is extended, so a value that does not fit leaves the history as it was."""
+        code = self.code
         codes = self._label_codes
-        self.model.append(codes[model] if model in codes else self.code(model))
-        self.provider.append(codes[provider] if provider in codes else self.code(provider))
-        self.source.append(_SOURCE_CODES[source])
-        self.trace_hi.append(trace_id >> 64)
-        self.trace_lo.append(trace_id & 0xFFFFFFFFFFFFFFFF)
-        self.span.append(span_id)
-        self.rowid.append(rowid)
-        self.request_ids.append(request_id)
+        mask = 0xFFFFFFFFFFFFFFFF
+        new = (
+            array("q", lid), array("d", ts),
+            *(array("q", [-1 if v is None else v for v in column]) for column in tokens),
+            array("d", [_NAN if v is None else v for v in cost]),
+            array("d", [_NAN if v is None else v for v in premium]),
+            array("i", [codes[m] if m in codes else code(m) for m in model]),
+            array("i", [codes[p] if p in codes else code(p) for p in provider]),
+            array("b", [_SOURCE_CODES[s] for s in source]),
+            array("Q", [t >> 64 for t in trace_id]), array("Q", [t & mask for t in trace_id]),
+            array("Q", span_id), array("q", rowid),
+        )  # fmt: skip
+        for column, values in zip(self._columns, new):
+            column.extend(values)
+        self.request_ids.extend(request_id)
 
     def physical(self, position: int) -> int:
         """Array index of the record at ``position`` (0 = oldest retained)."""
@@ -195,9 +193,9 @@ class History:
             del col[p:]
         del self.request_ids[p:]
 
-    def evict_front(self) -> None:
-        """Forget the oldest record (its totals are the ledger's business)."""
-        self._start += 1
+    def evict_front(self, n: int = 1) -> None:
+        """Forget the ``n`` oldest records (their totals are the ledger's business)."""
+        self._start += n
         if self._start >= _COMPACT_AFTER and self._start * 2 >= len(self.lid):
             s = self._start
             for col in self._columns:

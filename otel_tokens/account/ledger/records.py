@@ -128,6 +128,16 @@ class TotalsAccumulator:
             sums[6] += sign * p
             known[6] += sign
 
+    def add_columns(self, columns: tuple[tuple[int | None, ...], ...], n: int) -> None:
+        """Add ``n`` requests given as the 7 scaled values' columns (None=unknown)."""
+        self.requests += n
+        sums, known = self.sums, self.known
+        for k, column in enumerate(columns):
+            missing = column.count(None)
+            if missing < n:
+                sums[k] += sum(filter(None, column))  # zeros add nothing, None is skipped
+                known[k] += n - missing
+
     def merge(self, other: TotalsAccumulator, sign: int = 1) -> None:
         """Add or remove everything ``other`` holds."""
         self.requests += sign * other.requests
