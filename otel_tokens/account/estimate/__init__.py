@@ -306,8 +306,8 @@ class Estimator:
         self._cursors: dict[tuple[Any, ...], _Cursor] = {}
         self._responses: dict[str, int] = {}  # response id -> its input + output (chains)
         self._media: dict[tuple[str | None, str | None], _Ratios] = {}  # tokens per unknown part
-        self._preambles: dict[tuple[Any, ...], tuple[Any, int]] = {}  # bare requests' preambles
-        self._encodings: dict[str | None, tuple[Any, int]] = {}  # model -> encoding, loaded count
+        #: bare requests' preambles, digests, encodings (see _context)
+        self._preambles: dict[tuple[Any, ...], tuple[Any, int, Any, int]] = {}
         self._lock = threading.Lock()  # writers; readers take single dict look-ups
 
     def calibration(self, model: str | None) -> float | None:
@@ -322,13 +322,12 @@ class Estimator:
         model = request.model
         messages = request.messages  # a list or tuple (the common case), else made one
         messages = messages if type(messages) in _SEQUENCES else renderer.messages_of(request)
-        preamble, preamble_digest = self._preamble(renderer, request)
+        found = None if request.system or request.tools or request.response_format is not None \
+            else self._preambles.get((api, model, request.thinking))  # fmt: skip
+        if found is None or found[3] != len(LOADED):  # once per bare request's kind
+            found = self._context(renderer, request)
+        preamble, preamble_digest, encoding, _ = found
         key = (agent, provider, model)
-        encoding = None
-        if self._use_tokenizer and api.startswith("openai"):  # encoding_for, kept per model
-            found = self._encodings.get(model)
-            encoding = found[0] if found is not None and found[1] == len(LOADED) else (
-                self._encoding(model))  # fmt: skip
         n = len(messages)
         ratios = self._ratios.get(model) if encoding is None else None  # the calibration
         ratio = ratios.mean if ratios is not None else None
@@ -371,29 +370,19 @@ class Estimator:
             fixed + chained, known_chain and (rendering is None or rendering.complete),
             rendering.carried if rendering is not None else 0, guessed, preamble.server))
 
-    def _encoding(self, model: str | None) -> Any:
-        """:func:`.text.encoding_for`, kept with the number of encodings loaded (it is current
-        while no other loads; encodings only ever load, in the background)."""
+    def _context(self, renderer: Any, request: Request) -> tuple[Any, int, Any, int]:
+        """(the request's preamble, its digest, the encoding counting it (None: the
+        heuristic), how many encodings were loaded). A request with no system prompt, tools
+        or output schema (most) has those of its API and model: made once, then read from a
+        table (only read from there on) while no other encoding loads."""
         loaded = len(LOADED)  # before looking: a load meanwhile makes what is kept stale
-        encoding = encoding_for(model)
-        with self._lock:
-            _put(self._encodings, model, (encoding, loaded))
-        return encoding
-
-    def _preamble(self, renderer: Any, request: Request) -> tuple[Any, int]:
-        """The request's preamble and its digest. A request with no system prompt, tools or
-        output schema (most) has the preamble of its API and model: rendered once, then
-        read from a table (it is only read from here on)."""
-        if request.system or request.tools or request.response_format is not None:
-            preamble = renderer.render_preamble(request)
-            return preamble, _digest(preamble)
-        key = (request.api, request.model, request.thinking)
-        found = self._preambles.get(key)
-        if found is None:
-            preamble = renderer.render_preamble(request)
-            found = (preamble, _digest(preamble))
+        encoding = encoding_for(request.model) if (
+            self._use_tokenizer and request.api.startswith("openai")) else None  # fmt: skip
+        preamble = renderer.render_preamble(request)
+        found = (preamble, _digest(preamble), encoding, loaded)
+        if not (request.system or request.tools or request.response_format is not None):
             with self._lock:
-                _put(self._preambles, key, found)
+                _put(self._preambles, (request.api, request.model, request.thinking), found)
         return found
 
     def _guessed(self, rendering: Any, model: str | None, tokens: int) -> tuple[Any, int]:
@@ -439,12 +428,15 @@ class Estimator:
             cursors[key] = cursor
             if not estimate.complete:
                 self._learn_guessed(estimate, reported_input)
-            elif estimate.estimate.source == "full" and estimate.heuristic_raw > 0:
+            elif estimate.heuristic_raw > 0 and estimate.estimate.source == "full":
                 ratio = (reported_input - estimate.fixed) / estimate.heuristic_raw
-                ratio = min(max(ratio, _RATIO_BOUNDS[0]), _RATIO_BOUNDS[1])
+                low, high = _RATIO_BOUNDS  # min(max(...)), without its two calls (every call)
+                ratio = low if ratio < low else high if ratio > high else ratio
                 ratios = self._ratios.get(estimate.model)
-                if ratios is not None:
-                    ratios.add(ratio)
+                if ratios is not None:  # _Ratios.add, written out (every call)
+                    values = ratios.values
+                    values.append(ratio)
+                    ratios.mean = sum(values) / len(values)
                 else:
                     self._add(self._ratios, estimate.model, ratio)
 
