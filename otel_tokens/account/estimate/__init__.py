@@ -142,12 +142,13 @@ class _Kept:
     with a joining newline after them and the bits the newlines share with its ends, then its
     number of texts, fixed tokens and whether it opens a turn; a request's are the sum of its
     messages' less the first's ``head`` and the last's ``tail`` (the joints it does not have).
-    ``exact``: per tiktoken encoding, the tokens of its texts joined with a newline after them
-    and without. Exact counts add up when each message starts with an ASCII letter (its role):
-    no pre-token of either encoding's pattern crosses a newline into a letter, so the joined
-    request's tokens are the sum of its messages' (tests/estimate/test_kept.py checks it)."""
+    ``exact`` and ``last``: per tiktoken encoding, the tokens of its texts joined with a
+    newline after them (as a message before another) and without (as the last). Exact counts
+    add up when each message starts with an ASCII letter (its role): no pre-token of either
+    encoding's pattern crosses a newline into a letter, so the joined request's tokens are the
+    sum of its messages' (tests/estimate/test_kept.py holds them to it)."""
 
-    __slots__ = ("digest", "exact", "head", "packed", "rendering", "summable", "tail")
+    __slots__ = ("digest", "exact", "head", "last", "packed", "rendering", "summable", "tail")
 
     def __init__(self, rendering: Rendering) -> None:
         self.rendering = rendering
@@ -163,14 +164,23 @@ class _Kept:
             self.packed = _pack(nbytes + 1, bits + _NEWLINE_BITS, shared + head + tail, c2, c3,
                                 c4, len(texts), rendering.fixed, rendering.opens_turn)  # fmt: skip
             self.head, self.tail = _pack(0, 0, head), _pack(1, _NEWLINE_BITS, tail)
-            self.exact: dict[Any, tuple[int, int]] = {}  # one entry per encoding loaded
+            self.exact: dict[Any, int] = {}  # one entry per encoding loaded, each
+            self.last: dict[Any, int] = {}
 
-    def exact_counts(self, encoding: Any) -> tuple[int, int]:
-        """(tokens of its texts joined and a newline, without the newline), kept."""
+    def count(self, encoding: Any, newline: bool) -> int:
+        """Its tokens (in ``exact`` with a newline after its texts, else in ``last``), kept.
+        After an ASCII letter or digit a newline is a token of its own: then one count is the
+        other's, give or take that token (tiktoken runs once per message where it can)."""
         joined = _JOINER.join(filter(None, self.rendering.texts))
-        counts = self.exact[encoding] = (exact_tokens(encoding, joined + _JOINER),
-                                         exact_tokens(encoding, joined))  # fmt: skip
-        return counts
+        table, other = (self.exact, self.last) if newline else (self.last, self.exact)
+        known = other.get(encoding)
+        end = joined[-1]
+        if known is not None and end.isascii() and end.isalnum():
+            tokens = known + 1 if newline else known - 1
+        else:
+            tokens = exact_tokens(encoding, joined + _JOINER if newline else joined)
+        table[encoding] = tokens
+        return tokens
 
 
 def _keep(renderer: Any, api: Api, message: dict[str, str], model: str | None) -> _Kept | None:
@@ -223,28 +233,29 @@ def _measure(renderer: Any, api: Api, messages: Any, model: str | None, encoding
     if api == "openai_chat" and messages and (
             preamble is None or (not preamble.texts and preamble.complete)):  # fmt: skip
         features = exact = 0
-        first = kept = counts = None
+        first = kept = None
         for message in messages:
             if type(message) is not dict or len(message) != 2:
                 break
             role, content = message.get("role"), message.get("content")
             if type(role) is not str or type(content) is not str:
                 break
-            kept = _rendered.get((role, content)) or _keep(renderer, api, message, model)
-            if kept is None or not kept.summable:
+            found = _rendered.get((role, content)) or _keep(renderer, api, message, model)
+            if found is None or not found.summable:
                 break
-            if first is None:
-                first = kept
-            features += kept.packed
-            if encoding is not None:
-                counts = kept.exact.get(encoding) or kept.exact_counts(encoding)
-                exact += counts[0]
+            features += found.packed
+            if kept is None:
+                first = found
+            elif encoding is not None:  # the one before, with the newline joining them
+                exact += kept.exact.get(encoding) or kept.count(encoding, True)
+            kept = found
         else:
             features -= first.head + kept.tail  # type: ignore[union-attr]
             nbytes, bits, shared, c2, c3, c4, texts, fixed, opened = _unpack(
                 features.to_bytes(_PACKED_BYTES, "little"))  # fmt: skip
-            if counts is not None:
-                counted = exact - counts[0] + counts[1] - (texts - 1)
+            if encoding is not None:
+                exact += kept.last.get(encoding) or kept.count(encoding, False)  # type: ignore
+                counted = exact - (texts - 1)
             else:  # heuristic_tokens' sums of these features, in its order (the same floats)
                 total = _START + sum(c * w for c, w in zip((c2, c3, c4), _CHARACTER_WEIGHTS)) \
                     if c2 or c3 or c4 else _START  # fmt: skip
