@@ -31,6 +31,7 @@ EDGES = [
     "'s", "it's", " leading space", "\nleading newline", "...", "!!!\n", "a/b/", "{}",
     "émigré café", "日本語のテキストです。", "emoji 🎉🎉", "mixed ascii and ü\n", " ", "x",
     "\u00a0nbsp\u00a0", "end with apostrophe'", "(parenthesis)", "line\r\n", "-->", "ends —",
+    "a lone surrogate \ud83d", "\ud83d", "Ünïcödé start", "tab\tinside",
 ]
 MODELS = {"o200k_base": "gpt-4o-mini", "cl100k_base": "gpt-4-0613"}
 

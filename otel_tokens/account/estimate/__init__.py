@@ -217,7 +217,9 @@ def _render(renderer: Any, api: Api, message: Any, model: str | None) -> Any:
 def _last_digest(renderer: Any, api: Api, message: Any, model: str | None) -> int:
     """The digest of ``message``'s rendering (kept with a plain chat message)."""
     kept = _kept(renderer, api, message, model)
-    return kept.digest if kept is not None else _digest(_render(renderer, api, message, model))
+    if kept is not None:
+        return kept.digest
+    return _digest(renderer.render_message(api, message, model))
 
 
 def _digest(rendering: Rendering) -> int:  # noqa: F821 (imported lazily)
