@@ -18,8 +18,12 @@ from otel_tokens.account import estimate as estimate_module
 from otel_tokens.account.estimate import Estimator, Request
 from otel_tokens.account.estimate.requests import Rendering, render_request
 from otel_tokens.account.estimate.text import (
-    JOINER_TOKENS, LOADED, encoding_for, exact_tokens, heuristic_tokens,
-)  # fmt: skip
+    JOINER_TOKENS,
+    LOADED,
+    encoding_for,
+    exact_tokens,
+    heuristic_tokens,
+)
 
 from .. import cassettes, peer
 from .corpus import CODE, LISTING, LOG, PROSE, corpus
@@ -99,7 +103,8 @@ def test_kept_counts_equal_the_joined_count(requests, name, monkeypatch):
     assert name is None or encoding is not None and encoding.name == name
     joined_counts = []
     real_count = estimate_module._count
-    monkeypatch.setattr(estimate_module, "_count", lambda *a: joined_counts.append(1) or real_count(*a))
+    monkeypatch.setattr(estimate_module, "_count",
+                        lambda *a: joined_counts.append(1) or real_count(*a))  # fmt: skip
     summed = 0
     for messages in requests:
         request = Request("openai_chat", model, messages)
