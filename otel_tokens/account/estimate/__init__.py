@@ -11,6 +11,10 @@ The three RFC 00040 sources, the best available picked automatically, in this or
 
 Heuristic parts are corrected per model by a bounded running ratio of actual/estimate learnt
 from completed calls (the calibration, reported on the span). No provider SDK is imported.
+
+Plain chat messages (a role and a text: a conversation's history, resent every turn) are kept
+by content with what counting them takes (:class:`_Kept`): a request of them is counted by
+sums, to the same figure as its texts joined and counted, without rendering it again.
 """
 
 from __future__ import annotations
