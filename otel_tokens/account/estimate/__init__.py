@@ -11,17 +11,25 @@ The three RFC 00040 sources, the best available picked automatically, in this or
 
 Heuristic parts are corrected per model by a bounded running ratio of actual/estimate learnt
 from completed calls (the calibration, reported on the span). No provider SDK is imported.
+
+Plain chat messages (a role and a text: a conversation's history, resent every turn) are kept
+by content with what counting them takes (:class:`_Kept`): a request of them is counted by
+sums, to the same figure as its texts joined and counted, without rendering it again.
 """
 
 from __future__ import annotations
 
+import struct
 import threading
 from collections import deque
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ...request import Api, Request
 from ..state import Estimate
-from .text import JOINER_TOKENS, encoding_for, exact_tokens, heuristic_tokens, warm_up
+from .text import (
+    JOINER_TOKENS, LOADED, NEWLINE_MASK, WEIGHTS, encoding_for, exact_tokens, heuristic_features,
+    heuristic_tokens, warm_up,
+)  # fmt: skip
 
 if TYPE_CHECKING:
     from .requests import Rendering
@@ -114,34 +122,160 @@ def _render_messages(
     return total, last, opened
 
 
-#: renderings of plain chat messages (a role and a text: a conversation's history, resent
+#: what is kept of plain chat messages (a role and a text: a conversation's history, resent
 #: every turn), by content; bounded in entries and in the size of a text kept
 _RENDERED_MAX, _RENDERED_TEXT_MAX = 512, 4096
-_rendered: dict[tuple[str, str], Any] = {}
+_rendered: dict[tuple[str, str], _Kept] = {}
+_FIELD = 64  # bits of one count packed in an int (never overflowed: 2^64 bytes)
+_unpack = struct.Struct("<9Q").unpack  # the nine counts of a packed int, from its bytes
+_PACKED_BYTES = 9 * _FIELD // 8
+_NEWLINE_BITS = NEWLINE_MASK.bit_count()
+_START, _CHARACTER_WEIGHTS, _PER_BYTE, _PER_BIT, _PER_SHARED_BIT = WEIGHTS
+
+
+def _pack(*values: int) -> int:
+    """Non-negative integers in one int, ``_FIELD`` bits each: packed ones add field by field."""
+    return sum(value << (_FIELD * i) for i, value in enumerate(values))
+
+
+class _Kept:
+    """A plain chat message's rendering, its digest and what counting it takes, kept so that a
+    request of kept messages is counted by sums (:func:`_measure`), not rendered and counted.
+
+    ``packed``: the heuristic's features of its texts joined (:func:`.text.heuristic_features`)
+    with a joining newline after them and the bits the newlines share with its ends, then its
+    number of texts, fixed tokens and whether it opens a turn; a request's are the sum of its
+    messages' less the first's ``head`` and the last's ``tail`` (the joints it does not have).
+    ``exact`` and ``last``: per tiktoken encoding, the tokens of its texts joined with a
+    newline after them (as a message before another) and without (as the last). Exact counts
+    add up when each message starts with an ASCII letter (its role): no pre-token of either
+    encoding's pattern crosses a newline into a letter, so the joined request's tokens are the
+    sum of its messages' (tests/estimate/test_kept.py holds them to it)."""
+
+    __slots__ = ("digest", "exact", "head", "last", "packed", "rendering", "summable", "tail")
+
+    def __init__(self, rendering: Rendering) -> None:
+        self.rendering = rendering
+        self.digest = _digest(rendering)
+        texts = list(filter(None, rendering.texts))
+        joined = _JOINER.join(texts)
+        start = joined[:1]
+        self.summable = (start.isascii() and start.isalpha() and rendering.complete
+                         and not rendering.carried)  # fmt: skip
+        if self.summable:
+            nbytes, bits, shared, c2, c3, c4, first, last = heuristic_features(joined)
+            head, tail = (first & NEWLINE_MASK).bit_count(), (last & NEWLINE_MASK).bit_count()
+            self.packed = _pack(nbytes + 1, bits + _NEWLINE_BITS, shared + head + tail, c2, c3,
+                                c4, len(texts), rendering.fixed, rendering.opens_turn)  # fmt: skip
+            self.head, self.tail = _pack(0, 0, head), _pack(1, _NEWLINE_BITS, tail)
+            self.exact: dict[Any, int] = {}  # one entry per encoding loaded, each
+            self.last: dict[Any, int] = {}
+
+    def count(self, encoding: Any, newline: bool) -> int:
+        """Its tokens (in ``exact`` with a newline after its texts, else in ``last``), kept.
+        After an ASCII letter or digit a newline is a token of its own: then one count is the
+        other's, give or take that token (tiktoken runs once per message where it can)."""
+        joined = _JOINER.join(filter(None, self.rendering.texts))
+        table, other = (self.exact, self.last) if newline else (self.last, self.exact)
+        known = other.get(encoding)
+        end = joined[-1]
+        if known is not None and end.isascii() and end.isalnum():
+            tokens = known + 1 if newline else known - 1
+        else:
+            tokens = exact_tokens(encoding, joined + _JOINER if newline else joined)
+        table[encoding] = tokens
+        return tokens
+
+
+def _keep(renderer: Any, api: Api, message: dict[str, str], model: str | None) -> _Kept | None:
+    """A plain chat message rendered and kept in :data:`_rendered` (None: too long to keep)."""
+    role, content = message["role"], message["content"]
+    if len(content) > _RENDERED_TEXT_MAX:
+        return None
+    kept = _Kept(renderer.render_message(api, message, model))
+    if len(_rendered) >= _RENDERED_MAX:
+        try:  # the oldest (another thread may have taken it)
+            del _rendered[next(iter(_rendered))]
+        except (KeyError, RuntimeError, StopIteration):
+            pass
+    _rendered[(role, content)] = kept
+    return kept
+
+
+def _kept(renderer: Any, api: Api, message: Any, model: str | None) -> _Kept | None:
+    """What is kept of an OpenAI chat message of a role and a text alone (its rendering
+    depends on nothing else), from :data:`_rendered` or kept now; None for other messages."""
+    if api == "openai_chat" and type(message) is dict and len(message) == 2:
+        role, content = message.get("role"), message.get("content")
+        if type(role) is str and type(content) is str:
+            return _rendered.get((role, content)) or _keep(renderer, api, message, model)
+    return None
 
 
 def _render(renderer: Any, api: Api, message: Any, model: str | None) -> Any:
-    """``renderer.render_message``; an OpenAI chat message of a role and a text alone (its
-    rendering depends on nothing else) from :data:`_rendered`. Renderings are only read."""
-    if api == "openai_chat" and type(message) is dict and len(message) == 2:
-        role, content = message.get("role"), message.get("content")
-        if type(role) is str and type(content) is str and len(content) <= _RENDERED_TEXT_MAX:
-            key = (role, content)
-            found = _rendered.get(key)
-            if found is None:
-                found = renderer.render_message(api, message, model)
-                if len(_rendered) >= _RENDERED_MAX:
-                    try:  # the oldest (another thread may have taken it)
-                        del _rendered[next(iter(_rendered))]
-                    except (KeyError, RuntimeError, StopIteration):
-                        pass
-                _rendered[key] = found
-            return found
-    return renderer.render_message(api, message, model)
+    """``renderer.render_message``, kept for plain chat messages. Renderings are only read."""
+    kept = _kept(renderer, api, message, model)
+    return kept.rendering if kept is not None else renderer.render_message(api, message, model)
+
+
+def _last_digest(renderer: Any, api: Api, message: Any, model: str | None) -> int:
+    """The digest of ``message``'s rendering (kept with a plain chat message)."""
+    kept = _kept(renderer, api, message, model)
+    if kept is not None:
+        return kept.digest
+    return _digest(renderer.render_message(api, message, model))
 
 
 def _digest(rendering: Rendering) -> int:  # noqa: F821 (imported lazily)
     return hash((tuple(rendering.texts), rendering.fixed))
+
+
+def _measure(renderer: Any, api: Api, messages: Any, model: str | None, encoding: Any,
+             preamble: Any) -> tuple[int, int, int | None, bool, Any]:  # fmt: skip
+    """(tokens counted from texts, tokens known without a tokenizer, the last message's
+    digest, whether a user turn opens, the rendering) of ``messages`` after ``preamble``
+    (None: none). Plain chat messages after a preamble of no text are counted from what is
+    kept of them (no rendering: complete, nothing carried), the rest rendered and counted."""
+    if api == "openai_chat" and messages and (
+            preamble is None or (not preamble.texts and preamble.complete)):  # fmt: skip
+        features = exact = 0
+        first = kept = None
+        for message in messages:
+            if type(message) is not dict or len(message) != 2:
+                break
+            role, content = message.get("role"), message.get("content")
+            if type(role) is not str or type(content) is not str:
+                break
+            found = _rendered.get((role, content)) or _keep(renderer, api, message, model)
+            if found is None or not found.summable:
+                break
+            features += found.packed
+            if kept is None:
+                first = found
+            elif encoding is not None:  # the one before, with the newline joining them
+                exact += kept.exact.get(encoding) or kept.count(encoding, True)
+            kept = found
+        else:
+            features -= first.head + kept.tail  # type: ignore[union-attr]
+            nbytes, bits, shared, c2, c3, c4, texts, fixed, opened = _unpack(
+                features.to_bytes(_PACKED_BYTES, "little"))  # fmt: skip
+            if encoding is not None:
+                exact += kept.last.get(encoding) or kept.count(encoding, False)  # type: ignore
+                counted = exact - (texts - 1)
+            else:  # heuristic_tokens' sums of these features, in its order (the same floats)
+                total = _START + sum(c * w for c, w in zip((c2, c3, c4), _CHARACTER_WEIGHTS)) \
+                    if c2 or c3 or c4 else _START  # fmt: skip
+                total += nbytes * _PER_BYTE + bits * _PER_BIT + shared * _PER_SHARED_BIT
+                tokens = round(total)
+                counted = max((tokens if tokens > 0 else 1) - round((texts - 1) * JOINER_TOKENS), 1)
+            fixed += 0 if preamble is None else preamble.fixed
+            return counted, fixed, kept.digest, opened > 0, None  # type: ignore[union-attr]
+    total = renderer.Rendering()
+    if preamble is not None:
+        total.add(preamble)
+    total, last, opened = _render_messages(renderer, api, messages, model, total)
+    counted, fixed = _count(total, encoding)
+    return counted, fixed, _digest(last) if last is not None else None, opened, total
 
 
 _renderer: Any = None  # the requests module, loaded on the first estimate (start-up cost)
@@ -189,7 +323,8 @@ class Estimator:
         self._cursors: dict[tuple[Any, ...], _Cursor] = {}
         self._responses: dict[str, int] = {}  # response id -> its input + output (chains)
         self._media: dict[tuple[str | None, str | None], _Ratios] = {}  # tokens per unknown part
-        self._preambles: dict[tuple[Any, ...], tuple[Any, int]] = {}  # bare requests' preambles
+        #: bare requests' preambles, digests, encodings (see _context)
+        self._preambles: dict[tuple[Any, ...], tuple[Any, int, Any, int]] = {}
         self._lock = threading.Lock()  # writers; readers take single dict look-ups
 
     def calibration(self, model: str | None) -> float | None:
@@ -204,9 +339,12 @@ class Estimator:
         model = request.model
         messages = request.messages  # a list or tuple (the common case), else made one
         messages = messages if type(messages) in _SEQUENCES else renderer.messages_of(request)
-        preamble, preamble_digest = self._preamble(renderer, request)
+        found = None if request.system or request.tools or request.response_format is not None \
+            else self._preambles.get((api, model, request.thinking))  # fmt: skip
+        if found is None or found[3] != len(LOADED):  # once per bare request's kind
+            found = self._context(renderer, request)
+        preamble, preamble_digest, encoding, _ = found
         key = (agent, provider, model)
-        encoding = encoding_for(model) if self._use_tokenizer and api.startswith("openai") else None
         n = len(messages)
         ratios = self._ratios.get(model) if encoding is None else None  # the calibration
         ratio = ratios.mean if ratios is not None else None
@@ -215,63 +353,53 @@ class Estimator:
             cursor is not None
             and 0 < cursor.n_messages < n
             and cursor.preamble_digest == preamble_digest
-            and _digest(_render(renderer, api, messages[cursor.n_messages - 1], model))
+            and _last_digest(renderer, api, messages[cursor.n_messages - 1], model)
             == cursor.last_digest
         ):  # delta: the reported input plus only what was appended since
-            appended, last, opened = _render_messages(renderer, api, messages[cursor.n_messages:], model)
-            counted, fixed = _count(appended, encoding)
+            counted, fixed, last_digest, opened, appended = _measure(
+                renderer, api, messages[cursor.n_messages:], model, encoding, None)
             scaled = round(counted * ratio) if ratio else counted
             # a new user turn drops the reasoning the reported input carried
             kept = 0 if opened else cursor.carried
             tokens = cursor.reported_input - cursor.carried + kept + scaled + fixed
-            guessed, tokens = self._guessed(appended, model, tokens) if appended.unknown else (
-                None, tokens)  # fmt: skip
+            guessed, tokens = self._guessed(appended, model, tokens) if (
+                appended is not None and appended.unknown) else (None, tokens)  # fmt: skip
             return _new(RequestEstimate, (
-                Estimate(max(1, tokens), "delta"), ratio, model, key, n, _digest(last),
-                preamble_digest, 0, fixed, appended.complete and not preamble.server,  # tools
-                kept + appended.carried, guessed, preamble.server))  # may run  # fmt: skip
+                Estimate(max(1, tokens), "delta"), ratio, model, key, n, last_digest,
+                preamble_digest, 0, fixed, (appended is None or appended.complete)
+                and not preamble.server, kept + (appended.carried if appended is not None else 0),
+                guessed, preamble.server))  # fmt: skip
 
         # the whole request, for exact or full; continuing a known Responses chain, the
         # server holds the earlier input (instructions and tools included) and output
         chained, known_chain = (0, True) if request.chained is None else self._chained(request)
-        rendering = renderer.Rendering()
-        if not chained:
-            rendering.add(preamble)
-        rendering, last, _ = _render_messages(renderer, api, messages, model, rendering)
-        last_digest = _digest(last) if last is not None else None
-        complete = rendering.complete and known_chain
+        counted, fixed, last_digest, _, rendering = _measure(
+            renderer, api, messages, model, encoding, None if chained else preamble)
         if encoding is not None:  # exact: the tokenizer over the whole request
-            counted, fixed = _count(rendering, encoding)
-            tokens = counted + fixed + chained
-            guessed, tokens = self._guessed(rendering, model, tokens) if rendering.unknown else (
-                None, tokens)  # fmt: skip
-            return _new(RequestEstimate, (Estimate(tokens, "exact"), None, model, key, n,
-                                          last_digest, preamble_digest, 0, fixed + chained,
-                                          complete, rendering.carried, guessed, preamble.server))
-
-        counted, fixed = _count(rendering, None)
-        scaled = round(counted * ratio) if ratio else counted
-        tokens = scaled + fixed + chained
-        guessed, tokens = self._guessed(rendering, model, tokens) if rendering.unknown else (
-            None, tokens)  # fmt: skip
+            tokens, source, raw = counted + fixed + chained, "exact", 0
+        else:
+            tokens = (round(counted * ratio) if ratio else counted) + fixed + chained
+            source, raw = "full", counted
+        guessed, tokens = self._guessed(rendering, model, tokens) if (
+            rendering is not None and rendering.unknown) else (None, tokens)  # fmt: skip
         return _new(RequestEstimate, (
-            Estimate(tokens, "full"), ratio, model, key, n, last_digest, preamble_digest, counted,
-            fixed + chained, complete, rendering.carried, guessed, preamble.server))  # fmt: skip
+            Estimate(tokens, source), ratio, model, key, n, last_digest, preamble_digest, raw,
+            fixed + chained, known_chain and (rendering is None or rendering.complete),
+            rendering.carried if rendering is not None else 0, guessed, preamble.server))
 
-    def _preamble(self, renderer: Any, request: Request) -> tuple[Any, int]:
-        """The request's preamble and its digest. A request with no system prompt, tools or
-        output schema (most) has the preamble of its API and model: rendered once, then
-        read from a table (it is only read from here on)."""
-        if request.system or request.tools or request.response_format is not None:
-            preamble = renderer.render_preamble(request)
-            return preamble, _digest(preamble)
-        key = (request.api, request.model, request.thinking)
-        found = self._preambles.get(key)
-        if found is None:
-            preamble = renderer.render_preamble(request)
-            found = (preamble, _digest(preamble))
+    def _context(self, renderer: Any, request: Request) -> tuple[Any, int, Any, int]:
+        """(the request's preamble, its digest, the encoding counting it (None: the
+        heuristic), how many encodings were loaded). A request with no system prompt, tools
+        or output schema (most) has those of its API and model: made once, then read from a
+        table (only read from there on) while no other encoding loads."""
+        loaded = len(LOADED)  # before looking: a load meanwhile makes what is kept stale
+        encoding = encoding_for(request.model) if (
+            self._use_tokenizer and request.api.startswith("openai")) else None  # fmt: skip
+        preamble = renderer.render_preamble(request)
+        found = (preamble, _digest(preamble), encoding, loaded)
+        if not (request.system or request.tools or request.response_format is not None):
             with self._lock:
-                _put(self._preambles, key, found)
+                _put(self._preambles, (request.api, request.model, request.thinking), found)
         return found
 
     def _guessed(self, rendering: Any, model: str | None, tokens: int) -> tuple[Any, int]:
@@ -317,12 +445,15 @@ class Estimator:
             cursors[key] = cursor
             if not estimate.complete:
                 self._learn_guessed(estimate, reported_input)
-            elif estimate.estimate.source == "full" and estimate.heuristic_raw > 0:
+            elif estimate.heuristic_raw > 0 and estimate.estimate.source == "full":
                 ratio = (reported_input - estimate.fixed) / estimate.heuristic_raw
-                ratio = min(max(ratio, _RATIO_BOUNDS[0]), _RATIO_BOUNDS[1])
+                low, high = _RATIO_BOUNDS  # min(max(...)), without its two calls (every call)
+                ratio = low if ratio < low else high if ratio > high else ratio
                 ratios = self._ratios.get(estimate.model)
-                if ratios is not None:
-                    ratios.add(ratio)
+                if ratios is not None:  # _Ratios.add, written out (every call)
+                    values = ratios.values
+                    values.append(ratio)
+                    ratios.mean = sum(values) / len(values)
                 else:
                     self._add(self._ratios, estimate.model, ratio)
 

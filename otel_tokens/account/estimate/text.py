@@ -31,8 +31,8 @@ import logging
 import threading
 from typing import Any
 
-__all__ = ["JOINER_TOKENS", "encoding_for", "encoding_name", "exact_tokens", "heuristic_tokens",
-           "warm_up"]
+__all__ = ["JOINER_TOKENS", "LOADED", "NEWLINE_MASK", "WEIGHTS", "encoding_for", "encoding_name",
+           "exact_tokens", "heuristic_features", "heuristic_tokens", "warm_up"]
 
 #: character class -> bit mask (searched, see the module docstring); only the number of bits
 #: of a class and the number it shares with each other class matter
@@ -86,6 +86,10 @@ _LEADS = bytes(ord(_class(b)[-1]) if _class(b)[:4] == "lead" else 0 for b in ran
 #: tokens a newline joining two texts adds to the sum of their counts (see ``_count``)
 JOINER_TOKENS = _PER_BYTE + _MASKS["newline"].bit_count() * _PER_BIT - _START
 _from_bytes = int.from_bytes  # bound once: saves an attribute lookup per call
+#: the weights, for a count made from features kept (:func:`heuristic_features`): (start,
+#: per 2-, 3- and 4-byte character, per byte, per mask bit, per shared bit); the newline's mask
+WEIGHTS = (_START, tuple(_CHARACTER.values()), _PER_BYTE, _PER_BIT, _PER_SHARED_BIT)
+NEWLINE_MASK = _MASKS["newline"]
 
 
 def heuristic_tokens(text: str) -> int:
@@ -108,9 +112,29 @@ def heuristic_tokens(text: str) -> int:
     return n if n > 0 else 1
 
 
+def heuristic_features(text: str) -> tuple[int, int, int, int, int, int, int, int]:
+    """What :func:`heuristic_tokens` weighs in non-empty ``text``: (bytes, mask bits, bits
+    neighbouring bytes share, 2-, 3- and 4-byte characters, its first and its last byte's
+    mask). They add up over texts joined (plus the joints' own), so the estimator can count
+    a request from features it keeps per message (see ``estimate._Kept``)."""
+    data = text.encode("utf-8", "surrogatepass")  # an ASCII text's bytes either way
+    masks = data.translate(_BITS)
+    x = _from_bytes(masks, "big")
+    if text.isascii():
+        characters = (0, 0, 0)
+    else:
+        leads = data.translate(_LEADS)
+        characters = tuple(leads.count(k) for k in _CHARACTER)
+    return (len(data), x.bit_count(), (x & (x >> 8)).bit_count(), *characters, masks[0],
+            masks[-1])  # fmt: skip
+
+
 # -- exact counts: tiktoken, loaded off the hot path -------------------------------------------
 _log = logging.getLogger("otel_tokens")
 _loaded: dict[str, Any] = {}
+#: the encodings loaded, by name: only ever grows (so its size tells whether an answer of
+#: :func:`encoding_for` kept by the estimator is still current)
+LOADED = _loaded
 _failed: set[str] = set()
 _lock = threading.Lock()
 
