@@ -29,15 +29,20 @@ once before them): its full collections fall at points that differ from run to r
 a per-call figure by up to ~50 k instructions, more than the changes measured here. Each
 figure is the mean over ``--seeds`` hash seeds (``PYTHONHASHSEED``: dict and set layouts
 move a few thousand instructions). Streams: a 1-chunk and a 201-chunk stream give the cost per
-stream and per chunk. Run by hand (needs valgrind; ~15 min):
+stream and per chunk. ``--calling-thread`` counts the thread making the calls alone: per
+chunk, the SDK's exporter and reader threads move the process-wide count between runs of the
+same code by more than the figure itself (a stream ends one span, so their work per chunk is
+none). Run by hand (needs valgrind; ~15 min):
     python benchmarks/instructions.py [--official-python PY] [--openllmetry-python PY]
-                                      [--openlit-python PY]
+                                      [--openlit-python PY] [--kinds call,stream1,stream201]
+                                      [--calling-thread] [--seeds 1,2] [--calls 20,120]
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import glob
 import json
 import os
 import re
@@ -45,6 +50,7 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -250,25 +256,38 @@ def _openlit() -> None:
 
 
 # -- the driver --------------------------------------------------------------------------------
-def instructions(python: str, variant: str, kind: str, n: int, seed: int) -> int:
+def instructions(python: str, variant: str, kind: str, n: int, seed: int,
+                 calling_thread: bool = False) -> int:
+    """Instructions of one worker run; ``calling_thread``: of the thread making the calls alone
+    (callgrind's ``--separate-threads``), without the SDK's exporter and reader threads."""
     env = {**os.environ, "PYTHONHASHSEED": str(seed)}
     for name in list(env):
         if name.startswith("OTEL_"):
             del env[name]
-    out = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", python, __file__,
-         "--worker", variant, kind, str(n)],
-        capture_output=True, text=True, env=env, check=False,
-    )  # fmt: skip
-    found = re.search(r"Collected : (\d+)", out.stderr)
+    with tempfile.TemporaryDirectory() as folder:
+        where = os.path.join(folder, "cg") if calling_thread else "/dev/null"
+        out = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={where}",
+             *(["--separate-threads=yes"] if calling_thread else []), python, __file__,
+             "--worker", variant, kind, str(n)],
+            capture_output=True, text=True, env=env, check=False,
+        )  # fmt: skip
+        if calling_thread:  # the main thread's file ends in -01
+            main = glob.glob(os.path.join(folder, "cg*-01"))
+            text = open(main[0]).read() if main else ""
+            found = re.search(r"^(?:summary|totals): (\d+)", text, re.M)
+        else:
+            found = re.search(r"Collected : (\d+)", out.stderr)
     if out.returncode != 0 or found is None:
         raise RuntimeError(f"{variant} {kind} {n}: {out.stderr[-2000:]}")
     return int(found.group(1))
 
 
-def per_call(python: str, variant: str, kind: str, calls: tuple[int, int], seeds: list[int]) -> float:
+def per_call(python: str, variant: str, kind: str, calls: tuple[int, int], seeds: list[int],
+             calling_thread: bool = False) -> float:  # fmt: skip
     n1, n2 = calls
-    values = [(instructions(python, variant, kind, n2, s) - instructions(python, variant, kind, n1, s))
+    values = [(instructions(python, variant, kind, n2, s, calling_thread)
+               - instructions(python, variant, kind, n1, s, calling_thread))
               / (n2 - n1) for s in seeds]  # fmt: skip
     return statistics.mean(values)
 
@@ -292,6 +311,10 @@ def main() -> None:
     parser.add_argument("--seeds", default="1,2")
     parser.add_argument("--calls", default="20,120", help="n1,n2 non-streamed calls (streams: the same)")
     parser.add_argument("--no-streams", action="store_true")
+    parser.add_argument("--kinds", default=",".join(KINDS), help="of " + ", ".join(KINDS))
+    parser.add_argument("--calling-thread", action="store_true",
+                        help="count the thread making the calls alone (per chunk: the SDK's "
+                             "threads' run-to-run noise is above the figure)")
     args = parser.parse_args()
     if args.worker:
         worker(args.worker[0], args.worker[1], int(args.worker[2]))
@@ -305,24 +328,28 @@ def main() -> None:
         python = getattr(args, f"{variant}_python")
         if _available(python, module):
             pythons[variant] = python
-    kinds = ["call"] if args.no_streams else list(KINDS)
+    kinds = ["call"] if args.no_streams else [k for k in args.kinds.split(",") if k in KINDS]
     started = time.monotonic()
     table: dict[tuple[str, str], float] = {}
     for kind in kinds:
         for variant, python in pythons.items():
             if variant == "floor" and kind != "call":
                 continue
-            table[(variant, kind)] = per_call(python, variant, kind, calls, seeds)  # type: ignore[arg-type]
-    report(table, pythons, kinds, seeds, calls, time.monotonic() - started)  # type: ignore[arg-type]
+            table[(variant, kind)] = per_call(python, variant, kind, calls, seeds,  # type: ignore[arg-type]
+                                              args.calling_thread)
+    report(table, pythons, kinds, seeds, calls, time.monotonic() - started,  # type: ignore[arg-type]
+           args.calling_thread)
 
 
 def report(table: dict[tuple[str, str], float], pythons: dict[str, str], kinds: list[str],
-           seeds: list[int], calls: tuple[int, int], seconds: float) -> None:  # fmt: skip
+           seeds: list[int], calls: tuple[int, int], seconds: float,
+           calling_thread: bool = False) -> None:  # fmt: skip
     def added(variant: str, kind: str) -> float:
         return table[(variant, kind)] - table[("bare", kind)]
 
     print(f"instructions added (callgrind; per call = (I({calls[1]}) - I({calls[0]})) / "
-          f"{calls[1] - calls[0]}, mean of seeds {seeds}; bare call {table[('bare', 'call')]:,.0f})")
+          f"{calls[1] - calls[0]}, mean of seeds {seeds}; bare {KINDS[kinds[0]]} "
+          f"{table[('bare', kinds[0])]:,.0f}{'; the calling thread alone' if calling_thread else ''})")
     for kind in kinds:
         ours = added("otel_tokens", kind)
         line = f"  {KINDS[kind]:<18} otel_tokens {ours:>10,.0f}"
@@ -343,9 +370,10 @@ def report(table: dict[tuple[str, str], float], pythons: dict[str, str], kinds: 
             if other in chunk:
                 line += f"   {other} {chunk[other]:>10,.0f}"
         print(line)
-    floor = added("floor", "call")
-    print(f"  of otel_tokens' non-streamed call: the SDK floor {floor:,.0f}, "
-          f"otel_tokens' own Python {added('otel_tokens', 'call') - floor:,.0f}")
+    if ("floor", "call") in table:
+        floor = added("floor", "call")
+        print(f"  of otel_tokens' non-streamed call: the SDK floor {floor:,.0f}, "
+              f"otel_tokens' own Python {added('otel_tokens', 'call') - floor:,.0f}")
     print(f"  ({seconds:.0f} s)")
 
 
