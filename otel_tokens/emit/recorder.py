@@ -39,6 +39,9 @@ _SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
 #: a call's common metric labels, their items and its default span name
 _Labels = tuple[dict[str, Any], tuple[Any, ...], str]
 _ATTRIBUTE_SETS_MAX = 4096  # distinct metric attribute sets kept; past this the cache starts over
+#: request shapes whose labels are kept (a gateway's or a many-agent host's shapes come and
+#: go: past this the table starts over, so what it holds stays under ~0.5 MB)
+_LABELS_MAX = 512
 
 
 class _Emission:
@@ -179,7 +182,7 @@ class Recorder:
                 labels[attr] = value
         found = (labels, tuple(labels.items()), f"{operation} {model}" if model else operation)
         if not self.who_labels:
-            if len(self._labels) >= _ATTRIBUTE_SETS_MAX:
+            if len(self._labels) >= _LABELS_MAX:
                 self._labels.clear()
             self._labels[facts] = found
         return found
