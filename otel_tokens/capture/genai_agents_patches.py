@@ -20,6 +20,7 @@ start, a call one context-variable read and a dict look-up, and a span of a prov
 watched (its tracer obtained before install) is still read when it is itself the current agent
 span. otel_tokens' own spans (scope ``otel_tokens``) are never agent spans here.
 """
+
 from __future__ import annotations
 
 import os
@@ -218,8 +219,9 @@ def current_run() -> FrameworkRun | None:
     return FrameworkRun(name, conversation)
 
 
-_PROVIDERS = SdkPatches("opentelemetry", [("opentelemetry.sdk.trace", "TracerProvider", "get_tracer",
-                                          _on_tracer)])  # fmt: skip
+_PROVIDERS = SdkPatches(
+    "opentelemetry", [("opentelemetry.sdk.trace", "TracerProvider", "get_tracer", _on_tracer)]
+)
 
 
 def install(**_: Any) -> bool:
