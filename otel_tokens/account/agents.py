@@ -235,18 +235,20 @@ def add_framework_source(source: Callable[[], FrameworkRun | None], fallback: bo
     if source in _framework_sources:
         return
     if fallback:
-        _fallback_sources.append(source)
+        # in _framework_sources first: a source added meanwhile on another thread (the GenAI
+        # agent spans' one is added by whichever thread takes a tracer) finds every fallback there
         _framework_sources.append(source)
+        _fallback_sources.append(source)
     else:
         first = min((_framework_sources.index(s) for s in _fallback_sources), default=None)
         _framework_sources.insert(len(_framework_sources) if first is None else first, source)
 
 
 def remove_framework_source(source: Callable[[], FrameworkRun | None]) -> None:
+    if source in _fallback_sources:  # first: see add_framework_source
+        _fallback_sources.remove(source)
     if source in _framework_sources:
         _framework_sources.remove(source)
-    if source in _fallback_sources:
-        _fallback_sources.remove(source)
 
 
 def _text(value: Any) -> str | None:

@@ -8,17 +8,22 @@ AutoGen and any future framework describing its agents this way are covered with
 their own, when their telemetry is on; an ``otel_tokens.agent(...)`` binding still wins, and
 a framework's own run context (its ``*_patches`` reader) is asked first.
 
-The SDK keeps no link from a span to its parent span object, so a span processor on every
-SDK ``TracerProvider`` (the global one at install, any made later) remembers, for each open
-span inside an agent span, the innermost agent span around it (bounded; dropped when the span
-ends). Outside agent spans a span costs one name test at its start; a call costs one
-context-variable read and a dict look-up. A span of a provider not watched is still read when
-it is itself the current agent span. otel_tokens' own spans (scope ``otel_tokens``) are never
-agent spans here.
+The SDK keeps no link from a span to its parent span object, so a span processor remembers,
+for each open span inside an agent span, the innermost agent span around it (bounded; dropped
+when the span ends). It is added to an SDK ``TracerProvider`` once another library can make
+spans there: when a tracer of another scope than otel_tokens' own is obtained from it (the
+SDK's ``get_tracer`` is patched), and at install to the global provider if it has handed one
+out already (an SDK before 1.41 keeps no list of its tracers: then at once). An application
+where nothing else traces pays nothing here per call: no processor on its provider, no agent
+source asked. Once a processor is added, a span outside agent spans costs one name test at its
+start, a call one context-variable read and a dict look-up, and a span of a provider not
+watched (its tracer obtained before install) is still read when it is itself the current agent
+span. otel_tokens' own spans (scope ``otel_tokens``) are never agent spans here.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import weakref
@@ -27,7 +32,8 @@ from typing import Any, Callable
 from ..account.agents import FrameworkRun, add_framework_source, remove_framework_source
 from .patching import Backend, SdkPatches
 
-__all__ = ["BACKEND", "DEPENDENCIES", "AgentSpans", "current_run", "install", "uninstall"]
+__all__ = ["BACKEND", "DEPENDENCIES", "AgentSpans", "current_run", "install", "traced_by_others",
+           "uninstall", "watch"]
 
 BACKEND = Backend(
     "GenAIAgentSpansInstrumentor",
@@ -113,11 +119,21 @@ class AgentSpans:
 
 _SPANS = AgentSpans()
 _watched: weakref.WeakSet[Any] = weakref.WeakSet()  # the providers _SPANS is added to
-_watch_lock = threading.Lock()
+_watch_lock = threading.Lock()  # guards _watched and the agent source's registration
+
+
+def _after_fork_in_child() -> None:
+    global _watch_lock
+    _watch_lock = threading.Lock()  # a fork while another thread held it must not leave it held
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def watch(provider: Any) -> None:
-    """Add the processor to an SDK ``TracerProvider`` (once; others have no processors)."""
+    """Add the processor to an SDK ``TracerProvider`` (once; others have no processors), and
+    read agent spans from then on (the SDK cannot remove a processor: it stays)."""
     add = getattr(provider, "add_span_processor", None)
     if add is None:
         return
@@ -126,18 +142,39 @@ def watch(provider: Any) -> None:
             return
         _watched.add(provider)
     add(_SPANS)
+    with _watch_lock:
+        if _SPANS.active:
+            add_framework_source(current_run, fallback=True)
 
 
-def _on_new_provider(_: bool) -> Callable[..., Any]:
+def traced_by_others(provider: Any) -> bool:
+    """True when ``provider`` has handed out a tracer of another scope than otel_tokens', or
+    cannot say (an SDK before 1.41 keeps no list of its tracers; not an SDK provider)."""
+    tracers = getattr(provider, "_tracers", None)  # SDK >= 1.41: scope -> tracer, each one made
+    if not isinstance(tracers, dict):
+        return True
+    try:
+        scopes = tuple(tracers)
+    except RuntimeError:  # another thread added one while it was read
+        return True
+    return any(getattr(scope, "name", None) != _OWN_SCOPE for scope in scopes)
+
+
+def _on_tracer(_: bool) -> Callable[..., Any]:
+    """The wrapper of ``TracerProvider.get_tracer``: a tracer of another scope than otel_tokens'
+    means spans otel_tokens did not make may come from this provider: watch it."""
+
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
-        result = wrapped(*args, **kwargs)
+        tracer = wrapped(*args, **kwargs)
         try:
-            watch(instance)
+            scope = args[0] if args else kwargs.get("instrumenting_module_name")
+            if scope != _OWN_SCOPE and instance not in _watched:
+                watch(instance)
         except Exception as exc:
             from .. import faults
 
             faults.report("internal", exc)
-        return result
+        return tracer
 
     return wrapper
 
@@ -182,25 +219,32 @@ def current_run() -> FrameworkRun | None:
     return FrameworkRun(name, conversation)
 
 
-_PROVIDERS = SdkPatches("opentelemetry", [("opentelemetry.sdk.trace", "TracerProvider", "__init__",
-                                          _on_new_provider)])  # fmt: skip
+_PROVIDERS = SdkPatches(
+    "opentelemetry", [("opentelemetry.sdk.trace", "TracerProvider", "get_tracer", _on_tracer)]
+)
 
 
 def install(**_: Any) -> bool:
-    """Read agent names from GenAI agent spans: the global SDK provider's and any made later."""
-    _SPANS.active = True
-    _PROVIDERS.install()
+    """Read agent names from GenAI agent spans of every SDK provider another library traces
+    with: the global one if it already does, any other once it hands out a tracer."""
+    with _watch_lock:
+        _SPANS.active = True
+        if len(_watched):  # installed before: its processors are still on their providers
+            add_framework_source(current_run, fallback=True)
+    _PROVIDERS.install()  # first: a tracer obtained from now on is seen by the patch
     trace = sys.modules.get("opentelemetry.trace")
     if trace is not None:
-        watch(trace.get_tracer_provider())
-    add_framework_source(current_run, fallback=True)
+        provider = trace.get_tracer_provider()
+        if traced_by_others(provider):
+            watch(provider)
     return True
 
 
 def uninstall() -> None:
     """Stop reading agent spans (the processor stays on its providers, inert: the SDK has no
     way to remove one)."""
-    remove_framework_source(current_run)
+    with _watch_lock:
+        _SPANS.active = False
+        remove_framework_source(current_run)
     _PROVIDERS.uninstall()
-    _SPANS.active = False
     _SPANS.enclosing.clear()

@@ -2,7 +2,9 @@
 (here a provider of its own, not otel_tokens') opens agent spans the way the GenAI agent
 conventions say, and the real ``openai`` client calls the local server inside them; the
 innermost agent span names the call, through tool and chat spans between; its conversation
-id goes on the call; a binding in the code wins; otel_tokens' own spans never name one."""
+id goes on the call; a binding in the code wins; otel_tokens' own spans never name one. The
+span processor is on a provider only once another library than otel_tokens takes a tracer from
+it (before instrument(), for the global one), and agent spans are asked only once it is."""
 
 from __future__ import annotations
 
@@ -51,6 +53,11 @@ def invoke_agent(tracer, name: str, conversation: str | None = None):  # type: i
     return tracer.start_as_current_span(f"invoke_agent {name}", attributes=attributes)
 
 
+def watched(provider: TracerProvider) -> bool:
+    """True when the agent-span processor is on this provider."""
+    return genai_agents_patches._SPANS in provider._active_span_processor._span_processors
+
+
 def test_the_innermost_agent_span_names_each_call_through_tool_and_chat_spans(telemetry, tracer):
     server, client = served(100, 200, 300, 400)
     with invoke_agent(tracer, "manager", conversation="conv-7"):
@@ -95,13 +102,28 @@ def test_a_binding_in_the_code_wins_and_gives_its_conversation(telemetry, tracer
     server.close()
 
 
-def test_a_provider_made_before_instrument_is_read_when_its_agent_span_is_current(telemetry):
+def test_a_provider_made_before_instrument_is_watched_once_a_tracer_is_taken_from_it(telemetry):
     genai_agents_patches.uninstall()
-    earlier = TracerProvider()  # made before instrument(): not watched (not the global one)
+    earlier = TracerProvider()  # made before instrument(), not the global one
     genai_agents_patches.install()
     tracer = earlier.get_tracer("framework")
+    assert watched(earlier)
     server, client = served(70)
     with invoke_agent(tracer, "planner"):
+        with tracer.start_as_current_span("execute_tool search"):
+            ask(client)
+    assert recorded(telemetry) == [("planner", 70, 8, None)]
+    server.close()
+
+
+def test_a_tracer_taken_before_instrument_is_read_when_its_agent_span_is_current(telemetry, tracer):
+    genai_agents_patches.uninstall()
+    earlier = TracerProvider()
+    unseen = earlier.get_tracer("framework")  # taken before instrument(): never watched
+    genai_agents_patches.install()
+    assert not watched(earlier)  # (the framework's provider, ``tracer``, is)
+    server, client = served(70)
+    with invoke_agent(unseen, "planner"):
         ask(client)
     assert recorded(telemetry) == [("planner", 70, 8, None)]
     server.close()
@@ -137,6 +159,135 @@ def test_spans_never_ended_are_forgotten_past_the_bound(telemetry, tracer, monke
     for span in leaked:
         span.end()
     assert not genai_agents_patches._SPANS.enclosing
+
+
+def test_a_provider_gets_the_processor_only_once_another_library_takes_a_tracer(telemetry):
+    provider = TracerProvider()  # made after install()
+    own = provider.get_tracer("otel_tokens")
+    assert not watched(provider)  # only otel_tokens traces there: nothing per span
+    with own.start_as_current_span("chat gpt-4o-mini"):
+        pass
+    tracer = provider.get_tracer("some.agent.framework")
+    assert watched(provider)
+    provider.get_tracer("another.library")
+    assert provider._active_span_processor._span_processors.count(genai_agents_patches._SPANS) == 1
+    server, client = served(80)
+    with invoke_agent(tracer, "planner", conversation="conv-3"):
+        with tracer.start_as_current_span("execute_tool search"):  # read through the processor
+            ask(client)
+    assert recorded(telemetry) == [("planner", 80, 9, "conv-3")]
+    server.close()
+
+
+#: a fresh process: the application's global provider set before instrument(), a framework
+#: taking its tracer (argv[1]) never, before install, after, or as a proxy before any provider
+LAZY = """
+import json, sys
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+when = sys.argv[1]
+if when == "proxy":
+    framework = trace.get_tracer("some.agent.framework")  # no provider set yet: a proxy
+spans = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(spans))
+trace.set_tracer_provider(provider)
+if when == "before":
+    framework = trace.get_tracer("some.agent.framework")
+
+from otel_tokens.account import agents
+from otel_tokens.account.anomalies import AnomalyGuard
+from otel_tokens.account.pricing import Pricer
+from otel_tokens.capture import genai_agents_patches, openai_sdk
+from otel_tokens.handler import Handler, set_handler
+
+set_handler(Handler(pricer=Pricer(), guard=AnomalyGuard()))  # otel_tokens' tracer: the global's
+openai_sdk.install()
+genai_agents_patches.install()
+import openai
+from tests.frameworks.chat_server import ChatServer, completion
+server = ChatServer(completion({"content": "ok"}, 100, 10), completion({"content": "ok"}, 200, 20))
+client = openai.OpenAI(api_key="test", base_url=server.url, max_retries=0)
+
+def ask():
+    client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+
+def state():
+    return [genai_agents_patches._SPANS in provider._active_span_processor._span_processors,
+            genai_agents_patches.current_run in agents._framework_sources]
+
+ask()
+alone = state()
+if when == "after":
+    framework = trace.get_tracer("some.agent.framework")
+if when != "never":
+    with framework.start_as_current_span("invoke_agent planner", attributes={
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"}):
+        with framework.start_as_current_span("execute_tool search"):
+            ask()
+print(json.dumps({"alone": alone, "then": state(), "agents": [
+    s.attributes["gen_ai.agent.name"] for s in spans.get_finished_spans()
+    if s.instrumentation_scope.name == "otel_tokens" and s.name.startswith("chat")]}))
+"""
+
+
+def child(script: str, *args: str) -> str:
+    import pathlib
+    import subprocess
+    import sys
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    result = subprocess.run([sys.executable, "-c", script, *args], cwd=root, capture_output=True,
+                            text=True, timeout=120, check=False)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize(("when", "alone", "agents"), [
+    ("never", [False, False], ["default"]),  # nothing else traces: no processor, no source asked
+    ("after", [False, False], ["default", "planner"]),
+    ("proxy", [False, False], ["default", "planner"]),  # resolved at the framework's first span
+    ("before", [True, True], ["default", "planner"]),  # the global provider handed one out
+])  # fmt: skip
+def test_the_global_provider_is_watched_once_a_framework_traces_with_it(when, alone, agents):
+    import json
+
+    found = json.loads(child(LAZY, when))
+    assert found == {"alone": alone, "then": [when != "never"] * 2, "agents": agents}
+
+
+FORK = """
+import os, signal, threading
+from opentelemetry.sdk.trace import TracerProvider
+from otel_tokens.capture import genai_agents_patches as g
+
+g.install()
+held, release = threading.Event(), threading.Event()
+
+def hold():  # another thread registering a provider at the moment of the fork
+    with g._watch_lock:
+        held.set()
+        release.wait()
+
+threading.Thread(target=hold, daemon=True).start()
+held.wait()
+pid = os.fork()
+if pid == 0:
+    signal.alarm(20)  # a child stuck on the lock dies of it
+    provider = TracerProvider()
+    provider.get_tracer("some.agent.framework")
+    os._exit(0 if g._SPANS in provider._active_span_processor._span_processors else 1)
+release.set()
+print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "fork"), reason="no fork on this platform")
+def test_a_child_forked_while_a_provider_was_being_watched_still_watches_its_own():
+    assert child(FORK) == "0"
 
 
 # -- real frameworks' own agent spans, with no reader of their own: each in a fresh process, as
