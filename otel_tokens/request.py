@@ -6,8 +6,7 @@ reads it. Kept in its own module: both capture and the account step use it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any
+from typing import Any, NamedTuple
 
 from .usage import check_token_count
 
@@ -20,8 +19,7 @@ __all__ = ["Api", "Request", "output_limit"]
 Api = str
 
 
-@dataclass(frozen=True, slots=True, init=False)
-class Request:
+class Request(NamedTuple):
     """The parts of a request that cost input tokens, in the API's own shapes (what the
     pre-call estimate reads).
 
@@ -33,6 +31,9 @@ class Request:
     ``thinking``: Anthropic extended thinking enabled; ``max_output_tokens``: the most output
     tokens the request allows (its ``max_tokens``, in the API's spelling; None: it says none),
     read once by :func:`output_limit` (the fleet budget reserves it before the call).
+
+    (A named tuple: one is described per call, and a named tuple is made several times
+    cheaper than a frozen dataclass; immutable all the same.)
     """
 
     api: Api
@@ -44,28 +45,6 @@ class Request:
     thinking: bool = False
     chained: str | None = None  # Responses ``previous_response_id``: earlier turns on the server
     max_output_tokens: int | None = None
-
-    def __init__(self, api: Api, model: str | None = None, messages: Any = (), system: Any = None,
-                 tools: Any = (), response_format: Any = None, thinking: bool = False,
-                 chained: str | None = None,
-                 max_output_tokens: int | None = None) -> None:  # fmt: skip
-        # the slots' own setters: a third of the generated frozen __init__'s cost (one
-        # request is described per call); same signature as the fields
-        (s_api, s_model, s_messages, s_system, s_tools, s_format, s_thinking, s_chained,
-         s_limit) = _SETTERS  # fmt: skip
-        s_api(self, api)
-        s_model(self, model)
-        s_messages(self, messages)
-        s_system(self, system)
-        s_tools(self, tools)
-        s_format(self, response_format)
-        s_thinking(self, thinking)
-        s_chained(self, chained)
-        s_limit(self, max_output_tokens)
-
-
-#: The slots' setters, in field order (for ``Request.__init__``).
-_SETTERS = tuple(Request.__dict__[f.name].__set__ for f in fields(Request))
 
 
 def output_limit(*values: Any) -> int | None:
