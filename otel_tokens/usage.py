@@ -233,23 +233,33 @@ class Usage:
         # Checked (the common case inline, else the full checks, which normalize or raise),
         # then set through the slots' own setters, with no __post_init__: one Usage is made per
         # call. The generated frozen __init__'s signature: a test compares it with fields().
-        for value in (input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-                      reasoning_tokens):  # fmt: skip
-            if value is not None and (type(value) is not int or not 0 <= value <= MAX_TOKEN_COUNT):
-                input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, \
-                    reasoning_tokens = map(check_token_count, TOKEN_CLASSES, (
-                        input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-                        reasoning_tokens))  # fmt: skip
-                break
+        top = MAX_TOKEN_COUNT  # each class unknown or an int in range, written out (no loop)
+        if not ((input_tokens is None or type(input_tokens) is int and 0 <= input_tokens <= top)
+                and (output_tokens is None or type(output_tokens) is int
+                     and 0 <= output_tokens <= top)
+                and (cache_read_tokens is None or type(cache_read_tokens) is int
+                     and 0 <= cache_read_tokens <= top)
+                and (cache_write_tokens is None or type(cache_write_tokens) is int
+                     and 0 <= cache_write_tokens <= top)
+                and (reasoning_tokens is None or type(reasoning_tokens) is int
+                     and 0 <= reasoning_tokens <= top)):  # fmt: skip
+            input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, \
+                reasoning_tokens = map(check_token_count, TOKEN_CLASSES, (
+                    input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                    reasoning_tokens))  # fmt: skip
         if premium_requests is not None:
             premium_requests = check_amount("premium_requests", premium_requests)
         if cost_usd is not None:
             cost_usd = check_amount("cost_usd", cost_usd)
         if source not in USAGE_SOURCES:
             raise ValueError(f"source must be one of {', '.join(USAGE_SOURCES)}; got {source!r}")
-        for name, value in (("model", model), ("provider", provider), ("response_id", response_id)):
-            if value is not None and type(value) is not str and not isinstance(value, str):
-                raise ValueError(f"{name} must be a string or None, got {type(value).__name__}")
+        if (model is not None and type(model) is not str) or (
+                provider is not None and type(provider) is not str) or (
+                response_id is not None and type(response_id) is not str):  # fmt: skip
+            for name, value in (("model", model), ("provider", provider),
+                                ("response_id", response_id)):  # fmt: skip
+                if value is not None and not isinstance(value, str):  # a str subclass passes
+                    raise ValueError(f"{name} must be a string or None, got {type(value).__name__}")
         # The semantic conventions count cache tokens inside input and reasoning inside output;
         # a record that breaks this would make fresh input (and the cost split) negative.
         cached = (cache_read_tokens or 0) + (cache_write_tokens or 0)
