@@ -195,6 +195,24 @@ def _same_or_none(a: str | None, b: str | None) -> str | None:
     return None
 
 
+def _check_labels(model: Any, provider: Any, response_id: Any) -> None:
+    """Raise for a label that is not a string (a ``str`` subclass passes)."""
+    for name, value in (("model", model), ("provider", provider), ("response_id", response_id)):
+        if value is not None and not isinstance(value, str):
+            raise ValueError(f"{name} must be a string or None, got {type(value).__name__}")
+
+
+def _refuse_classes(input_tokens: int | None, output_tokens: int | None, cache_read: int | None,
+                    cache_write: int | None, reasoning: int | None) -> None:  # fmt: skip
+    """Raise for cache tokens beyond the input, or reasoning beyond the output."""
+    if input_tokens is not None and (cache_read or 0) + (cache_write or 0) > input_tokens:
+        raise ValueError(
+            f"input_tokens ({input_tokens}) must include cache_read_tokens "
+            f"({cache_read}) and cache_write_tokens ({cache_write})"
+        )
+    raise ValueError(f"output_tokens ({output_tokens}) must include reasoning_tokens ({reasoning})")
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class Usage:
     """What one backend call consumed, normalized across providers.
@@ -256,24 +274,14 @@ class Usage:
         if (model is not None and type(model) is not str) or (
                 provider is not None and type(provider) is not str) or (
                 response_id is not None and type(response_id) is not str):  # fmt: skip
-            for name, value in (("model", model), ("provider", provider),
-                                ("response_id", response_id)):  # fmt: skip
-                if value is not None and not isinstance(value, str):  # a str subclass passes
-                    raise ValueError(f"{name} must be a string or None, got {type(value).__name__}")
+            _check_labels(model, provider, response_id)
         # The semantic conventions count cache tokens inside input and reasoning inside output;
         # a record that breaks this would make fresh input (and the cost split) negative.
-        cached = (cache_read_tokens or 0) + (cache_write_tokens or 0)
-        if input_tokens is not None and cached > input_tokens:
-            raise ValueError(
-                f"input_tokens ({input_tokens}) must include cache_read_tokens "
-                f"({cache_read_tokens}) and cache_write_tokens ({cache_write_tokens})"
-            )
-        if output_tokens is not None and reasoning_tokens is not None \
-                and reasoning_tokens > output_tokens:  # fmt: skip
-            raise ValueError(
-                f"output_tokens ({output_tokens}) must include reasoning_tokens "
-                f"({reasoning_tokens})"
-            )
+        if (input_tokens is not None and (cache_read_tokens or 0) + (cache_write_tokens or 0)
+                > input_tokens) or (output_tokens is not None and reasoning_tokens is not None
+                                    and reasoning_tokens > output_tokens):  # fmt: skip
+            _refuse_classes(input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                            reasoning_tokens)  # fmt: skip
         (s_in, s_out, s_cr, s_cw, s_re, s_pr, s_cost, s_model, s_prov, s_id, s_src) = _SETTERS
         s_in(self, input_tokens)
         s_out(self, output_tokens)
