@@ -234,22 +234,14 @@ class Usage:
     response_id: str | None = None
     source: UsageSource = "reported"
 
-    def __init__(
-        self,
-        input_tokens: int | None = None,
-        output_tokens: int | None = None,
-        cache_read_tokens: int | None = None,
-        cache_write_tokens: int | None = None,
-        reasoning_tokens: int | None = None,
-        premium_requests: float | None = None,
-        cost_usd: float | None = None,
-        model: str | None = None,
-        provider: str | None = None,
-        response_id: str | None = None,
-        source: UsageSource = "reported",
-    ) -> None:
+    def __init__(self, input_tokens: int | None = None, output_tokens: int | None = None,
+                 cache_read_tokens: int | None = None, cache_write_tokens: int | None = None,
+                 reasoning_tokens: int | None = None, premium_requests: float | None = None,
+                 cost_usd: float | None = None, model: str | None = None,
+                 provider: str | None = None, response_id: str | None = None,
+                 source: UsageSource = "reported") -> None:  # fmt: skip
         # Checked (the common case inline, else the full checks, which normalize or raise),
-        # then set through the slots' own setters, with no __post_init__: one Usage is made per
+        # then set as plain slots (see _Unfrozen), with no __post_init__: one Usage is made per
         # call. The generated frozen __init__'s signature: a test compares it with fields().
         top = MAX_TOKEN_COUNT  # each class unknown or an int in range, written out (no loop)
         if not ((input_tokens is None or type(input_tokens) is int and 0 <= input_tokens <= top)
@@ -282,18 +274,25 @@ class Usage:
                                     and reasoning_tokens > output_tokens):  # fmt: skip
             _refuse_classes(input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
                             reasoning_tokens)  # fmt: skip
-        (s_in, s_out, s_cr, s_cw, s_re, s_pr, s_cost, s_model, s_prov, s_id, s_src) = _SETTERS
-        s_in(self, input_tokens)
-        s_out(self, output_tokens)
-        s_cr(self, cache_read_tokens)
-        s_cw(self, cache_write_tokens)
-        s_re(self, reasoning_tokens)
-        s_pr(self, premium_requests)
-        s_cost(self, cost_usd)
-        s_model(self, model)
-        s_prov(self, provider)
-        s_id(self, response_id)
-        s_src(self, source)
+        if type(self) is not Usage:  # a subclass (another layout): through the slots' setters
+            _set_fields(self, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
+                        reasoning_tokens, premium_requests, cost_usd, model, provider,
+                        response_id, source)  # fmt: skip
+            return
+        _AS_UNFROZEN(self, _Unfrozen)  # plain slot stores, then a Usage again (see _Unfrozen)
+        record: Any = self
+        record.input_tokens = input_tokens
+        record.output_tokens = output_tokens
+        record.cache_read_tokens = cache_read_tokens
+        record.cache_write_tokens = cache_write_tokens
+        record.reasoning_tokens = reasoning_tokens
+        record.premium_requests = premium_requests
+        record.cost_usd = cost_usd
+        record.model = model
+        record.provider = provider
+        record.response_id = response_id
+        record.source = source
+        record.__class__ = Usage
 
     # -- derived values -------------------------------------------------------------------
     @property
@@ -372,7 +371,25 @@ class Usage:
         return cls(**dict(data))
 
 
-#: The slots' setters, in field order (for ``Usage.__init__``).
+#: The slots' setters, in field order (for ``Usage.__init__`` of a subclass).
 _SETTERS = tuple(Usage.__dict__[f.name].__set__ for f in fields(Usage))
+
+
+def _set_fields(record: Usage, *values: Any) -> None:
+    """Every field of a new record of a Usage subclass, in field order, through the setters."""
+    for setter, value in zip(_SETTERS, values):
+        setter(record, value)
+
+
+class _Unfrozen:
+    """Usage's very slot layout without its frozen ``__setattr__``: ``Usage.__init__`` fills a
+    new record as one of these (eleven plain slot stores, where the slots' own setters cost
+    ~7 k instructions per record: one is made per call) and makes it a Usage again."""
+
+    __slots__ = Usage.__slots__
+
+
+#: ``object.__class__``'s setter: a new Usage made an _Unfrozen (its own __setattr__ refuses)
+_AS_UNFROZEN = object.__dict__["__class__"].__set__
 #: (name, the slot's getter), in field order (for ``Usage.replace``).
 _GETTERS = tuple((f.name, Usage.__dict__[f.name].__get__) for f in fields(Usage))

@@ -141,6 +141,27 @@ def test_hand_written_init_matches_the_fields():
         Usage(input_tokens=1, cache_read_tokens=2)  # validation still runs
 
 
+def test_a_new_record_is_a_frozen_usage_and_a_subclass_keeps_its_own_type():
+    """``Usage.__init__`` fills a record as plain slots and makes it a Usage again: the record
+    is a Usage, frozen, equal to one built from a dict; a subclass (another layout) is filled
+    through the slots' setters and stays of its own type, frozen too."""
+    record = Usage(12, 5, 0, None, 0, None, None, "m", None, "r")
+    assert type(record) is Usage
+    assert record == Usage.from_dict(record.to_dict())
+    with pytest.raises(FrozenInstanceError):
+        record.model = "other"  # type: ignore[misc]
+
+    class Tagged(Usage):
+        __slots__ = ("tag",)
+
+    tagged = Tagged(3, 2, model="m", source="estimated")
+    assert type(tagged) is Tagged
+    assert (tagged.input_tokens, tagged.output_tokens, tagged.model, tagged.source) == (
+        3, 2, "m", "estimated")  # fmt: skip
+    with pytest.raises(FrozenInstanceError):
+        tagged.input_tokens = 4  # type: ignore[misc]
+
+
 # -- the one coercion rule (check_token_count; check_token_text for counts sent as text) -------
 
 @pytest.mark.parametrize("value, expected", [
