@@ -140,17 +140,18 @@ class Accountant:
             try:
                 if failed or idle:
                     entry.state.fail(call.stream_handle)
-                else:
-                    entry.state.complete(usage, call.stream_handle)
+                else:  # the agent's figures after the call, read with it
+                    state = entry.state.complete(usage, call.stream_handle)
             except Exception as exc:
                 faults.report("state", exc)
             if not idle:
                 self._write_ledger(entry, call, usage, parts, prices, price, default_model, failed)
             anomalies = self._anomalies(entry, usage, price, response_model)
-            try:
-                state = entry.state.figures()
-            except Exception as exc:
-                faults.report("state", exc)
+            if state is None:  # no turn (or a state fault): the figures as they are
+                try:
+                    state = entry.state.figures()
+                except Exception as exc:
+                    faults.report("state", exc)
         ended = call.ended_at if call.ended_at is not None else call.started
         error = call.error
         return _new(Outcome, (  # every field, without Outcome.__new__'s frame (one per call)

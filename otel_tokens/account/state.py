@@ -199,13 +199,16 @@ class TokenState:
         """Turn count, total output, max observed input and the displayed context ratio, read
         together under one lock (what a call's span reports of its agent after the call)."""
         with self._lock:
-            estimate = self._current_estimate() if self._streams else None  # none: no stream
-            tokens = estimate.input_tokens if estimate is not None else self._input_tokens
-            window = self._max_input_tokens
-            return tuple.__new__(StateFigures, (  # without StateFigures.__new__'s frame
-                self._turn_count, self._total_output_tokens, self._max_observed_input_tokens,
-                None if tokens is None or not window else tokens * 100.0 / window / 100.0,
-            ))  # fmt: skip
+            return self._figures()
+
+    def _figures(self) -> StateFigures:
+        estimate = self._current_estimate() if self._streams else None  # none: no stream
+        tokens = estimate.input_tokens if estimate is not None else self._input_tokens
+        window = self._max_input_tokens
+        return tuple.__new__(StateFigures, (  # without StateFigures.__new__'s frame
+            self._turn_count, self._total_output_tokens, self._max_observed_input_tokens,
+            None if tokens is None or not window else tokens * 100.0 / window / 100.0,
+        ))  # fmt: skip
 
     # -- transitions ----------------------------------------------------------------------
     def start_streaming(self, estimate: Estimate | None = None) -> StreamHandle:
@@ -226,8 +229,9 @@ class TokenState:
             del self._streams[ident]  # re-insert: the most recent estimate is the one shown
             self._streams[ident] = estimate
 
-    def complete(self, usage: Usage, handle: StreamHandle | None = None) -> None:
-        """Apply a completed call's usage: one turn, its output, its reported input.
+    def complete(self, usage: Usage, handle: StreamHandle | None = None) -> StateFigures:
+        """Apply a completed call's usage: one turn, its output, its reported input; returns
+        the :meth:`figures` right after it (read under the same lock: one lock per call).
 
         ``handle`` is the stream this completion ends (None for a non-streamed call). Input
         is taken only from reported usage (invariant 2): when a turn's input is unknown or
@@ -252,6 +256,7 @@ class TokenState:
                 or reported_input > self._max_observed_input_tokens
             ):
                 self._max_observed_input_tokens = reported_input
+            return self._figures()
 
     def fail(self, handle: StreamHandle | None = None) -> None:
         """A call failed or was cancelled: its estimate is cleared and no turn is counted."""

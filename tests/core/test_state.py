@@ -100,7 +100,8 @@ def test_streaming_without_estimate_displays_actual():
 @pytest.mark.parametrize("window", [None, 1000, 3, 128_000])
 def test_figures_match_the_properties_and_the_display(window):
     """figures() reads in one lock what the properties and display() give one by one; its
-    utilization is exactly the display's ratio (the span and the gauge show one value)."""
+    utilization is exactly the display's ratio (the span and the gauge show one value);
+    complete() returns them as they are right after the turn."""
     s = TokenState(max_input_tokens=window)
 
     def check() -> None:
@@ -111,11 +112,15 @@ def test_figures_match_the_properties_and_the_display(window):
         assert f.context_utilization == s.display().ratio  # exactly, not approximately
 
     check()
-    s.complete(Usage(input_tokens=777, output_tokens=13))
+    assert s.complete(Usage(input_tokens=777, output_tokens=13)) == s.figures()  # the same read
     check()
     h = s.start_streaming(Estimate(1001, "full"))
+    other = s.start_streaming(Estimate(2002, "full"))
     check()
-    s.complete(Usage(input_tokens=333, output_tokens=7), h)
+    after = s.complete(Usage(input_tokens=333, output_tokens=7), h)
+    assert after == s.figures() and after.turn_count == 2  # the other stream's estimate shown
+    check()
+    s.fail(other)
     check()
     assert s.figures().max_observed_input_tokens == 777 and s.figures().turn_count == 2
 
