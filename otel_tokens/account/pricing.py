@@ -96,6 +96,7 @@ class PriceResult(NamedTuple):
     match: str | None = None
 
 
+_new = tuple.__new__  # a named tuple from all its fields
 _NO_TOKENS = PriceResult(None, None)
 _UNPRICED = PriceResult(None, None, unpriced=True)
 #: price-context values that mean the standard price (no variant to look for)
@@ -332,8 +333,8 @@ class Pricer:
             return _UNPRICED
         if type(rates) is PriceResult:  # unpriced, saying why (self-hosted, endpoint's model)
             return rates
-        if billing is None:
-            return PriceResult(rates.cost(usage), "computed", False, (), (), rates.match)  # by position
+        if billing is None:  # every field, without PriceResult.__new__'s frame (every call)
+            return _new(PriceResult, (rates.cost(usage), "computed", False, (), (), rates.match))
         return self._billed(rates, usage, billing)
 
     @staticmethod
