@@ -115,7 +115,7 @@ class _Rolling:
         value at rank floor(0.95 (n-1))), so the interpolated p95 is computed only for
         candidates; it runs on every call."""
         values = self.sorted
-        return bool(values) and value > factor * values[int((len(values) - 1) * 95 / 100.0)]
+        return bool(values) and value > factor * values[(len(values) - 1) * 95 // 100]
 
     def add(self, value: float) -> None:
         self.order.append(value)
@@ -245,7 +245,9 @@ class AnomalyGuard:
         budgets = self._budgets
         budget = budgets[agent] if agent in budgets else self._default
         rule = self.spike
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # not ``with``: its __enter__/__exit__ lookups cost twice as much (per call)
+        try:
             rolling = self._spikes.get(agent)
             if rolling is None:
                 rolling = self._spikes[agent] = (_Rolling(rule.window), _Rolling(rule.window))
@@ -260,7 +262,7 @@ class AnomalyGuard:
                 order, ranked = values.order, values.sorted
                 # _Rolling.above, then .add, written out (twice per call): False is sure
                 if len(order) >= rule.warmup and ranked and \
-                        value > rule.factor * ranked[int((len(ranked) - 1) * 95 / 100.0)]:
+                        value > rule.factor * ranked[(len(ranked) - 1) * 95 // 100]:
                     p95 = values.p95()
                     if p95 is not None and p95 > 0 and value > rule.factor * p95:
                         found.append(Anomaly(agent, kind, float(value), rule.factor * p95, model))  # type: ignore[arg-type]
@@ -270,6 +272,8 @@ class AnomalyGuard:
                     del ranked[bisect_left(ranked, order.popleft())]
             if budget is not None:
                 found.extend(self._spend(agent, budget, tokens, cost_usd, model))
+        finally:
+            lock.release()
         return found
 
     def _spend(self, agent: str, budget: Budget, tokens: int | None, cost_usd: float | None,

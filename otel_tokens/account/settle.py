@@ -343,7 +343,8 @@ class Accountant:
             return ()
         total = out if inp is None else inp if out is None else inp + out  # usage.total_tokens
         try:
-            return tuple(self.guard.check_after(entry.name, total, price.cost_usd, response_model))
+            found = self.guard.check_after(entry.name, total, price.cost_usd, response_model)
+            return tuple(found) if found else ()  # none: the common case
         except Exception as exc:
             faults.report("internal", exc)
             return ()

@@ -242,7 +242,9 @@ class TokenState:
             raise TypeError(f"usage must be a Usage, got {type(usage).__name__}")
         reported_input = usage.input_tokens if usage.source != "estimated" else None
         output = usage.output_tokens
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # not ``with``: its __enter__/__exit__ lookups cost twice as much (per call)
+        try:
             if handle is not None:
                 del self._streams[self._open(handle, "complete")]
             if reported_input is not None:
@@ -257,6 +259,8 @@ class TokenState:
             ):
                 self._max_observed_input_tokens = reported_input
             return self._figures()
+        finally:
+            lock.release()
 
     def fail(self, handle: StreamHandle | None = None) -> None:
         """A call failed or was cancelled: its estimate is cleared and no turn is counted."""
