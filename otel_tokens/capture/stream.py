@@ -3,9 +3,13 @@
 A ``wrapt.ObjectProxy`` around a provider's stream (iteration, context manager, ``close()``,
 attributes such as ``response`` all pass through). Each item is shown to a provider-specific
 :class:`Accumulator`, which keeps the running usage and text; or, where the accumulator reads
-the items where the stream makes them (:meth:`Accumulator.made`, openai's chat completions),
-the proxy only passes them on, noting the first and leaving out the one it hides. Every
-ending ends the call exactly once and clears the agent's estimate:
+the items where the stream makes them (:meth:`Accumulator.made`, openai's chat completions:
+each decoded chunk kept as made, read in bulk), the proxy only passes them on, noting the
+first, leaving out the one it hides and asking the accumulator to read what was made every
+:data:`BATCH` items (:meth:`Accumulator.read_made`), so what is kept stays small. Where the
+stream's own ``__iter__`` only passes an iterator on (:meth:`Accumulator.items`), the proxy
+reads that iterator itself: a generator layer fewer per item. Every ending ends the call
+exactly once and clears the agent's estimate:
 
 * ``exhausted``: the stream ran out;
 * ``closed`` / ``exited``: closed, or its ``with`` block left, before the end;
