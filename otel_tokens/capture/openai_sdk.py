@@ -246,20 +246,18 @@ _CHOICES, _DELTA = itemgetter("choices"), itemgetter("delta")
 
 def _plain_prefix(batch: list[Any]) -> int:
     """How many of the decoded chat chunks ``batch`` begins with are plain: dicts whose
-    choices are dicts with a dict delta, without tool calls, usage or Groq's ``x_groq``; each
-    test a C-level pass over the batch (0 when any chunk is of another shape)."""
-    try:
-        count = len(batch)
-        usages = list(map(is_not, map(dict.get, batch, repeat("usage")), repeat(None)))
-        groq = list(map(dict.__contains__, batch, repeat("x_groq")))
-        first = min(usages.index(True) if True in usages else count,
-                    groq.index(True) if True in groq else count)  # fmt: skip
-        deltas = map(_DELTA, chain.from_iterable(map(_CHOICES, batch[:first])))
-        if any(map(dict.get, deltas, repeat("tool_calls"))):
-            return 0  # tool calls: read chunk by chunk, their text in order with the rest
-        return first
-    except (KeyError, TypeError):  # not a dict, no choices, a choice or delta not a dict
-        return 0
+    choices are dicts with a dict delta, without tool calls, usage or usage in Groq's
+    ``x_groq`` (chunk by chunk: asked only when a batch is not all plain)."""
+    for index, data in enumerate(batch):
+        try:
+            if data.get("usage") is not None or "usage" in (data.get("x_groq") or ()):
+                return index
+            for choice in data["choices"]:
+                if choice["delta"].get("tool_calls"):
+                    return index  # read one by one from here: their text in order
+        except (AttributeError, KeyError, TypeError):  # another shape
+            return index
+    return len(batch)
 
 
 class _ChatAccumulator(SentStream, Accumulator):
@@ -297,9 +295,10 @@ class _ChatAccumulator(SentStream, Accumulator):
         return process_hiding
 
     def read_made(self, observer: StreamObserver) -> None:
-        """The chunks made since the last read, in order: the leading plain ones (choices
-        with a delta, no tool call, usage or ``x_groq``) in bulk, by C-level passes (no Python
-        per chunk); from the first other one on, each as before, as sent (``note``) and as a
+        """The chunks made since the last read, in order. A batch of plain ones (choices
+        with a delta, no tool call or usage; see :func:`_plain_prefix`), nearly every batch,
+        is read in bulk by C-level passes (no Python per chunk); otherwise its plain start
+        so, and from the first other chunk on each as before, as sent (``note``) and as a
         chunk (``observer.item``: usage, finish reasons, tool calls, Groq's usage)."""
         held = self.made_data
         count = len(held)
@@ -307,19 +306,31 @@ class _ChatAccumulator(SentStream, Accumulator):
             return
         batch = held[:count]
         del held[:count]  # (a chunk made meanwhile stays for the next read)
-        plain = _plain_prefix(batch)
+        try:
+            choices = list(chain.from_iterable(map(_CHOICES, batch)))
+            deltas = list(map(_DELTA, choices))
+            plain = count
+            if (any(map(dict.get, deltas, repeat("tool_calls")))
+                    or any(map(is_not, map(dict.get, batch, repeat("usage")), repeat(None)))
+                    or "x_groq" in batch[-1]):  # fmt: skip
+                plain = _plain_prefix(batch)
+        except (KeyError, TypeError):  # not a dict, no choices, a choice or delta not a dict
+            plain = _plain_prefix(batch)
+        if plain == count:
+            self._read_plain(choices, deltas)
+            return
         if plain:
-            self._read_plain(batch if plain == count else batch[:plain])
+            choices = list(chain.from_iterable(map(_CHOICES, batch[:plain])))
+            self._read_plain(choices, list(map(_DELTA, choices)))
         sent = self.sent
-        for data in batch[plain:] if plain else batch:
+        for data in batch[plain:]:
             if sent is not None:
                 note(sent, data)
             observer.item(data)
 
-    def _read_plain(self, batch: list[Any]) -> None:
-        """Plain decoded chunks (:func:`_plain_prefix`): their text and finish reasons."""
-        choices = list(chain.from_iterable(map(_CHOICES, batch)))
-        text = "".join(filter(None, map(dict.get, map(_DELTA, choices), repeat("content"))))
+    def _read_plain(self, choices: list[Any], deltas: list[Any]) -> None:
+        """The choices of plain decoded chunks, and their deltas: text and finish reasons."""
+        text = "".join(filter(None, map(dict.get, deltas, repeat("content"))))
         if text:
             self.text.append(text)
         for reason in filter(None, map(dict.get, choices, repeat("finish_reason"))):
