@@ -227,9 +227,10 @@ class SentStream:
       called by :meth:`reader` (see :func:`unhooked`): each decoded event's usage is noted as
       sent there, without the per-object hook (:func:`_openai_data`, whose wrapt call per
       chunk cost more than reading the chunk). A subclass whose ``reader`` reads the chunks
-      too sets ``reads_made`` (chat completions: the decoded chunks kept, read in bulk). Where the client cannot be given a reader (another
-      instrumentation wraps the hook, or it is not loaded yet), the SSE decoder's events are
-      read as sent (:class:`RawEvents`) and the hook holds the chunk objects instead.
+      too sets ``reads_made`` (chat completions: the decoded chunks kept, read in bulk).
+      Where the client cannot be given a reader (another instrumentation wraps the hook, or
+      it is not loaded yet), the SSE decoder's events are read as sent (:class:`RawEvents`)
+      and the hook holds the chunk objects instead.
     """
 
     usage: Usage | None
