@@ -26,6 +26,8 @@ chunk from the caller, so code that reads ``chunk.choices[0]`` keeps working.
 
 from __future__ import annotations
 
+from itertools import chain, repeat
+from operator import is_not, itemgetter
 from typing import Any
 
 from ..endpoints import endpoint
@@ -239,41 +241,100 @@ def _chat_response(result: Any) -> Response:
                     _chat_billing(usage, _get(result, "service_tier")))  # fmt: skip
 
 
+_CHOICES, _DELTA = itemgetter("choices"), itemgetter("delta")
+
+
+def _plain_prefix(batch: list[Any]) -> int:
+    """How many of the decoded chat chunks ``batch`` begins with are plain: dicts whose
+    choices are dicts with a dict delta, without tool calls, usage or usage in Groq's
+    ``x_groq`` (chunk by chunk: asked only when a batch is not all plain)."""
+    for index, data in enumerate(batch):
+        try:
+            if data.get("usage") is not None or "usage" in (data.get("x_groq") or ()):
+                return index
+            for choice in data["choices"]:
+                if choice["delta"].get("tool_calls"):
+                    return index  # read one by one from here: their text in order
+        except (AttributeError, KeyError, TypeError):  # another shape
+            return index
+    return len(batch)
+
+
 class _ChatAccumulator(SentStream, Accumulator):
     def __init__(self, given: dict[str, Any], sent: dict[str, Any]) -> None:
         super().__init__()
         self.take_header_cost()
         asked = _get(_get(given, "stream_options") or {}, "include_usage")
         self.hide_usage_chunk = sent is not given and not asked
+        self.made_data: list[Any] = []  # decoded chunks made, not read yet (read_made)
 
     reads_made = True
 
     def reader(self, own: Any, sent: Sent, observer: StreamObserver) -> Any:
-        """The stream's ``_process_response_data`` (see ``SentStream``): a chunk with one
-        choice, no finish reason, usage or tool calls (nearly all) is read from its decoded
-        event, its text kept; any other is read as an object (``observer.item``), its usage
-        noted as sent first, and so is every chunk after a finish reason (Groq's usage)."""
-        append, reasons, hidden, item = self.text.append, self.finish_reasons, observer.hidden, observer.item
+        """The stream's ``_process_response_data`` (see ``SentStream``): each decoded chunk
+        is kept as made, for :meth:`read_made` (every ``BATCH`` chunks and at the end): per
+        chunk, a list append. Where the usage chunk asked for is to be hidden, that chunk
+        (no choices, usage) is noted for the stream proxy to leave out."""
+        append = self.made_data.append
+        if not self.hide_usage_chunk:
+            def process(*, data: Any, cast_to: Any, response: Any) -> Any:
+                chunk = own(data=data, cast_to=cast_to, response=response)
+                append(data)
+                return chunk
 
-        def process(*, data: Any, cast_to: Any, response: Any) -> Any:
+            return process
+        hidden = observer.hidden
+
+        def process_hiding(*, data: Any, cast_to: Any, response: Any) -> Any:
             chunk = own(data=data, cast_to=cast_to, response=response)
-            try:
-                [choice] = data["choices"]
-                delta = choice["delta"]
-                if (not reasons and choice["finish_reason"] is None and data.get("usage") is None
-                        and "tool_calls" not in delta):  # fmt: skip
-                    content = delta.get("content")
-                    if content:
-                        append(content)
-                    return chunk
-            except Exception:
-                pass  # another shape: read as an object
-            note(sent, data)
-            if not item(chunk):
+            append(data)
+            if type(data) is dict and not data.get("choices") and data.get("usage") is not None:
                 hidden.append(chunk)
             return chunk
 
-        return process
+        return process_hiding
+
+    def read_made(self, observer: StreamObserver) -> None:
+        """The chunks made since the last read, in order. A batch of plain ones (choices
+        with a delta, no tool call or usage; see :func:`_plain_prefix`), nearly every batch,
+        is read in bulk by C-level passes (no Python per chunk); otherwise its plain start
+        so, and from the first other chunk on each as before, as sent (``note``) and as a
+        chunk (``observer.item``: usage, finish reasons, tool calls, Groq's usage)."""
+        held = self.made_data
+        count = len(held)
+        if not count:
+            return
+        batch = held[:count]
+        del held[:count]  # (a chunk made meanwhile stays for the next read)
+        try:
+            choices = list(chain.from_iterable(map(_CHOICES, batch)))
+            deltas = list(map(_DELTA, choices))
+            plain = count
+            if (any(map(dict.get, deltas, repeat("tool_calls")))
+                    or any(map(is_not, map(dict.get, batch, repeat("usage")), repeat(None)))
+                    or "x_groq" in batch[-1]):  # fmt: skip
+                plain = _plain_prefix(batch)
+        except (KeyError, TypeError):  # not a dict, no choices, a choice or delta not a dict
+            plain = _plain_prefix(batch)
+        if plain == count:
+            self._read_plain(choices, deltas)
+            return
+        if plain:
+            choices = list(chain.from_iterable(map(_CHOICES, batch[:plain])))
+            self._read_plain(choices, list(map(_DELTA, choices)))
+        sent = self.sent
+        for data in batch[plain:]:
+            if sent is not None:
+                note(sent, data)
+            observer.item(data)
+
+    def _read_plain(self, choices: list[Any], deltas: list[Any]) -> None:
+        """The choices of plain decoded chunks, and their deltas: text and finish reasons."""
+        text = "".join(filter(None, map(dict.get, deltas, repeat("content"))))
+        if text:
+            self.text.append(text)
+        for reason in filter(None, map(dict.get, choices, repeat("finish_reason"))):
+            self.finish_reasons.append(str(reason))
 
     def first(self, chunk: Any) -> None:
         if self.model is None:

@@ -49,6 +49,7 @@ __all__ = ["COST_HEADERS", "HELD", "RawEvents", "Sent", "SentStream", "check_con
            "expect_cost", "hold", "note", "rejected", "take_cost", "unhooked", "usage_of",
            "wrapper"]
 
+_STREAMING = "openai._streaming"  # the module of openai's Stream and AsyncStream
 _MAX_HELD = 64  # objects held at once: rejected usage is rare, and a held object is read soon
 #: the objects held now, by id (empty nearly always: a stream tests it before asking)
 HELD: dict[int, tuple[Any, ValueError]] = {}
@@ -226,9 +227,10 @@ class SentStream:
       called by :meth:`reader` (see :func:`unhooked`): each decoded event's usage is noted as
       sent there, without the per-object hook (:func:`_openai_data`, whose wrapt call per
       chunk cost more than reading the chunk). A subclass whose ``reader`` reads the chunks
-      too sets ``reads_made``. Where the client cannot be given a reader (another
-      instrumentation wraps the hook, or it is not loaded yet), the SSE decoder's events are
-      read as sent (:class:`RawEvents`) and the hook holds the chunk objects instead.
+      too sets ``reads_made`` (chat completions: the decoded chunks kept, read in bulk).
+      Where the client cannot be given a reader (another instrumentation wraps the hook, or
+      it is not loaded yet), the SSE decoder's events are read as sent (:class:`RawEvents`)
+      and the hook holds the chunk objects instead.
     """
 
     usage: Usage | None
@@ -248,6 +250,16 @@ class SentStream:
         if RawEvents.watch(stream, sent):
             self.sent = sent
         return False
+
+    def items(self, stream: Any) -> Any:
+        """openai's ``Stream.__iter__`` (``AsyncStream.__aiter__``) only passes its
+        ``_iterator`` on: that iterator, for the stream proxy to read directly."""
+        klass = type(stream)
+        method = getattr(klass, "__aiter__" if hasattr(klass, "__anext__") else "__iter__", None)
+        code = getattr(method, "__code__", None)
+        if code is None or code.co_names != ("_iterator",) or method.__module__ != _STREAMING:
+            return None
+        return getattr(stream, "_iterator", None)
 
     def reader(self, own: Callable[..., Any], sent: Sent, observer: Any) -> Callable[..., Any]:
         """The stream's ``_process_response_data``: the client's own ``own``, each event's

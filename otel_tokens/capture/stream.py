@@ -3,9 +3,13 @@
 A ``wrapt.ObjectProxy`` around a provider's stream (iteration, context manager, ``close()``,
 attributes such as ``response`` all pass through). Each item is shown to a provider-specific
 :class:`Accumulator`, which keeps the running usage and text; or, where the accumulator reads
-the items where the stream makes them (:meth:`Accumulator.made`, openai's chat completions),
-the proxy only passes them on, noting the first and leaving out the one it hides. Every
-ending ends the call exactly once and clears the agent's estimate:
+the items where the stream makes them (:meth:`Accumulator.made`, openai's chat completions:
+each decoded chunk kept as made, read in bulk), the proxy only passes them on, noting the
+first, leaving out the one it hides and asking the accumulator to read what was made every
+:data:`BATCH` items (:meth:`Accumulator.read_made`), so what is kept stays small. Where the
+stream's own ``__iter__`` only passes an iterator on (:meth:`Accumulator.items`), the proxy
+reads that iterator itself: a generator layer fewer per item. Every ending ends the call
+exactly once and clears the agent's estimate:
 
 * ``exhausted``: the stream ran out;
 * ``closed`` / ``exited``: closed, or its ``with`` block left, before the end;
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import threading
 import weakref
+from itertools import islice
 from typing import Any, AsyncIterator, Iterator, Sequence
 
 import wrapt
@@ -34,6 +39,8 @@ __all__ = ["Accumulator", "AsyncStreamProxy", "StreamObserver", "StreamProxy",
            "not_an_event_stream", "wrap_stream"]
 
 STREAM_END = "otel_tokens.stream.end"
+BATCH = 64  #: items a stream read where they are made passes on between two reads (read_made)
+_NOTHING: Any = object()
 
 
 class Accumulator:
@@ -70,6 +77,15 @@ class Accumulator:
     def first(self, item: Any) -> None:
         """The first item of a stream read where its items are made: what only it says."""
 
+    def read_made(self, observer: StreamObserver) -> None:
+        """Read the items made since the last read, where they are made (:meth:`made`): the
+        proxy asks every :data:`BATCH` items, and the end once, so what is kept stays small."""
+
+    def items(self, stream: Any) -> Any:
+        """The iterator ``stream``'s own ``__iter__``/``__aiter__`` only passes on, to be
+        read directly (a generator layer fewer per item), or None."""
+        return None
+
     def end_call(self, call: Call, how: str, error: BaseException | str | None = None,
                  once: str | None = None) -> None:  # fmt: skip
         """End ``call`` with what the stream said; ``how`` it ended (``otel_tokens.stream.end``)."""
@@ -102,7 +118,8 @@ class Accumulator:
 class StreamObserver:
     """The capture side of one stream, shared by the sync and async proxies."""
 
-    __slots__ = ("call", "acc", "once", "made", "hidden", "_lock", "_ended", "__weakref__")
+    __slots__ = ("call", "acc", "once", "made", "hidden", "passed", "_lock", "_ended",
+                 "__weakref__")
 
     def __init__(self, call: Call, acc: Accumulator, once: str | None = None) -> None:
         self.call = call
@@ -110,6 +127,7 @@ class StreamObserver:
         self.once = once  # see capture.operations.Operation
         self.made = False  # its items are read where the stream makes them (Accumulator.made)
         self.hidden: list[Any] = []  # there, the items to hide from the caller (one at most)
+        self.passed = 0  # there, items passed on one at a time (``__next__``) since a read
         self._lock = threading.Lock()
         self._ended = False
 
@@ -154,8 +172,19 @@ class StreamObserver:
         """An item read where it was made (one at a time, ``__next__``): False to hide it."""
         if self.call.first_chunk_at is None:
             self.first(item)
+        self.passed += 1
+        if self.passed >= BATCH:
+            self.passed = 0
+            self.read()
         hidden = self.hidden
         return not hidden or item is not hidden[-1]
+
+    def read(self) -> None:
+        """The items made since the last read, read (:meth:`Accumulator.read_made`)."""
+        try:
+            self.acc.read_made(self)
+        except Exception as exc:
+            faults.report("parse", exc)
 
     def end(self, how: str, error: BaseException | str | None = None) -> None:
         """End the call once, whichever ending comes first."""
@@ -163,6 +192,8 @@ class StreamObserver:
             if self._ended:
                 return
             self._ended = True
+        if self.made:
+            self.read()
         try:
             self.acc.end_call(self.call, how, error, self.once)
         except Exception as exc:
@@ -200,7 +231,7 @@ class StreamProxy(_ProxyBase):
 
     def _self_iterate(self) -> Iterator[Any]:
         observer = self._self_observer
-        iterator = self.__wrapped__.__iter__()
+        iterator = observer.acc.items(self.__wrapped__) or self.__wrapped__.__iter__()
         try:
             if not observer.made:
                 item = observer.item
@@ -208,15 +239,20 @@ class StreamProxy(_ProxyBase):
                     if item(value):
                         yield value
             else:  # read where they were made: passed on, the hidden one left out; the
-                hidden = observer.hidden  # first, noted, in a loop of its own (no test per item)
-                for value in iterator:
+                hidden = observer.hidden  # first, noted, in a loop of its own (no test per
+                for value in iterator:  # item), then BATCH at a time (islice), read after each
                     observer.first(value)
                     if not hidden or value is not hidden[-1]:
                         yield value
                     break
-                for value in iterator:
-                    if not hidden or value is not hidden[-1]:
-                        yield value
+                while True:
+                    value = _NOTHING
+                    for value in islice(iterator, BATCH):
+                        if not hidden or value is not hidden[-1]:
+                            yield value
+                    if value is _NOTHING:
+                        break
+                    observer.read()
         except GeneratorExit:  # the caller stopped this loop (break): not an ending
             raise
         except BaseException as exc:
@@ -265,15 +301,15 @@ class AsyncStreamProxy(_ProxyBase):
 
     async def _self_aiterate(self) -> AsyncIterator[Any]:
         observer = self._self_observer
-        iterator = self.__wrapped__.__aiter__()
+        iterator = observer.acc.items(self.__wrapped__) or self.__wrapped__.__aiter__()
         try:
             if not observer.made:
                 item = observer.item
                 async for value in iterator:
                     if item(value):
                         yield value
-            else:  # as _self_iterate
-                hidden = observer.hidden
+            else:  # as _self_iterate (items counted: no islice for an asynchronous iterator)
+                hidden, passed = observer.hidden, 0
                 async for value in iterator:
                     observer.first(value)
                     if not hidden or value is not hidden[-1]:
@@ -282,6 +318,10 @@ class AsyncStreamProxy(_ProxyBase):
                 async for value in iterator:
                     if not hidden or value is not hidden[-1]:
                         yield value
+                    passed += 1
+                    if passed == BATCH:
+                        passed = 0
+                        observer.read()
         except GeneratorExit:  # the caller stopped this loop (break): not an ending
             raise
         except BaseException as exc:

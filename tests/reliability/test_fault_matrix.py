@@ -259,7 +259,8 @@ def parser_raising(cell: Cell) -> tuple[set[str], str]:
     mp = cell.monkeypatch
     if cell.instrumentor == "openai":
         mp.setattr(openai_sdk, "_chat_usage", broken)  # the usage reader of responses
-        mp.setattr(openai_sdk._ChatAccumulator, "add", broken)  # and of stream chunks
+        mp.setattr(openai_sdk._ChatAccumulator, "add", broken)  # and of stream chunks, one
+        mp.setattr(openai_sdk._ChatAccumulator, "_read_plain", broken)  # by one and in bulk
     elif cell.instrumentor == "anthropic":
         mp.setattr(anthropic_sdk, "_fields", broken)  # responses and stream events alike
     else:

@@ -4,7 +4,9 @@ responses, Azure clients, patch identity, and concurrency."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gc
+import json
 import threading
 
 import pytest
@@ -33,8 +35,8 @@ def recorded(name: str, index: int = 0) -> cassettes.Interaction:
     return cassettes.load(cassettes.CASSETTES / name)[index]
 
 
-def stream_call(name: str = STREAM, *, is_async: bool = False, **extra):
-    it = recorded(name)
+def stream_call(name: str | cassettes.Interaction = STREAM, *, is_async: bool = False, **extra):
+    it = recorded(name) if isinstance(name, str) else name
     client, replay = openai_client([it], is_async=is_async)
     base = it.uri.rsplit("/chat/completions", 1)[0]
     client = client.with_options(base_url=base)
@@ -359,8 +361,9 @@ _READ = ("gen_ai.usage.input_tokens", "gen_ai.usage.output_tokens", "otel_tokens
          "otel_tokens.stream.end")  # fmt: skip
 
 
-def _read_by(name: str, how: str, made: bool, monkeypatch) -> dict:
-    """What a stream's span says, its chunks read where made (``made``) or in the proxy."""
+def _read_by(name: str | cassettes.Interaction, how: str, made: bool, monkeypatch) -> dict:
+    """What a stream's span says, its chunks read where made (``made``) or in the proxy;
+    ``held``: the most decoded chunks kept unread at once while the caller read them."""
     from otel_tokens.capture.sent import SentStream
 
     with monkeypatch.context() as m:
@@ -370,25 +373,52 @@ def _read_by(name: str, how: str, made: bool, monkeypatch) -> dict:
         with handling(openai_sdk) as t:
             plain, _ = openai_client([recorded(PLAIN)])
             plain.chat.completions.create(**recorded(PLAIN).request_body)  # the hook, loaded
+            held, chunks = [], []
             if how == "async":
                 async def drain():
                     stream = await stream_call(name, is_async=True)[0]
                     assert stream._self_observer.made is made
-                    return [chunk async for chunk in stream]
+                    async for chunk in stream:
+                        chunks.append(chunk)
+                        held.append(len(stream._self_observer.acc.made_data))
 
-                chunks = asyncio.run(drain())
+                asyncio.run(drain())
             else:
                 stream, _, _ = stream_call(name)
                 assert stream._self_observer.made is made
-                chunks = list(stream) if how == "loop" else []
-                while how == "next":
-                    try:
-                        chunks.append(next(stream))
-                    except StopIteration:
-                        break
+                source = iter(stream) if how == "loop" else stream  # a loop's generator, or next()
+                while (chunk := next(source, None)) is not None:
+                    chunks.append(chunk)
+                    held.append(len(stream._self_observer.acc.made_data))
             span = t.finished()[-1]
     assert chunks
-    return {key: span.attributes.get(key) for key in _READ} | {"chunks": len(chunks)}
+    return ({key: span.attributes.get(key) for key in _READ}
+            | {"chunks": len(chunks), "texts": [_said(c) for c in chunks], "held": max(held)})
+
+
+def _said(chunk) -> list:
+    """What a chunk object says to its caller: each choice's text, tool-call arguments and
+    finish reason, and its usage."""
+    usage = chunk.usage.completion_tokens if chunk.usage is not None else None
+    return [(c.delta.content, [t.function.arguments for t in c.delta.tool_calls or ()],
+             c.finish_reason) for c in chunk.choices] + [usage]
+
+
+def _lengthened(name: str, times: int, running_usage: bool = False) -> cassettes.Interaction:
+    """A recorded chat stream, longer: its middle chunks (after the first, before those with
+    a finish reason or usage) repeated ``times`` times, the real chunk shapes kept;
+    ``running_usage``: each middle chunk carries the final usage too (as vLLM's
+    ``continuous_usage_stats`` sends)."""
+    it = recorded(name)
+    events = it.sse_events()
+    end = next(i for i, e in enumerate(events)
+               if e.get("usage") or any(c.get("finish_reason") for c in e["choices"]))
+    middle = events[1:end] * times
+    if running_usage:
+        usage = next((e["usage"] for e in events if e.get("usage")), None)
+        middle = [{**e, "usage": usage} for e in middle]
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events[:1] + middle + events[end:])
+    return dataclasses.replace(it, response_text=body + "data: [DONE]\n\n")
 
 
 @pytest.mark.parametrize("how", ["loop", "next", "async"])
@@ -398,6 +428,29 @@ def test_chunks_read_where_made_say_what_the_proxy_reads(name, how, monkeypatch)
     give the span the proxy's reading of the chunk objects gives (usage, the output
     estimated from the text when none came, finish reasons, model, id, ending)."""
     cassettes.require()
-    made = _read_by(name, how, True, monkeypatch)
-    assert made == _read_by(name, how, False, monkeypatch)
+    made, by_proxy = (_read_by(name, how, m, monkeypatch) for m in (True, False))
+    assert made.pop("held") >= 1 and by_proxy.pop("held") == 0  # (read at the end)
+    assert made == by_proxy
+    assert made["gen_ai.usage.output_tokens"] and made["gen_ai.response.finish_reasons"]
+
+
+TOOL_STREAM = "openai-openllmetry/test_functions__test_open_ai_function_calls_tools_streaming_parallel.yaml"
+
+
+@pytest.mark.parametrize("how", ["loop", "next", "async"])
+@pytest.mark.parametrize("name,running", [(STREAM, False), (STREAM_WITHOUT_USAGE, False),
+                                          (TOOL_STREAM, False), (STREAM, True)])  # fmt: skip
+def test_long_streams_read_where_made_in_batches(name, running, how, monkeypatch):
+    """A stream of hundreds of chunks (recorded chunks repeated; tool calls; usage in every
+    chunk) read where its chunks are made gives the span the proxy's reading gives, and the
+    caller the same chunks; at most ``BATCH`` + 1 decoded chunks are kept unread at a time."""
+    from otel_tokens.capture.stream import BATCH
+
+    cassettes.require()
+    long = _lengthened(name, 40, running_usage=running)
+    made = _read_by(long, how, True, monkeypatch)
+    by_proxy = _read_by(long, how, False, monkeypatch)
+    assert made["chunks"] > 3 * BATCH
+    assert made.pop("held") <= BATCH + 1 and by_proxy.pop("held") == 0  # (+ the first)
+    assert made == by_proxy
     assert made["gen_ai.usage.output_tokens"] and made["gen_ai.response.finish_reasons"]
