@@ -42,7 +42,7 @@ from .compatible_usage import (
     billed_units, has_vendor_fields, output_tokens, unlisted_reasoning, vendor_usage,
 )
 from .managers import managed
-from .sent import Sent, SentStream, expect_cost, note, take_cost
+from .sent import Sent, SentStream, expect_cost, note, note_header_cost, take_cost
 from .stream import Accumulator, StreamObserver, finish_reasons
 
 __all__ = ["DEPENDENCIES", "install", "uninstall", "wrapper"]
@@ -549,22 +549,24 @@ def _run_request(kwargs: dict[str, Any]) -> None:
     return None  # the thread's messages live on the server: no estimate
 
 
+#: every openai operation's: its client read in one step, a raw response's cost header read
+_OPENAI: dict[str, Any] = {"client": _client, "raw_headers": note_header_cost}
 _CHAT = Operation("chat", _provider, _server, _chat_request, _costed(_chat_response),
-                  _ChatAccumulator, prepare=_with_stream_usage, client=_client)  # fmt: skip
+                  _ChatAccumulator, prepare=_with_stream_usage, **_OPENAI)  # fmt: skip
 _RESPONSES = Operation("chat", _provider, _server, _responses_request,
                        _costed(_responses_response), _ResponsesAccumulator, once="openai.responses",
-                       conversation=_conversation, client=_client)  # fmt: skip
+                       conversation=_conversation, **_OPENAI)  # fmt: skip
 _RETRIEVE = Operation("chat", _provider, _server, _run_request, _responses_response,
-                      _RetrievedAccumulator, once="openai.responses", client=_client)  # fmt: skip
+                      _RetrievedAccumulator, once="openai.responses", **_OPENAI)  # fmt: skip
 _EMBEDDINGS = Operation("embeddings", _provider, _server, _embeddings_request,
-                        _costed(_embeddings_response), client=_client)  # fmt: skip
+                        _costed(_embeddings_response), **_OPENAI)  # fmt: skip
 _COMPLETIONS = Operation("text_completion", _provider, _server, _completions_request,
                          _costed(_completions_response), _CompletionsAccumulator,
-                         prepare=_with_stream_usage, client=_client)  # fmt: skip
+                         prepare=_with_stream_usage, **_OPENAI)  # fmt: skip
 _TRANSCRIPTIONS = Operation("transcription", _provider, _server, _run_request,
-                            _transcription_response, _TranscriptionAccumulator, client=_client)  # fmt: skip
+                            _transcription_response, _TranscriptionAccumulator, **_OPENAI)  # fmt: skip
 _RUNS = Operation("invoke_agent", _provider, _server, _run_request, _run_response, _RunAccumulator,
-                  once="openai.runs", client=_client)  # fmt: skip
+                  once="openai.runs", **_OPENAI)  # fmt: skip
 
 _OPERATIONS = {
     "chat": _CHAT, "responses": _RESPONSES, "retrieve": _RETRIEVE, "embeddings": _EMBEDDINGS,

@@ -91,6 +91,9 @@ class Operation:
     conversation: Callable[[dict[str, Any]], str | None] | None = None
     #: (provider, address, port) in one step, in place of ``provider`` and ``server``
     client: Callable[[Any], tuple[str, str | None, int | None]] | None = None
+    #: reads a raw response's headers when the call hands it back, before its body is read
+    #: (openai: a gateway's cost header, otherwise read where openai parses a response)
+    raw_headers: Callable[[Any], None] | None = None
 
 
 _NOT_GIVEN = ("NotGiven", "Omit")  # the "argument not given" sentinels of both SDKs
@@ -175,6 +178,8 @@ def _read(op: Operation, is_async: bool, call: Call, result: Any, context: tuple
     """End a non-streamed call, or hand a stream to the proxy (:data:`.lifecycle.Read`);
     returns what the caller gets."""
     if type(result).__name__ in RAW_TYPES:  # with_raw_response / with_streaming_response
+        if op.raw_headers is not None:
+            op.raw_headers(result)
         given, sent = context
         acc = op.accumulator(given, sent) if call.stream and op.accumulator is not None else None
         return wrap_raw(result, call,

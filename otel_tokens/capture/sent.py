@@ -18,10 +18,12 @@ google-genai's ``GenerateContentResponse._from_response``, botocore's ``after-ca
 ``Converse``, and the SSE decoder of a stream (:class:`RawEvents`).
 
 A gateway's reported cost (LiteLLM proxy's ``x-litellm-response-cost`` header) is noted where
-openai processes a response (``_process_response``, sync and async alike: the headers are
-read before the body), for the call being read; :mod:`.openai_sdk` takes it once: a
-non-streamed result when it is read (``with_raw_response``: when it is parsed), a stream when
-its accumulator is made (:class:`SentStream`). A LiteLLM proxy sends the header on a stream
+openai parses a response (the ``parse()`` hook above, which openai calls for every response it
+does not return raw, a stream's included, before reading any of its body; a raw response's
+when the call hands it back, :func:`note_header_cost`), for the call being read;
+:mod:`.openai_sdk` takes it once: a non-streamed result when it is read (``with_raw_response``:
+when it is parsed or its body read), a stream when its accumulator is made
+(:class:`SentStream`). A LiteLLM proxy sends the header on a stream
 only when the cost is known before the body (a cache hit: ``0.0``); otherwise it can put the
 bill in the final usage chunk's ``usage.cost`` (``include_cost_in_streaming_usage``), read as
 a reported cost by :mod:`.compatible_usage`. A value that is not a finite, non-negative
@@ -46,8 +48,8 @@ if TYPE_CHECKING:
     from ..call import Call
 
 __all__ = ["COST_HEADERS", "HELD", "RawEvents", "Sent", "SentStream", "check_converse",
-           "expect_cost", "hold", "note", "rejected", "take_cost", "unhooked", "usage_of",
-           "wrapper"]
+           "expect_cost", "hold", "note", "note_header_cost", "rejected", "take_cost", "unhooked",
+           "usage_of", "wrapper"]
 
 _MAX_HELD = 64  # objects held at once: rejected usage is rare, and a held object is read soon
 #: the objects held now, by id (empty nearly always: a stream tests it before asking)
@@ -312,17 +314,18 @@ def unhooked(stream: Any, reader: Callable[[Callable[..., Any]], Callable[..., A
     return True
 
 
-def _note_cost(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    """openai's ``_process_response(response=...)``: the gateway's cost header, noted."""
-    if _cost.get() is _NO_GATEWAY:  # a provider's own API answers: no gateway's header
-        return wrapped(*args, **kwargs)
+def note_header_cost(response: Any) -> None:
+    """The gateway's cost header of an openai response object (``APIResponse``,
+    ``LegacyAPIResponse``: its ``http_response``), noted for the call being read; not read
+    when that call's endpoint is a provider's own API (:func:`expect_cost`)."""
+    if _cost.get() is _NO_GATEWAY:
+        return
     try:
-        headers = getattr(kwargs.get("response"), "headers", None)
+        headers = getattr(getattr(response, "http_response", None), "headers", None)
         raw = headers.get(COST_HEADERS[0]) if headers is not None else None
         _cost.set(cost_of(raw) if raw is not None else None)
     except Exception as exc:
         faults.report("parse", exc)
-    return wrapped(*args, **kwargs)
 
 
 # -- the hooks -------------------------------------------------------------------------------
@@ -369,7 +372,11 @@ def _carry(made: list[Any], result: Any) -> None:
 
 def _openai_parse(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
     """openai's ``APIResponse.parse()`` and ``LegacyAPIResponse.parse()``: a post-parser
-    makes a new object of the one made of the body; the new one is held as that one was."""
+    makes a new object of the one made of the body; the new one is held as that one was. The
+    gateway's cost header is noted first (:func:`note_header_cost`; the one hook per response
+    that reads it: openai parses every response it does not return raw, streams included)."""
+    if _cost.get() is not _NO_GATEWAY:
+        note_header_cost(instance)
     made = _parse_hook(instance)
     if made is None:
         return wrapped(*args, **kwargs)
@@ -386,6 +393,8 @@ def _openai_parse(wrapped: Callable[..., Any], instance: Any, args: tuple, kwarg
 async def _openai_parse_async(wrapped: Callable[..., Any], instance: Any, args: tuple,
                               kwargs: dict) -> Any:  # fmt: skip
     """``AsyncAPIResponse.parse()``: as :func:`_openai_parse`."""
+    if _cost.get() is not _NO_GATEWAY:
+        note_header_cost(instance)
     made = _parse_hook(instance)
     if made is None:
         return await wrapped(*args, **kwargs)
@@ -427,7 +436,7 @@ def check_converse(http_response: Any = None, parsed: Any = None, **_: Any) -> N
         faults.report("internal", exc)
 
 
-_HOOKS = {"openai": _openai_data, "genai": _genai_response, "process_response": _note_cost}
+_HOOKS = {"openai": _openai_data, "genai": _genai_response}
 
 
 def wrapper(name: str, is_async: bool) -> Callable[..., Any]:
