@@ -14,13 +14,16 @@ from functools import partial
 from typing import Any, Callable, NamedTuple
 
 from .. import faults
+from .. import handler as _handlers
+from ..account.anomalies import BudgetExceeded
 from ..call import Call
+from ..handler import get_handler
 from ..request import Request
 from ..usage import Billing, Usage
 from . import lifecycle
 from .lifecycle import inside_gateway, open_call
 from .raw import RAW_TYPES, wrap_raw
-from .sent import rejected
+from .sent import HELD, rejected
 from .stream import Accumulator, wrap_stream
 
 __all__ = ["Operation", "Response", "async_wrapper", "checked", "given", "inside_gateway",
@@ -141,7 +144,8 @@ _servers: dict[int, tuple[Any, str | None, int | None]] = {}
 
 def _open(op: Operation, is_async: bool, instance: Any, args: tuple,
           kwargs: dict[str, Any]) -> tuple[Call, tuple, dict[str, Any], tuple] | None:  # fmt: skip
-    """Open the call (:data:`.lifecycle.Start`); None when instrumentation itself failed."""
+    """Open the call (:data:`.lifecycle.Start`); None when instrumentation itself failed.
+    (:func:`.lifecycle.open_call`, written out: this runs on every call.)"""
     try:
         model = kwargs.get("model")
         if op.client is not None:
@@ -150,16 +154,20 @@ def _open(op: Operation, is_async: bool, instance: Any, args: tuple,
             address, port = op.server(instance)
             provider = op.provider(instance)
         conversation = op.conversation(kwargs) if op.conversation else None
+        stream = kwargs.get("stream") is True if op.is_stream is None else op.is_stream(kwargs)
+        try:
+            request = op.request(kwargs)
+        except Exception as exc:  # only the estimate is lost
+            request = None
+            faults.report("estimate", exc)
+        call = (_handlers._handler or get_handler()).start(
+            operation=op.name, provider=provider, request_model=model if isinstance(model, str)
+            else None, stream=stream, server_address=address, server_port=port, request=request,
+            conversation_id=conversation)  # fmt: skip
+    except BudgetExceeded:
+        raise  # the user opted in to being stopped
     except Exception as exc:
         faults.report("internal", exc)
-        return None
-    stream = kwargs.get("stream") is True if op.is_stream is None else op.is_stream(kwargs)
-    call = open_call(
-        op.request, kwargs, operation=op.name, provider=provider,
-        request_model=model if isinstance(model, str) else None, stream=stream,
-        server_address=address, server_port=port, conversation_id=conversation,
-    )  # fmt: skip
-    if call is None:
         return None
     send = _prepared(op, kwargs) if stream and op.prepare is not None else kwargs
     return call, args, send, (kwargs, send)
@@ -191,7 +199,7 @@ def _read(op: Operation, is_async: bool, call: Call, result: Any, context: tuple
             result, "__anext__" if is_async else "__next__"):  # fmt: skip
         return wrap_stream(result, call, op.accumulator(*context), is_async, op.once)
     answer = op.response(result)  # checked and stop_with, written out: this runs on every call
-    exc = rejected(result)
+    exc = rejected(result) if HELD else None  # none held (nearly always): no call
     if exc is not None:
         faults.report("usage_invalid", exc)
         answer = answer._replace(usage=Usage(), parts=(), billing=None)

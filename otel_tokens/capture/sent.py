@@ -47,9 +47,9 @@ from .lifecycle import inside_gateway
 if TYPE_CHECKING:
     from ..call import Call
 
-__all__ = ["COST_HEADERS", "HELD", "RawEvents", "Sent", "SentStream", "check_converse",
-           "expect_cost", "hold", "note", "note_header_cost", "rejected", "take_cost", "unhooked",
-           "usage_of", "wrapper"]
+__all__ = ["COST", "COST_HEADERS", "HELD", "NO_GATEWAY", "RawEvents", "Sent", "SentStream",
+           "check_converse", "expect_cost", "hold", "note", "note_header_cost", "rejected",
+           "take_cost", "unhooked", "usage_of", "wrapper"]
 
 _MAX_HELD = 64  # objects held at once: rejected usage is rare, and a held object is read soon
 #: the objects held now, by id (empty nearly always: a stream tests it before asking)
@@ -181,8 +181,10 @@ class RawEvents:
 # -- a gateway's reported cost ----------------------------------------------------------------
 COST_HEADERS = ("x-litellm-response-cost",)
 
-#: the cost noted for the call being read (None: none)
-_cost: ContextVar[Any] = ContextVar("otel_tokens_gateway_cost", default=None)
+#: the cost noted for the call being read (None: none; :data:`NO_GATEWAY`: none is read), set
+#: by :func:`expect_cost` (or its caller's own copy of it, on every openai call) and taken by
+#: :func:`take_cost`
+COST: ContextVar[Any] = ContextVar("otel_tokens_gateway_cost", default=None)
 
 
 def cost_of(raw: Any) -> float | None:
@@ -195,7 +197,7 @@ def cost_of(raw: Any) -> float | None:
 
 
 #: noted instead of a cost: the call's endpoint is a provider's own API (no gateway between)
-_NO_GATEWAY: Any = object()
+NO_GATEWAY: Any = object()
 
 
 def expect_cost(gateway: bool) -> None:
@@ -203,17 +205,17 @@ def expect_cost(gateway: bool) -> None:
     ``gateway`` False (the client's endpoint is a provider's own API, matched by its URL
     pattern) skips reading the response's headers, which costs more than the rest of this
     step (httpx raises and catches a ``KeyError`` for a header that is not there)."""
-    state = None if gateway else _NO_GATEWAY
-    if _cost.get() is not state:
-        _cost.set(state)
+    state = None if gateway else NO_GATEWAY
+    if COST.get() is not state:
+        COST.set(state)
 
 
 def take_cost() -> float | None:
     """The cost noted for the response just read (once)."""
-    cost = _cost.get()
-    if cost is None or cost is _NO_GATEWAY:
+    cost = COST.get()
+    if cost is None or cost is NO_GATEWAY:
         return None
-    _cost.set(None)
+    COST.set(None)
     return cost
 
 
@@ -318,12 +320,12 @@ def note_header_cost(response: Any) -> None:
     """The gateway's cost header of an openai response object (``APIResponse``,
     ``LegacyAPIResponse``: its ``http_response``), noted for the call being read; not read
     when that call's endpoint is a provider's own API (:func:`expect_cost`)."""
-    if _cost.get() is _NO_GATEWAY:
+    if COST.get() is NO_GATEWAY:
         return
     try:
         headers = getattr(getattr(response, "http_response", None), "headers", None)
         raw = headers.get(COST_HEADERS[0]) if headers is not None else None
-        _cost.set(cost_of(raw) if raw is not None else None)
+        COST.set(cost_of(raw) if raw is not None else None)
     except Exception as exc:
         faults.report("parse", exc)
 
@@ -375,7 +377,7 @@ def _openai_parse(wrapped: Callable[..., Any], instance: Any, args: tuple, kwarg
     makes a new object of the one made of the body; the new one is held as that one was. The
     gateway's cost header is noted first (:func:`note_header_cost`; the one hook per response
     that reads it: openai parses every response it does not return raw, streams included)."""
-    if _cost.get() is not _NO_GATEWAY:
+    if COST.get() is not NO_GATEWAY:
         note_header_cost(instance)
     made = _parse_hook(instance)
     if made is None:
@@ -393,7 +395,7 @@ def _openai_parse(wrapped: Callable[..., Any], instance: Any, args: tuple, kwarg
 async def _openai_parse_async(wrapped: Callable[..., Any], instance: Any, args: tuple,
                               kwargs: dict) -> Any:  # fmt: skip
     """``AsyncAPIResponse.parse()``: as :func:`_openai_parse`."""
-    if _cost.get() is not _NO_GATEWAY:
+    if COST.get() is not NO_GATEWAY:
         note_header_cost(instance)
     made = _parse_hook(instance)
     if made is None:
