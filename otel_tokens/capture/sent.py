@@ -336,14 +336,20 @@ def _openai_data(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs
     body is held when the body's usage breaks the rule; a gateway call notes the body."""
     result = wrapped(*args, **kwargs)
     data = kwargs.get("data")
+    if type(data) is not dict:
+        return result
+    usage = data.get("usage")
     # most stream chunks carry no usage and no gateway reads them: two dict tests
-    if type(data) is not dict or (data.get("usage") is None and "response" not in data
-                                  and not isinstance(inside_gateway.get(), Sent)):  # fmt: skip
+    if usage is None and "response" not in data and not isinstance(inside_gateway.get(), Sent):
         return result
     try:
-        usage = usage_of(data)
-        if usage is not None:
-            hold(result, usage)
+        if usage is None:
+            usage = usage_of(data)  # a Responses event's
+        if usage is not None:  # hold(), written out (every non-streamed body has usage)
+            try:
+                check_sent_usage(usage)
+            except ValueError as exc:
+                _keep(result, exc)
         gateway = inside_gateway.get()
         if isinstance(gateway, Sent):
             gateway.note(usage)
