@@ -29,9 +29,9 @@ _RUNS_MODULE = "openai.resources.beta.threads.runs.runs"
 #: every body and stream event, as sent, where the client makes its object of it (see .sent)
 _SENT = ("openai._base_client", "BaseClient", "_process_response_data",
          deferred("otel_tokens.capture.sent", "openai"))
-#: ... and where a response object's ``parse()`` rebuilds that object (``.parse()`` methods)
+#: ... and where a response object's ``parse()`` rebuilds that object (``.parse()`` methods);
+#: a gateway's cost header (LiteLLM proxy) is read there too, before the body (see .sent)
 _PARSE = deferred("otel_tokens.capture.sent", "parse")
-_GATEWAY_COST = deferred("otel_tokens.capture.sent", "process_response")  # a gateway's cost header (LiteLLM proxy)
 
 
 def _both(module: str, cls: str, methods: tuple[str, ...], factory: object) -> list:
@@ -54,8 +54,6 @@ _PATCHES = SdkPatches("openai", [
     ("openai._response", "APIResponse", "parse", _PARSE),
     ("openai._response", "AsyncAPIResponse", "parse", _PARSE),
     ("openai._legacy_response", "LegacyAPIResponse", "parse", _PARSE),
-    ("openai._base_client", "SyncAPIClient", "_process_response", _GATEWAY_COST),
-    ("openai._base_client", "AsyncAPIClient", "_process_response", _GATEWAY_COST),
 ])  # fmt: skip
 
 

@@ -44,7 +44,7 @@ from .compatible_usage import (
     billed_units, has_vendor_fields, output_tokens, unlisted_reasoning, vendor_usage,
 )
 from .managers import managed
-from .sent import Sent, SentStream, expect_cost, note, take_cost
+from .sent import COST, NO_GATEWAY, Sent, SentStream, note, note_header_cost
 from .stream import Accumulator, StreamObserver, finish_reasons
 
 __all__ = ["DEPENDENCIES", "install", "uninstall", "wrapper"]
@@ -74,14 +74,15 @@ def _client(instance: Any) -> tuple[str, str | None, int | None]:
         if len(_clients) >= 256:  # clients come and go: keep it small
             _clients.clear()
         # holding the URL keeps its id from being reused; a provider's own API (its URL
-        # pattern matched) adds no gateway's cost header
+        # pattern matched) adds no gateway's cost header: none is read (see sent.expect_cost)
         hit = _clients[id(url)] = (url, type(client), overrides, (found.provider, address, port),
-                                   found.price_id is None)  # fmt: skip
-    expect_cost(hit[4])  # a cost noted for an earlier response is not this call's
+                                   None if found.price_id is None else NO_GATEWAY)  # fmt: skip
+    if COST.get() is not hit[4]:  # sent.expect_cost, written out: a cost noted for an
+        COST.set(hit[4])  # earlier response is not this call's
     return hit[3]
 
 
-_clients: dict[int, tuple[Any, type, Any, tuple[str, str | None, int | None], bool]] = {}
+_clients: dict[int, tuple[Any, type, Any, tuple[str, str | None, int | None], Any]] = {}
 
 
 def _provider(instance: Any) -> str:
@@ -94,8 +95,11 @@ def _costed(read: Any) -> Any:
 
     def with_cost(result: Any) -> Response:
         answer = read(result)
-        cost = take_cost()
-        if cost is None or answer.usage is None:
+        cost = COST.get()  # sent.take_cost, written out (every call)
+        if cost is None or cost is NO_GATEWAY:
+            return answer
+        COST.set(None)
+        if answer.usage is None:
             return answer
         return answer._replace(usage=answer.usage.replace(cost_usd=cost))
 
@@ -163,15 +167,17 @@ def _chat_request(kwargs: dict[str, Any]) -> Request:
     model, messages, tools = kwargs.get("model"), kwargs.get("messages"), kwargs.get("tools")
     functions, fmt = kwargs.get("functions"), kwargs.get("response_format")
     limit, legacy = kwargs.get("max_completion_tokens"), kwargs.get("max_tokens")
-    if type(tools).__name__ in _NOT_GIVEN:  # the SDKs' "not given" sentinels read as absent
-        tools = None
+    if tools is not None and type(tools).__name__ in _NOT_GIVEN:  # the SDKs' "not given"
+        tools = None  # sentinels read as absent
     if not tools and functions and type(functions).__name__ not in _NOT_GIVEN:
         tools = [{"type": "function", "function": f} for f in functions]
-    return Request("openai_chat", model if isinstance(model, str) else None,  # by position:
-                   messages if messages and type(messages).__name__ not in _NOT_GIVEN else [],
-                   None, tools or (), fmt if isinstance(fmt, dict) else None, False, None,
-                   None if limit is None and legacy is None else
-                   output_limit(given(limit), given(legacy)))  # fmt: skip
+    # every field, without Request.__new__'s frame (every call): api, model, messages,
+    # system, tools, response format, thinking, chained, output limit
+    return tuple.__new__(Request, (
+        "openai_chat", model if isinstance(model, str) else None,
+        messages if messages and type(messages).__name__ not in _NOT_GIVEN else [],
+        None, tools or (), fmt if isinstance(fmt, dict) else None, False, None,
+        None if limit is None and legacy is None else output_limit(given(limit), given(legacy))))
 
 
 _STANDARD_TIERS = frozenset(("default", "auto", "standard"))
@@ -201,14 +207,12 @@ def _chat_response(result: Any) -> Response:
             for choice in result.choices or ():
                 if choice.finish_reason:
                     reasons.append(str(choice.finish_reason))
-            billing = None
-            if (tier is not None and tier not in _STANDARD_TIERS) or (usage is not None and (
-                    getattr(usage.prompt_tokens_details, "audio_tokens", None)
-                    or getattr(usage.completion_tokens_details, "audio_tokens", None))):  # fmt: skip
-                billing = _chat_billing(usage, tier)
-            found = None
+            found = billing = None
             if usage is not None:  # _chat_usage's SDK-object reading, inlined (every call)
                 prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
+                if (tier is not None and tier not in _STANDARD_TIERS) or getattr(
+                        prompt, "audio_tokens", None) or getattr(completion, "audio_tokens", None):
+                    billing = _chat_billing(usage, tier)  # fmt: skip
                 reasoning, output = getattr(completion, "reasoning_tokens", None), usage.completion_tokens
                 inp, total = usage.prompt_tokens, usage.total_tokens
                 if reasoning:  # counted apart by some providers (xAI)
@@ -231,6 +235,8 @@ def _chat_response(result: Any) -> Response:
                 if has_vendor_fields(usage) if isinstance(usage, dict) else getattr(
                         usage, "__pydantic_extra__", None):  # fmt: skip
                     found, billing = vendor_usage(usage, found), _chat_billing(usage, tier)
+            elif tier is not None and tier not in _STANDARD_TIERS:
+                billing = _chat_billing(usage, tier)
             # every field (parts, pending: none), without Response.__new__'s frame (every call)
             return tuple.__new__(Response, (found, model, rid, tuple(reasons), billing, (), False))
         except AttributeError:
@@ -610,22 +616,24 @@ def _run_request(kwargs: dict[str, Any]) -> None:
     return None  # the thread's messages live on the server: no estimate
 
 
+#: every openai operation's: its client read in one step, a raw response's cost header read
+_OPENAI: dict[str, Any] = {"client": _client, "raw_headers": note_header_cost}
 _CHAT = Operation("chat", _provider, _server, _chat_request, _costed(_chat_response),
-                  _ChatAccumulator, prepare=_with_stream_usage, client=_client)  # fmt: skip
+                  _ChatAccumulator, prepare=_with_stream_usage, **_OPENAI)  # fmt: skip
 _RESPONSES = Operation("chat", _provider, _server, _responses_request,
                        _costed(_responses_response), _ResponsesAccumulator, once="openai.responses",
-                       conversation=_conversation, client=_client)  # fmt: skip
+                       conversation=_conversation, **_OPENAI)  # fmt: skip
 _RETRIEVE = Operation("chat", _provider, _server, _run_request, _responses_response,
-                      _RetrievedAccumulator, once="openai.responses", client=_client)  # fmt: skip
+                      _RetrievedAccumulator, once="openai.responses", **_OPENAI)  # fmt: skip
 _EMBEDDINGS = Operation("embeddings", _provider, _server, _embeddings_request,
-                        _costed(_embeddings_response), client=_client)  # fmt: skip
+                        _costed(_embeddings_response), **_OPENAI)  # fmt: skip
 _COMPLETIONS = Operation("text_completion", _provider, _server, _completions_request,
                          _costed(_completions_response), _CompletionsAccumulator,
-                         prepare=_with_stream_usage, client=_client)  # fmt: skip
+                         prepare=_with_stream_usage, **_OPENAI)  # fmt: skip
 _TRANSCRIPTIONS = Operation("transcription", _provider, _server, _run_request,
-                            _transcription_response, _TranscriptionAccumulator, client=_client)  # fmt: skip
+                            _transcription_response, _TranscriptionAccumulator, **_OPENAI)  # fmt: skip
 _RUNS = Operation("invoke_agent", _provider, _server, _run_request, _run_response, _RunAccumulator,
-                  once="openai.runs", client=_client)  # fmt: skip
+                  once="openai.runs", **_OPENAI)  # fmt: skip
 
 _OPERATIONS = {
     "chat": _CHAT, "responses": _RESPONSES, "retrieve": _RETRIEVE, "embeddings": _EMBEDDINGS,

@@ -14,13 +14,16 @@ from functools import partial
 from typing import Any, Callable, NamedTuple
 
 from .. import faults
+from .. import handler as _handlers
+from ..account.anomalies import BudgetExceeded
 from ..call import Call
+from ..handler import get_handler
 from ..request import Request
 from ..usage import Billing, Usage
 from . import lifecycle
 from .lifecycle import inside_gateway, open_call
 from .raw import RAW_TYPES, wrap_raw
-from .sent import rejected
+from .sent import HELD, rejected
 from .stream import Accumulator, wrap_stream
 
 __all__ = ["Operation", "Response", "async_wrapper", "checked", "given", "inside_gateway",
@@ -91,6 +94,9 @@ class Operation:
     conversation: Callable[[dict[str, Any]], str | None] | None = None
     #: (provider, address, port) in one step, in place of ``provider`` and ``server``
     client: Callable[[Any], tuple[str, str | None, int | None]] | None = None
+    #: reads a raw response's headers when the call hands it back, before its body is read
+    #: (openai: a gateway's cost header, otherwise read where openai parses a response)
+    raw_headers: Callable[[Any], None] | None = None
 
 
 _NOT_GIVEN = ("NotGiven", "Omit")  # the "argument not given" sentinels of both SDKs
@@ -138,7 +144,8 @@ _servers: dict[int, tuple[Any, str | None, int | None]] = {}
 
 def _open(op: Operation, is_async: bool, instance: Any, args: tuple,
           kwargs: dict[str, Any]) -> tuple[Call, tuple, dict[str, Any], tuple] | None:  # fmt: skip
-    """Open the call (:data:`.lifecycle.Start`); None when instrumentation itself failed."""
+    """Open the call (:data:`.lifecycle.Start`); None when instrumentation itself failed.
+    (:func:`.lifecycle.open_call`, written out: this runs on every call.)"""
     try:
         model = kwargs.get("model")
         if op.client is not None:
@@ -147,16 +154,20 @@ def _open(op: Operation, is_async: bool, instance: Any, args: tuple,
             address, port = op.server(instance)
             provider = op.provider(instance)
         conversation = op.conversation(kwargs) if op.conversation else None
+        stream = kwargs.get("stream") is True if op.is_stream is None else op.is_stream(kwargs)
+        try:
+            request = op.request(kwargs)
+        except Exception as exc:  # only the estimate is lost
+            request = None
+            faults.report("estimate", exc)
+        call = (_handlers._handler or get_handler()).start(
+            operation=op.name, provider=provider, request_model=model if isinstance(model, str)
+            else None, stream=stream, server_address=address, server_port=port, request=request,
+            conversation_id=conversation)  # fmt: skip
+    except BudgetExceeded:
+        raise  # the user opted in to being stopped
     except Exception as exc:
         faults.report("internal", exc)
-        return None
-    stream = kwargs.get("stream") is True if op.is_stream is None else op.is_stream(kwargs)
-    call = open_call(
-        op.request, kwargs, operation=op.name, provider=provider,
-        request_model=model if isinstance(model, str) else None, stream=stream,
-        server_address=address, server_port=port, conversation_id=conversation,
-    )  # fmt: skip
-    if call is None:
         return None
     send = _prepared(op, kwargs) if stream and op.prepare is not None else kwargs
     return call, args, send, (kwargs, send)
@@ -175,6 +186,8 @@ def _read(op: Operation, is_async: bool, call: Call, result: Any, context: tuple
     """End a non-streamed call, or hand a stream to the proxy (:data:`.lifecycle.Read`);
     returns what the caller gets."""
     if type(result).__name__ in RAW_TYPES:  # with_raw_response / with_streaming_response
+        if op.raw_headers is not None:
+            op.raw_headers(result)
         given, sent = context
         acc = op.accumulator(given, sent) if call.stream and op.accumulator is not None else None
         return wrap_raw(result, call,
@@ -186,7 +199,7 @@ def _read(op: Operation, is_async: bool, call: Call, result: Any, context: tuple
             result, "__anext__" if is_async else "__next__"):  # fmt: skip
         return wrap_stream(result, call, op.accumulator(*context), is_async, op.once)
     answer = op.response(result)  # checked and stop_with, written out: this runs on every call
-    exc = rejected(result)
+    exc = rejected(result) if HELD else None  # none held (nearly always): no call
     if exc is not None:
         faults.report("usage_invalid", exc)
         answer = answer._replace(usage=Usage(), parts=(), billing=None)

@@ -18,10 +18,12 @@ google-genai's ``GenerateContentResponse._from_response``, botocore's ``after-ca
 ``Converse``, and the SSE decoder of a stream (:class:`RawEvents`).
 
 A gateway's reported cost (LiteLLM proxy's ``x-litellm-response-cost`` header) is noted where
-openai processes a response (``_process_response``, sync and async alike: the headers are
-read before the body), for the call being read; :mod:`.openai_sdk` takes it once: a
-non-streamed result when it is read (``with_raw_response``: when it is parsed), a stream when
-its accumulator is made (:class:`SentStream`). A LiteLLM proxy sends the header on a stream
+openai parses a response (the ``parse()`` hook above, which openai calls for every response it
+does not return raw, a stream's included, before reading any of its body; a raw response's
+when the call hands it back, :func:`note_header_cost`), for the call being read;
+:mod:`.openai_sdk` takes it once: a non-streamed result when it is read (``with_raw_response``:
+when it is parsed or its body read), a stream when its accumulator is made
+(:class:`SentStream`). A LiteLLM proxy sends the header on a stream
 only when the cost is known before the body (a cache hit: ``0.0``); otherwise it can put the
 bill in the final usage chunk's ``usage.cost`` (``include_cost_in_streaming_usage``), read as
 a reported cost by :mod:`.compatible_usage`. A value that is not a finite, non-negative
@@ -45,9 +47,9 @@ from .lifecycle import inside_gateway
 if TYPE_CHECKING:
     from ..call import Call
 
-__all__ = ["COST_HEADERS", "HELD", "RawEvents", "Sent", "SentStream", "check_converse",
-           "expect_cost", "hold", "note", "rejected", "take_cost", "unhooked", "usage_of",
-           "wrapper"]
+__all__ = ["COST", "COST_HEADERS", "HELD", "NO_GATEWAY", "RawEvents", "Sent", "SentStream",
+           "check_converse", "expect_cost", "hold", "note", "note_header_cost", "rejected",
+           "take_cost", "unhooked", "usage_of", "wrapper"]
 
 _STREAMING = "openai._streaming"  # the module of openai's Stream and AsyncStream
 _MAX_HELD = 64  # objects held at once: rejected usage is rare, and a held object is read soon
@@ -180,8 +182,10 @@ class RawEvents:
 # -- a gateway's reported cost ----------------------------------------------------------------
 COST_HEADERS = ("x-litellm-response-cost",)
 
-#: the cost noted for the call being read (None: none)
-_cost: ContextVar[Any] = ContextVar("otel_tokens_gateway_cost", default=None)
+#: the cost noted for the call being read (None: none; :data:`NO_GATEWAY`: none is read), set
+#: by :func:`expect_cost` (or its caller's own copy of it, on every openai call) and taken by
+#: :func:`take_cost`
+COST: ContextVar[Any] = ContextVar("otel_tokens_gateway_cost", default=None)
 
 
 def cost_of(raw: Any) -> float | None:
@@ -194,7 +198,7 @@ def cost_of(raw: Any) -> float | None:
 
 
 #: noted instead of a cost: the call's endpoint is a provider's own API (no gateway between)
-_NO_GATEWAY: Any = object()
+NO_GATEWAY: Any = object()
 
 
 def expect_cost(gateway: bool) -> None:
@@ -202,17 +206,17 @@ def expect_cost(gateway: bool) -> None:
     ``gateway`` False (the client's endpoint is a provider's own API, matched by its URL
     pattern) skips reading the response's headers, which costs more than the rest of this
     step (httpx raises and catches a ``KeyError`` for a header that is not there)."""
-    state = None if gateway else _NO_GATEWAY
-    if _cost.get() is not state:
-        _cost.set(state)
+    state = None if gateway else NO_GATEWAY
+    if COST.get() is not state:
+        COST.set(state)
 
 
 def take_cost() -> float | None:
     """The cost noted for the response just read (once)."""
-    cost = _cost.get()
-    if cost is None or cost is _NO_GATEWAY:
+    cost = COST.get()
+    if cost is None or cost is NO_GATEWAY:
         return None
-    _cost.set(None)
+    COST.set(None)
     return cost
 
 
@@ -324,17 +328,18 @@ def unhooked(stream: Any, reader: Callable[[Callable[..., Any]], Callable[..., A
     return True
 
 
-def _note_cost(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-    """openai's ``_process_response(response=...)``: the gateway's cost header, noted."""
-    if _cost.get() is _NO_GATEWAY:  # a provider's own API answers: no gateway's header
-        return wrapped(*args, **kwargs)
+def note_header_cost(response: Any) -> None:
+    """The gateway's cost header of an openai response object (``APIResponse``,
+    ``LegacyAPIResponse``: its ``http_response``), noted for the call being read; not read
+    when that call's endpoint is a provider's own API (:func:`expect_cost`)."""
+    if COST.get() is NO_GATEWAY:
+        return
     try:
-        headers = getattr(kwargs.get("response"), "headers", None)
+        headers = getattr(getattr(response, "http_response", None), "headers", None)
         raw = headers.get(COST_HEADERS[0]) if headers is not None else None
-        _cost.set(cost_of(raw) if raw is not None else None)
+        COST.set(cost_of(raw) if raw is not None else None)
     except Exception as exc:
         faults.report("parse", exc)
-    return wrapped(*args, **kwargs)
 
 
 # -- the hooks -------------------------------------------------------------------------------
@@ -343,14 +348,20 @@ def _openai_data(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs
     body is held when the body's usage breaks the rule; a gateway call notes the body."""
     result = wrapped(*args, **kwargs)
     data = kwargs.get("data")
+    if type(data) is not dict:
+        return result
+    usage = data.get("usage")
     # most stream chunks carry no usage and no gateway reads them: two dict tests
-    if type(data) is not dict or (data.get("usage") is None and "response" not in data
-                                  and not isinstance(inside_gateway.get(), Sent)):  # fmt: skip
+    if usage is None and "response" not in data and not isinstance(inside_gateway.get(), Sent):
         return result
     try:
-        usage = usage_of(data)
-        if usage is not None:
-            hold(result, usage)
+        if usage is None:
+            usage = usage_of(data)  # a Responses event's
+        if usage is not None:  # hold(), written out (every non-streamed body has usage)
+            try:
+                check_sent_usage(usage)
+            except ValueError as exc:
+                _keep(result, exc)
         gateway = inside_gateway.get()
         if isinstance(gateway, Sent):
             gateway.note(usage)
@@ -381,7 +392,11 @@ def _carry(made: list[Any], result: Any) -> None:
 
 def _openai_parse(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
     """openai's ``APIResponse.parse()`` and ``LegacyAPIResponse.parse()``: a post-parser
-    makes a new object of the one made of the body; the new one is held as that one was."""
+    makes a new object of the one made of the body; the new one is held as that one was. The
+    gateway's cost header is noted first (:func:`note_header_cost`; the one hook per response
+    that reads it: openai parses every response it does not return raw, streams included)."""
+    if COST.get() is not NO_GATEWAY:
+        note_header_cost(instance)
     made = _parse_hook(instance)
     if made is None:
         return wrapped(*args, **kwargs)
@@ -398,6 +413,8 @@ def _openai_parse(wrapped: Callable[..., Any], instance: Any, args: tuple, kwarg
 async def _openai_parse_async(wrapped: Callable[..., Any], instance: Any, args: tuple,
                               kwargs: dict) -> Any:  # fmt: skip
     """``AsyncAPIResponse.parse()``: as :func:`_openai_parse`."""
+    if COST.get() is not NO_GATEWAY:
+        note_header_cost(instance)
     made = _parse_hook(instance)
     if made is None:
         return await wrapped(*args, **kwargs)
@@ -439,7 +456,7 @@ def check_converse(http_response: Any = None, parsed: Any = None, **_: Any) -> N
         faults.report("internal", exc)
 
 
-_HOOKS = {"openai": _openai_data, "genai": _genai_response, "process_response": _note_cost}
+_HOOKS = {"openai": _openai_data, "genai": _genai_response}
 
 
 def wrapper(name: str, is_async: bool) -> Callable[..., Any]:

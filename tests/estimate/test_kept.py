@@ -155,3 +155,26 @@ def test_an_encoding_loaded_later_is_used_once_loaded(monkeypatch):
     assert estimator.estimate(request, provider="openai").estimate.source == "exact"
     monkeypatch.setattr(estimate_module, "encoding_for", lambda model: pytest.fail("looked up"))
     assert estimator.estimate(request, provider="openai").estimate.source == "exact"
+
+
+@pytest.mark.parametrize("name", [None, *MODELS])
+def test_a_message_alone_is_counted_once_as_joined(name, monkeypatch):
+    """A request of one plain message (a one-shot prompt, sent again and again) is counted
+    once, kept with the message: the next ones read it, and every one equals the joined
+    count."""
+    model = MODELS.get(name, "gpt-4o-mini")
+    encoding = encoding_for(model) if name else None
+    texts = list(dict.fromkeys([*EDGES, PROSE, CODE, LOG]))
+    counted = []
+    real = estimate_module._summed
+    monkeypatch.setattr(estimate_module, "_rendered", {})  # none kept by earlier tests
+    monkeypatch.setattr(estimate_module, "_summed", lambda *a: counted.append(1) or real(*a))
+    for role in ("user", "system", "assistant"):
+        for text in texts:
+            request = Request("openai_chat", model, [{"role": role, "content": text}])
+            for _ in range(3):
+                got = Estimator(use_tokenizer=name is not None).estimate(request, provider="p")
+                assert got.estimate.input_tokens == _joined(request, encoding), text
+    kept = [t for t in texts if len(t) <= 4096]  # a longer text is not kept
+    assert len(kept) > 30
+    assert len(counted) == 3 * len(kept)  # each counted the first time only

@@ -150,9 +150,12 @@ class _Kept:
     newline after them (as a message before another) and without (as the last). Exact counts
     add up when each message starts with an ASCII letter (its role): no pre-token of either
     encoding's pattern crosses a newline into a letter, so the joined request's tokens are the
-    sum of its messages' (tests/estimate/test_kept.py holds them to it)."""
+    sum of its messages' (tests/estimate/test_kept.py holds them to it). ``alone``: per
+    encoding (None: the heuristic), what a request of this message alone counts (a one-shot
+    prompt, sent again and again), once counted."""
 
-    __slots__ = ("digest", "exact", "head", "last", "packed", "rendering", "summable", "tail")
+    __slots__ = ("alone", "digest", "exact", "head", "last", "packed", "rendering", "summable",
+                 "tail")  # fmt: skip
 
     def __init__(self, rendering: Rendering) -> None:
         self.rendering = rendering
@@ -170,6 +173,7 @@ class _Kept:
             self.head, self.tail = _pack(0, 0, head), _pack(1, _NEWLINE_BITS, tail)
             self.exact: dict[Any, int] = {}  # one entry per encoding loaded, each
             self.last: dict[Any, int] = {}
+            self.alone: dict[Any, tuple[int, int, bool]] = {}  # and one for the heuristic
 
     def count(self, encoding: Any, newline: bool) -> int:
         """Its tokens (in ``exact`` with a newline after its texts, else in ``last``), kept.
@@ -185,6 +189,13 @@ class _Kept:
             tokens = exact_tokens(encoding, joined + _JOINER if newline else joined)
         table[encoding] = tokens
         return tokens
+
+    def count_alone(self, encoding: Any) -> tuple[int, int, bool]:
+        """(tokens counted from texts, fixed tokens, whether a turn opens) of a request of
+        this message alone, kept in ``alone``."""
+        found = self.alone[encoding] = _summed(self.packed - self.head - self.tail, 0, self,
+                                               encoding)  # fmt: skip
+        return found
 
 
 def _keep(renderer: Any, api: Api, message: dict[str, str], model: str | None) -> _Kept | None:
@@ -230,6 +241,29 @@ def _digest(rendering: Rendering) -> int:  # noqa: F821 (imported lazily)
     return hash((tuple(rendering.texts), rendering.fixed))
 
 
+#: ``round((texts - 1) * JOINER_TOKENS)`` for requests of up to 256 texts, made once
+_JOINERS = tuple(round(i * JOINER_TOKENS) for i in range(256))
+
+
+def _summed(features: int, exact: int, last: _Kept, encoding: Any) -> tuple[int, int, bool]:
+    """(tokens counted from texts, fixed tokens, whether a turn opens) of kept messages: the
+    sum of their packed features less the joints they do not have, ``exact`` the sum of their
+    exact counts but the last's (``last``: the last message)."""
+    nbytes, bits, shared, c2, c3, c4, texts, fixed, opened = _unpack(
+        features.to_bytes(_PACKED_BYTES, "little"))  # fmt: skip
+    if encoding is not None:
+        exact += last.last.get(encoding) or last.count(encoding, False)
+        return exact - (texts - 1), fixed, opened > 0
+    # heuristic_tokens' sums of these features, in its order (the same floats)
+    total = _START + sum(c * w for c, w in zip((c2, c3, c4), _CHARACTER_WEIGHTS)) \
+        if c2 or c3 or c4 else _START  # fmt: skip
+    total += nbytes * _PER_BYTE + bits * _PER_BIT + shared * _PER_SHARED_BIT
+    tokens = round(total)
+    counted = (tokens if tokens > 0 else 1) - (
+        _JOINERS[texts - 1] if texts <= 256 else round((texts - 1) * JOINER_TOKENS))  # fmt: skip
+    return counted if counted > 1 else 1, fixed, opened > 0
+
+
 def _measure(renderer: Any, api: Api, messages: Any, model: str | None, encoding: Any,
              preamble: Any) -> tuple[int, int, int | None, bool, Any]:  # fmt: skip
     """(tokens counted from texts, tokens known without a tokenizer, the last message's
@@ -256,20 +290,11 @@ def _measure(renderer: Any, api: Api, messages: Any, model: str | None, encoding
                 exact += kept.exact.get(encoding) or kept.count(encoding, True)
             kept = found
         else:
-            features -= first.head + kept.tail  # type: ignore[union-attr]
-            nbytes, bits, shared, c2, c3, c4, texts, fixed, opened = _unpack(
-                features.to_bytes(_PACKED_BYTES, "little"))  # fmt: skip
-            if encoding is not None:
-                exact += kept.last.get(encoding) or kept.count(encoding, False)  # type: ignore
-                counted = exact - (texts - 1)
-            else:  # heuristic_tokens' sums of these features, in its order (the same floats)
-                total = _START + sum(c * w for c, w in zip((c2, c3, c4), _CHARACTER_WEIGHTS)) \
-                    if c2 or c3 or c4 else _START  # fmt: skip
-                total += nbytes * _PER_BYTE + bits * _PER_BIT + shared * _PER_SHARED_BIT
-                tokens = round(total)
-                counted = max((tokens if tokens > 0 else 1) - round((texts - 1) * JOINER_TOKENS), 1)
+            counted, fixed, opened = kept.alone.get(encoding) or kept.count_alone(encoding) \
+                if first is kept else _summed(features - first.head - kept.tail, exact, kept,
+                                              encoding)  # type: ignore[union-attr]  # fmt: skip
             fixed += 0 if preamble is None else preamble.fixed
-            return counted, fixed, kept.digest, opened > 0, None  # type: ignore[union-attr]
+            return counted, fixed, kept.digest, opened, None  # type: ignore[union-attr]
     total = renderer.Rendering()
     if preamble is not None:
         total.add(preamble)
