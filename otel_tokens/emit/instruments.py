@@ -158,43 +158,60 @@ _INT64_MAX = 2**63 - 1
 class CounterSums:
     """Running sums behind one counter of the contract, per attribute set.
 
-    Counters are asynchronous instruments over these sums: a call adds to a dict entry
+    Counters are asynchronous instruments over these sums: a call adds to a running sum
     (well under a microsecond) and the SDK turns the sums into points once per collection,
     instead of validating and hashing attributes on every call (~8 us per measurement).
     Exported names, units, attributes and values are those of a synchronous counter.
+
+    Each sum is a cell of its own, a list: empty until the first addition (no point yet),
+    then holding the sum. The recorder keeps the cells of each label set it records with and
+    adds to them with :func:`add_to_cells`, never hashing the attribute set again.
     """
 
-    __slots__ = ("_values", "_lock", "_held", "__weakref__")
+    __slots__ = ("_cells", "_held", "__weakref__")
+
+    #: the one lock of every counter's sums: a call's additions to several counters take it
+    #: once (replaced, not released, in a forked child)
+    lock = threading.Lock()
 
     def __init__(self) -> None:
-        self._values: dict[AttributeKey, float] = {}
-        self._lock = threading.Lock()
+        self._cells: dict[AttributeKey, list[float]] = {}
         self._held: set[AttributeKey] = set()  # sums held at the int64 limit (counted once each)
         _every_sum.add(self)
 
     def reset(self) -> None:
-        """Start from zero (a forked child: its counts are its own, never the parent's)."""
-        self._values, self._lock, self._held = {}, threading.Lock(), set()
+        """Start from zero (a forked child: its counts are its own, never the parent's); the
+        cells stay (the recorder holds them), emptied: no point until added to again."""
+        for cell in self._cells.values():
+            cell.clear()
+        self._held = set()
+
+    def cell(self, key: AttributeKey) -> list[float]:
+        """The running-sum cell of attribute set ``key``, made empty at the first ask."""
+        cell = self._cells.get(key)
+        if cell is None:
+            with CounterSums.lock:  # not while a collection reads the cells
+                cell = self._cells.setdefault(key, [])
+        return cell
 
     def add(self, amount: float, key: AttributeKey) -> None:
         """Add ``amount`` (>= 0) to the sum of attribute set ``key``."""
-        with self._lock:
-            self._values[key] = self._values.get(key, 0) + amount
-
-    def add_many(self, amounts: Iterable[tuple[AttributeKey, float]]) -> None:
-        """Add several ``(key, amount)`` pairs under one lock (a call's token types)."""
-        with self._lock:
-            values = self._values
-            for key, amount in amounts:
-                values[key] = values.get(key, 0) + amount
+        cell = self._cells.get(key)
+        if cell is None:
+            cell = self.cell(key)
+        with CounterSums.lock:
+            if cell:
+                cell[0] += amount
+            else:
+                cell.append(0 + amount)
 
     def observe(self, options: Any = None) -> list[Observation]:
         """The SDK callback: one cumulative point per attribute set. A sum never leaves what
         OTLP and Prometheus can carry (int64): one past it would fail every later export of
         the process, so it is held at the limit and counted (the plausibility bound per call
         makes this a guard that never fires in practice)."""
-        with self._lock:
-            items = list(self._values.items())
+        with CounterSums.lock:
+            items = [(key, cell[0]) for key, cell in self._cells.items() if cell]
         points = []
         for key, value in items:
             if value > _INT64_MAX:
@@ -206,11 +223,31 @@ class CounterSums:
         return points
 
 
+#: cells of running sums and what to add to each (None: nothing)
+Additions = Iterable[tuple[tuple[list[float], ...], tuple[float | None, ...]]]
+
+
+def add_to_cells(additions: Additions) -> None:
+    """Add each ``(cells, amounts)`` pair's amounts to its cells (:meth:`CounterSums.cell`;
+    an amount of None adds nothing), all under the counters' one lock: taken once for a
+    call's tokens, cost and requests."""
+    with CounterSums.lock:
+        for cells, amounts in additions:
+            for cell, amount in zip(cells, amounts):
+                if amount is not None:
+                    if cell:
+                        cell[0] += amount
+                    else:
+                        cell.append(0 + amount)
+
+
 _every_sum: weakref.WeakSet[CounterSums] = weakref.WeakSet()
 
 
 def reset_counter_sums() -> None:
-    """Every counter's sums back to zero (see :meth:`CounterSums.reset`)."""
+    """Every counter's sums back to zero (see :meth:`CounterSums.reset`), under a new lock:
+    the parent's may have been held by a thread the child does not have."""
+    CounterSums.lock = threading.Lock()
     for sums in list(_every_sum):
         sums.reset()
 
