@@ -24,7 +24,7 @@ from ..account.agents import agents
 from ..version import __version__
 from . import instruments as names
 from .cardinality import DEFAULT_MAX_LABEL_SETS, CardinalityGuard
-from .instruments import SCOPE, Instruments, add_to_cells, record_signed
+from .instruments import FOLD_AT, SCOPE, Instruments, SumGroup, record_signed
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import Histogram
@@ -312,11 +312,8 @@ class Recorder:
             inst.duration.record(outcome.duration, attrs, context)
             if outcome.time_to_first_chunk is not None and outcome.stream:
                 inst.time_to_first_chunk.record(outcome.time_to_first_chunk, attrs, context)
-            added: list[tuple[tuple[list[float], ...], tuple[Any, ...]]] = []  # counters'
             for line in outcome.lines:
-                self._line(emission.shape, main, outcome, line, added, context)
-            if added:
-                add_to_cells(added)  # one lock for all of them
+                self._line(emission.shape, main, outcome, line, context)
             if outcome.usage_missing:
                 inst.usage_missing.add(1, main.key)
             estimate = outcome.estimate
@@ -330,9 +327,7 @@ class Recorder:
             faults.report("metrics", exc)
 
     def _line(self, shape: _Shape, main: _AttributeSet, outcome: Outcome, line: Line,
-              added: list[tuple[tuple[list[float], ...], tuple[Any, ...]]],
               context: Any = None) -> None:  # fmt: skip
-        """One line's points: its token histograms now, its counters' additions to ``added``."""
         inst = self.instruments
         points = main if line.model == outcome.response_model else self._attribute_set(
             shape, line.model)  # fmt: skip
@@ -343,19 +338,27 @@ class Recorder:
                 inst.token_usage.record(values[0], points.input_attrs, context)
             if values[1] is not None:
                 inst.token_usage.record(values[1], points.output_attrs, context)
-            source = usage.source
-            added.append((points.token_cells.get(source) or points.tokens(source), values))
+            # the counters' additions: kept, added up every FOLD_AT (see SumGroup)
+            sums = points.token_sums.get(usage.source) or points.tokens(usage.source)
+            sums.extend(values)
+            if len(sums) >= FOLD_AT:
+                sums.fold()
         if line.cost_usd is not None:
             cost_source = line.cost_source or "computed"
-            cells = points.cost_cells.get(cost_source) or points.cost(cost_source)
-            added.append((cells, (line.cost_usd,)))
+            sums = points.cost_sums.get(cost_source) or points.cost(cost_source)
+            sums.append(line.cost_usd)
+            if len(sums) >= FOLD_AT:
+                sums.fold()
         elif line.unpriced:
             inst.unpriced.add(1, points.key)
         for component in line.unpriced_components:
             attrs = self.cardinality.label_set({**points.attrs, names.COST_UNPRICED: component})
             inst.unpriced.add(1, tuple(attrs.items()))
         if line.premium_requests is not None:
-            added.append((points.premium or points.premium_cells(), (line.premium_requests,)))
+            sums = points.premium or points.premium_sums()
+            sums.append(line.premium_requests)
+            if len(sums) >= FOLD_AT:
+                sums.fold()
 
     # -- anomalies ----------------------------------------------------------------------------
     def anomaly(self, span: Any, anomaly: Anomaly, key: tuple[tuple[str, Any], ...]) -> None:
@@ -496,11 +499,11 @@ class _AttributeSet:
     A call's metric points all share its common attributes; these objects are built once per
     distinct set (see :meth:`Recorder._attribute_set`) and reused, so a call does not rebuild,
     re-guard and re-hash the same dictionaries and tuples for every point: the histograms'
-    attributes and the counters' running-sum cells (see ``CounterSums``) are kept here.
+    attributes and the counters' sums (``SumGroup``) are kept here.
     """
 
-    __slots__ = ("attrs", "key", "input_attrs", "output_attrs", "instruments", "token_cells",
-                 "cost_cells", "premium", "estimate_attrs")  # fmt: skip
+    __slots__ = ("attrs", "cost_sums", "estimate_attrs", "input_attrs", "instruments", "key",
+                 "output_attrs", "premium", "token_sums")  # fmt: skip
 
     def __init__(self, attrs: dict[str, Any], instruments: Instruments) -> None:
         self.attrs = attrs = dict(attrs)  # its own: the caller's dict may be a call's
@@ -509,31 +512,29 @@ class _AttributeSet:
         self.input_attrs = {**attrs, names.TOKEN_TYPE: "input"}
         self.output_attrs = {**attrs, names.TOKEN_TYPE: "output"}
         self.instruments = instruments
-        self.token_cells: dict[str, tuple[list[float], ...]] = {}
-        self.cost_cells: dict[str, tuple[list[float]]] = {}
-        self.premium: tuple[list[float]] | None = None
+        self.token_sums: dict[str, SumGroup] = {}
+        self.cost_sums: dict[str, SumGroup] = {}
+        self.premium: SumGroup | None = None
         self.estimate_attrs: dict[str, dict[str, Any]] = {}
 
-    def tokens(self, source: str) -> tuple[list[float], ...]:
-        """``otel_tokens.tokens`` cells of a usage source, per token class (in
-        ``TOKEN_ATTRIBUTES``' order); made once per set and source."""
-        sums = self.instruments.tokens
-        cells = self.token_cells[source] = tuple(
-            sums.cell((*self.key, (names.TOKEN_TYPE, token_type), (names.USAGE_SOURCE, source)))
+    def tokens(self, source: str) -> SumGroup:
+        """``otel_tokens.tokens`` sums of a usage source, per token class (in
+        ``TOKEN_ATTRIBUTES``' order); found once per set and source."""
+        group = self.token_sums[source] = self.instruments.tokens.group(tuple(
+            (*self.key, (names.TOKEN_TYPE, token_type), (names.USAGE_SOURCE, source))
             for _field, _span_attr, token_type in names.TOKEN_ATTRIBUTES
-        )  # fmt: skip
-        return cells
+        ), integers=True)  # fmt: skip
+        return group
 
-    def cost(self, source: str) -> tuple[list[float]]:
-        """``otel_tokens.cost`` cell of a cost source (alone in a tuple)."""
-        cells = self.cost_cells[source] = (
-            self.instruments.cost.cell((*self.key, (names.COST_SOURCE, source))),
-        )  # fmt: skip
-        return cells
+    def cost(self, source: str) -> SumGroup:
+        """``otel_tokens.cost`` sum of a cost source."""
+        group = self.cost_sums[source] = self.instruments.cost.group(
+            ((*self.key, (names.COST_SOURCE, source)),))  # fmt: skip
+        return group
 
-    def premium_cells(self) -> tuple[list[float]]:
-        """``otel_tokens.premium_requests`` cell (alone in a tuple)."""
-        self.premium = (self.instruments.premium_requests.cell(self.key),)
+    def premium_sums(self) -> SumGroup:
+        """``otel_tokens.premium_requests`` sum."""
+        self.premium = self.instruments.premium_requests.group((self.key,))
         return self.premium
 
     def estimate(self, source: str) -> dict[str, Any]:
