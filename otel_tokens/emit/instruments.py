@@ -12,6 +12,8 @@ import threading
 import weakref
 from time import time_ns
 from dataclasses import dataclass
+from functools import reduce
+from operator import add
 from typing import Any, Callable, Iterable
 
 from opentelemetry.metrics import Histogram, Meter, ObservableGauge, Observation
@@ -158,35 +160,58 @@ _INT64_MAX = 2**63 - 1
 class CounterSums:
     """Running sums behind one counter of the contract, per attribute set.
 
-    Counters are asynchronous instruments over these sums: a call adds to a dict entry
+    Counters are asynchronous instruments over these sums: a call adds to a running sum
     (well under a microsecond) and the SDK turns the sums into points once per collection,
     instead of validating and hashing attributes on every call (~8 us per measurement).
     Exported names, units, attributes and values are those of a synchronous counter.
+
+    Each sum is a cell of its own, a list: empty until the first addition (no point yet),
+    then holding the sum. The recorder adds through the :class:`SumGroup` objects it keeps
+    per label set, so a call neither hashes an attribute set again nor takes a lock.
     """
 
-    __slots__ = ("_values", "_lock", "_held", "__weakref__")
+    __slots__ = ("__weakref__", "_cells", "_groups", "_held", "_lock")
 
     def __init__(self) -> None:
-        self._values: dict[AttributeKey, float] = {}
+        self._cells: dict[AttributeKey, list[float]] = {}
+        self._groups: dict[tuple[AttributeKey, ...], SumGroup] = {}
         self._lock = threading.Lock()
         self._held: set[AttributeKey] = set()  # sums held at the int64 limit (counted once each)
         _every_sum.add(self)
 
     def reset(self) -> None:
-        """Start from zero (a forked child: its counts are its own, never the parent's)."""
-        self._values, self._lock, self._held = {}, threading.Lock(), set()
+        """Start from zero (a forked child: its counts are its own, never the parent's), under
+        a new lock (the parent's may have been held by a thread the child does not have). The
+        cells and groups stay (the recorder holds them), emptied: no point until added to."""
+        self._lock = threading.Lock()
+        for group in self._groups.values():
+            group.clear()
+        for cell in self._cells.values():
+            cell.clear()
+        self._held = set()
+
+    def group(self, keys: tuple[AttributeKey, ...], integers: bool = False) -> SumGroup:
+        """The sums of attribute sets ``keys``, added to together (made at the first ask);
+        ``integers``: only ints are ever added to them."""
+        group = self._groups.get(keys)
+        if group is None:
+            with self._lock:  # not while a collection reads the cells
+                group = self._groups.get(keys)
+                if group is None:
+                    cells = tuple(self._cells.setdefault(key, []) for key in keys)
+                    group = self._groups[keys] = SumGroup(self, cells, integers)
+        return group
 
     def add(self, amount: float, key: AttributeKey) -> None:
         """Add ``amount`` (>= 0) to the sum of attribute set ``key``."""
         with self._lock:
-            self._values[key] = self._values.get(key, 0) + amount
-
-    def add_many(self, amounts: Iterable[tuple[AttributeKey, float]]) -> None:
-        """Add several ``(key, amount)`` pairs under one lock (a call's token types)."""
-        with self._lock:
-            values = self._values
-            for key, amount in amounts:
-                values[key] = values.get(key, 0) + amount
+            cell = self._cells.get(key)
+            if cell is None:
+                self._cells[key] = [0 + amount]
+            elif cell:
+                cell[0] += amount
+            else:
+                cell.append(0 + amount)
 
     def observe(self, options: Any = None) -> list[Observation]:
         """The SDK callback: one cumulative point per attribute set. A sum never leaves what
@@ -194,7 +219,10 @@ class CounterSums:
         the process, so it is held at the limit and counted (the plausibility bound per call
         makes this a guard that never fires in practice)."""
         with self._lock:
-            items = list(self._values.items())
+            for group in self._groups.values():
+                if group:
+                    group.fold_locked()
+            items = [(key, cell[0]) for key, cell in self._cells.items() if cell]
         points = []
         for key, value in items:
             if value > _INT64_MAX:
@@ -204,6 +232,60 @@ class CounterSums:
                 value = _INT64_MAX
             points.append(Observation(value, dict(key)))
         return points
+
+
+FOLD_AT = 128  #: amounts a group keeps before adding them up (and at each collection)
+
+
+class SumGroup(list):  # type: ignore[type-arg]
+    """Sums of one counter that a call adds to together (a label set's token classes of one
+    usage source, or one sum alone). The group is the list of amounts not added up yet: a
+    call extends it with its amounts (a tuple in the cells' order; None adds nothing), one
+    list operation (atomic: no lock, no frame), and calls :meth:`fold` once it holds
+    :data:`FOLD_AT`; each collection folds first. The sums are those of adding one amount
+    at a time (integers in any order: exact)."""
+
+    __slots__ = ("cells", "integers", "sums")
+
+    def __init__(self, sums: CounterSums, cells: tuple[list[float], ...], integers: bool) -> None:
+        super().__init__()
+        self.sums = sums
+        self.cells = cells
+        self.integers = integers
+
+    def fold(self) -> None:
+        """Add the amounts appended so far to the cells."""
+        with self.sums._lock:
+            self.fold_locked()
+
+    def fold_locked(self) -> None:
+        """:meth:`fold`, the sums' lock held. Amounts other threads add meanwhile stay: only
+        what was there is taken out."""
+        taken = len(self)
+        if not taken:  # another thread folded first
+            return
+        batch = self[:taken]
+        del self[:taken]
+        width = len(self.cells)
+        total = sum if self.integers else _in_order
+        for i, cell in enumerate(self.cells):
+            column = batch[i::width]
+            if column[0] is None and column.count(None) == len(column):
+                continue  # a class no record reported: nothing added, no point made
+            try:
+                added = total(column, cell[0] if cell else 0)
+            except TypeError:  # None: a record that did not report this class
+                column = [amount for amount in column if amount is not None]
+                added = total(column, cell[0] if cell else 0)
+            if cell:
+                cell[0] = added
+            else:
+                cell.append(added)
+
+
+def _in_order(amounts: list[float], start: float) -> float:
+    """``start`` plus each amount in turn (floats: the rounding of one addition at a time)."""
+    return reduce(add, amounts, start)
 
 
 _every_sum: weakref.WeakSet[CounterSums] = weakref.WeakSet()

@@ -24,7 +24,7 @@ from ..account.agents import agents
 from ..version import __version__
 from . import instruments as names
 from .cardinality import DEFAULT_MAX_LABEL_SETS, CardinalityGuard
-from .instruments import SCOPE, Instruments, record_signed
+from .instruments import FOLD_AT, SCOPE, Instruments, SumGroup, record_signed
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import Histogram
@@ -36,8 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["Recorder"]
 
 _SCHEMA_URL = "https://opentelemetry.io/schemas/1.37.0"
-#: a call's common metric labels, their items and its default span name
-_Labels = tuple[dict[str, Any], tuple[Any, ...], str]
 _ATTRIBUTE_SETS_MAX = 4096  # distinct metric attribute sets kept; past this the cache starts over
 #: request shapes whose labels are kept (a gateway's or a many-agent host's shapes come and
 #: go: past this the table starts over, so what it holds stays under ~0.5 MB)
@@ -49,14 +47,11 @@ class _Emission:
     ``call.activate()`` returns, making the span current while the backend runs (a class of
     its own: this runs on every call, and a generator-based one costs several times more)."""
 
-    __slots__ = ("span", "labels", "key", "borrowed", "context", "_token", "_outer")
+    __slots__ = ("span", "shape", "borrowed", "context", "_token", "_outer")
 
-    def __init__(self, span: Any, labels: dict[str, Any], key: tuple[Any, ...]) -> None:
+    def __init__(self, span: Any, shape: _Shape) -> None:
         self.span = span
-        #: the common metric attributes (real values, bounded when recorded; shared by the
-        #: calls of one request shape: read only) and their items, the attribute sets' key
-        self.labels = labels
-        self.key = key
+        self.shape = shape  # the call's common metric labels (shared by a request shape)
         self.borrowed = False  # the span is another instrumentation's: it names and ends it
         self.context: Any = None  # a context with the span current (made once, when activated)
         self._token: Any = None
@@ -106,8 +101,8 @@ class Recorder:
             max_label_sets,
         )  # fmt: skip
         self._attribute_sets: dict[tuple[Any, ...], _AttributeSet] = {}
-        #: a call's common labels and their items, by request facts (shared: read only)
-        self._labels: dict[tuple[Any, ...], _Labels] = {}
+        #: request shapes (a call's common labels, shared: read only), by request facts
+        self._labels: dict[tuple[Any, ...], _Shape] = {}
         # histogram points carry the call's trace id (a link to it); an API before the context
         # argument records without
         self.exemplars = exemplars and _takes_context(self.instruments.duration)
@@ -127,10 +122,10 @@ class Recorder:
         facts = (call.operation, call.provider, agent.name if agent is not None else "default",
                  call.request_model, call.server_address)  # fmt: skip
         found = self._labels.get(facts) if not self.who_labels else None
-        labels, key, name = found if found is not None else self._labels_of(call, facts)
-        emission = call.emission = _Emission(None, labels, key)
+        shape = found if found is not None else self._shape_of(call, facts)
+        emission = call.emission = _Emission(None, shape)
         try:
-            attrs = dict(labels)  # spans keep the real values
+            attrs = dict(shape.labels)  # spans keep the real values
             attrs[names.REQUEST_STREAM] = bool(call.stream)
             if call.server_port:
                 attrs[names.SERVER_PORT] = call.server_port
@@ -157,17 +152,16 @@ class Recorder:
                 span.set_attributes(attrs)
             else:
                 span = emission.span = self.tracer.start_span(
-                    call.span_name or name, kind=SpanKind.CLIENT, attributes=attrs)
+                    call.span_name or shape.name, kind=SpanKind.CLIENT, attributes=attrs)
             ids = span.get_span_context()
             if ids.is_valid:
                 call.trace_id, call.span_id = ids.trace_id, ids.span_id
         except Exception as exc:
             faults.report("span", exc)
 
-    def _labels_of(self, call: Call, facts: tuple[Any, ...]) -> _Labels:
-        """A call's common metric labels, their items (the attribute sets' key) and its
-        default span name, kept by request facts (bounded) unless they carry who the call is
-        for (opt-in labels)."""
+    def _shape_of(self, call: Call, facts: tuple[Any, ...]) -> _Shape:
+        """A call's request shape (its common metric labels and default span name), kept by
+        request facts (bounded) unless its labels carry who the call is for (opt-in)."""
         operation, provider, agent, model, address = facts
         labels: dict[str, Any] = {names.OPERATION: operation, names.PROVIDER: provider,
                                   names.AGENT_NAME: agent}  # fmt: skip
@@ -180,7 +174,7 @@ class Recorder:
                 else call.conversation_id  # fmt: skip
             if value:
                 labels[attr] = value
-        found = (labels, tuple(labels.items()), f"{operation} {model}" if model else operation)
+        found = _Shape(labels, f"{operation} {model}" if model else operation)
         if not self.who_labels:
             if len(self._labels) >= _LABELS_MAX:
                 self._labels.clear()
@@ -223,9 +217,9 @@ class Recorder:
         span = emission.span if emission is not None else None
         try:
             if outcome is not None and emission is not None:
-                # the attribute set, from the cache when it is there
-                main = self._attribute_sets.get((emission.key, outcome.response_model)) \
-                    or self._attribute_set(emission.labels, outcome.response_model, emission.key)
+                # the attribute set, from the shape's own when it is there
+                main = emission.shape.sets.get(outcome.response_model) \
+                    or self._attribute_set(emission.shape, outcome.response_model)
                 if span is not None:
                     self._span(span, outcome)
                 for anomaly in outcome.anomalies:
@@ -318,10 +312,8 @@ class Recorder:
             inst.duration.record(outcome.duration, attrs, context)
             if outcome.time_to_first_chunk is not None and outcome.stream:
                 inst.time_to_first_chunk.record(outcome.time_to_first_chunk, attrs, context)
-            counted: list[tuple[tuple[tuple[str, Any], ...], float]] = []
             for line in outcome.lines:
-                self._line(emission, main, outcome, line, counted, context)
-            inst.tokens.add_many(counted)
+                self._line(emission.shape, main, outcome, line, context)
             if outcome.usage_missing:
                 inst.usage_missing.add(1, main.key)
             estimate = outcome.estimate
@@ -334,33 +326,39 @@ class Recorder:
         except Exception as exc:
             faults.report("metrics", exc)
 
-    def _line(self, emission: _Emission, main: _AttributeSet, outcome: Outcome, line: Line,
-              counted: list[tuple[tuple[tuple[str, Any], ...], float]],
+    def _line(self, shape: _Shape, main: _AttributeSet, outcome: Outcome, line: Line,
               context: Any = None) -> None:  # fmt: skip
         inst = self.instruments
         points = main if line.model == outcome.response_model else self._attribute_set(
-            emission.labels, line.model, emission.key)  # fmt: skip
+            shape, line.model)  # fmt: skip
         usage = line.usage
         if usage is not None:
-            record, source = inst.token_usage.record, usage.source
-            # per token class: its getter, histogram attributes (input, output) and counter key
-            for get, histogram_attrs, key in points.plans.get(source) or points.plan(source):
-                value = get(usage)
-                if value is not None:
-                    if histogram_attrs is not None:
-                        record(value, histogram_attrs, context)
-                    counted.append((key, value))
+            values = _token_values(usage)  # per token class, in TOKEN_ATTRIBUTES' order
+            if values[0] is not None:
+                inst.token_usage.record(values[0], points.input_attrs, context)
+            if values[1] is not None:
+                inst.token_usage.record(values[1], points.output_attrs, context)
+            # the counters' additions: kept, added up every FOLD_AT (see SumGroup)
+            sums = points.token_sums.get(usage.source) or points.tokens(usage.source)
+            sums.extend(values)
+            if len(sums) >= FOLD_AT:
+                sums.fold()
         if line.cost_usd is not None:
             cost_source = line.cost_source or "computed"
-            key = points.cost_keys.get(cost_source)
-            inst.cost.add(line.cost_usd, key if key is not None else points.cost_key(cost_source))
+            sums = points.cost_sums.get(cost_source) or points.cost(cost_source)
+            sums.append(line.cost_usd)
+            if len(sums) >= FOLD_AT:
+                sums.fold()
         elif line.unpriced:
             inst.unpriced.add(1, points.key)
         for component in line.unpriced_components:
             attrs = self.cardinality.label_set({**points.attrs, names.COST_UNPRICED: component})
             inst.unpriced.add(1, tuple(attrs.items()))
         if line.premium_requests is not None:
-            inst.premium_requests.add(line.premium_requests, points.key)
+            sums = points.premium or points.premium_sums()
+            sums.append(line.premium_requests)
+            if len(sums) >= FOLD_AT:
+                sums.fold()
 
     # -- anomalies ----------------------------------------------------------------------------
     def anomaly(self, span: Any, anomaly: Anomaly, key: tuple[tuple[str, Any], ...]) -> None:
@@ -382,25 +380,28 @@ class Recorder:
         self.anomaly(None, anomaly, tuple(attrs.items()))
 
     # -- attribute sets -------------------------------------------------------------------------
-    def _attribute_set(self, labels: dict[str, Any], response_model: str | None,
-                       key: tuple[Any, ...]) -> _AttributeSet:  # fmt: skip
-        """The bounded metric label set of a call's labels (``key``: their items) and
-        response model.
+    def _attribute_set(self, shape: _Shape, response_model: str | None) -> _AttributeSet:
+        """The bounded metric label set of a request shape's labels and a response model.
 
-        Cached only when the cardinality guard admitted it as is: its decisions for admitted
-        sets never change, while a set it folds must be counted again on every call.
+        Cached (by the labels' items and the model, and on the shape by the model) only when
+        the cardinality guard admitted it as is: its decisions for admitted sets never change,
+        while a set it folds must be counted again on every call. A shape only holds sets of
+        the cache since it last started over (it starts the shapes' table over with it).
         """
-        cache_key = (key, response_model)
+        cache_key = (shape.key, response_model)
         found = self._attribute_sets.get(cache_key)
-        if found is not None:
-            return found
-        full = {**labels, names.RESPONSE_MODEL: response_model} if response_model else labels
-        bounded = self.cardinality.label_set(full)
-        found = _AttributeSet(bounded)
-        if bounded is full:
+        if found is None:
+            labels = shape.labels
+            full = {**labels, names.RESPONSE_MODEL: response_model} if response_model else labels
+            bounded = self.cardinality.label_set(full)
+            found = _AttributeSet(bounded, self.instruments)
+            if bounded is not full:
+                return found
             if len(self._attribute_sets) >= _ATTRIBUTE_SETS_MAX:
                 self._attribute_sets.clear()
+                self._labels.clear()
             self._attribute_sets[cache_key] = found
+        shape.sets[response_model] = found
         return found
 
     def _utilization(self, options: Any) -> Iterator[metrics.Observation]:
@@ -474,53 +475,67 @@ def _takes_context(histogram: Histogram) -> bool:
         return False
 
 
+class _Shape:
+    """A request shape: a call's common metric labels (real values, bounded when recorded;
+    shared by its calls: read only), their items (the attribute sets' key), its default span
+    name and its admitted attribute sets by response model (found without hashing labels)."""
+
+    __slots__ = ("labels", "key", "name", "sets")
+
+    def __init__(self, labels: dict[str, Any], name: str) -> None:
+        self.labels = labels
+        self.key: tuple[tuple[str, Any], ...] = tuple(labels.items())
+        self.name = name
+        self.sets: dict[str | None, _AttributeSet] = {}
+
+
+#: a usage record's token classes, in ``TOKEN_ATTRIBUTES``' order (one tuple, one C call)
+_token_values = attrgetter(*(field for field, _span_attr, _type in names.TOKEN_ATTRIBUTES))
+
+
 class _AttributeSet:
-    """One bounded metric attribute set and the derived sets its instruments record with.
+    """One bounded metric attribute set and what its instruments record with.
 
     A call's metric points all share its common attributes; these objects are built once per
     distinct set (see :meth:`Recorder._attribute_set`) and reused, so a call does not rebuild,
-    re-guard and re-hash the same dictionaries and tuples for every point.
+    re-guard and re-hash the same dictionaries and tuples for every point: the histograms'
+    attributes and the counters' sums (``SumGroup``) are kept here.
     """
 
-    __slots__ = ("attrs", "key", "by_type", "counter_keys", "cost_keys", "estimate_attrs", "plans")
+    __slots__ = ("attrs", "cost_sums", "estimate_attrs", "input_attrs", "instruments", "key",
+                 "output_attrs", "premium", "token_sums")  # fmt: skip
 
-    def __init__(self, attrs: dict[str, Any]) -> None:
+    def __init__(self, attrs: dict[str, Any], instruments: Instruments) -> None:
         self.attrs = attrs = dict(attrs)  # its own: the caller's dict may be a call's
         self.key: tuple[tuple[str, Any], ...] = tuple(attrs.items())
         #: token histogram attributes, by token type
-        self.by_type = {kind: {**attrs, names.TOKEN_TYPE: kind} for kind in ("input", "output")}
-        self.counter_keys: dict[tuple[str, str], tuple[tuple[str, Any], ...]] = {}
-        self.cost_keys: dict[str, tuple[tuple[str, Any], ...]] = {}
+        self.input_attrs = {**attrs, names.TOKEN_TYPE: "input"}
+        self.output_attrs = {**attrs, names.TOKEN_TYPE: "output"}
+        self.instruments = instruments
+        self.token_sums: dict[str, SumGroup] = {}
+        self.cost_sums: dict[str, SumGroup] = {}
+        self.premium: SumGroup | None = None
         self.estimate_attrs: dict[str, dict[str, Any]] = {}
-        self.plans: dict[str, tuple[tuple[Any, dict[str, Any] | None, tuple[Any, ...]], ...]] = {}
 
-    def plan(self, source: str) -> tuple[tuple[Any, dict[str, Any] | None, tuple[Any, ...]], ...]:
-        """What a usage record of ``source`` records, per token class: the field's getter,
-        the token histogram's attributes (input and output only, else None) and the
-        ``otel_tokens.tokens`` key; built once per set and source."""
-        plan = self.plans.get(source)
-        if plan is None:
-            plan = self.plans[source] = tuple(
-                (attrgetter(field), self.by_type.get(token_type), self.token_key(token_type, source))
-                for field, _span_attr, token_type in names.TOKEN_ATTRIBUTES
-            )  # fmt: skip
-        return plan
+    def tokens(self, source: str) -> SumGroup:
+        """``otel_tokens.tokens`` sums of a usage source, per token class (in
+        ``TOKEN_ATTRIBUTES``' order); found once per set and source."""
+        group = self.token_sums[source] = self.instruments.tokens.group(tuple(
+            (*self.key, (names.TOKEN_TYPE, token_type), (names.USAGE_SOURCE, source))
+            for _field, _span_attr, token_type in names.TOKEN_ATTRIBUTES
+        ), integers=True)  # fmt: skip
+        return group
 
-    def token_key(self, token_type: str, source: str) -> tuple[tuple[str, Any], ...]:
-        """``otel_tokens.tokens`` attribute key for one token type and usage source."""
-        key = self.counter_keys.get((token_type, source))
-        if key is None:
-            key = self.counter_keys[(token_type, source)] = (
-                *self.key, (names.TOKEN_TYPE, token_type), (names.USAGE_SOURCE, source)
-            )
-        return key
+    def cost(self, source: str) -> SumGroup:
+        """``otel_tokens.cost`` sum of a cost source."""
+        group = self.cost_sums[source] = self.instruments.cost.group(
+            ((*self.key, (names.COST_SOURCE, source)),))  # fmt: skip
+        return group
 
-    def cost_key(self, source: str) -> tuple[tuple[str, Any], ...]:
-        """``otel_tokens.cost`` attribute key for one cost source."""
-        key = self.cost_keys.get(source)
-        if key is None:
-            key = self.cost_keys[source] = (*self.key, (names.COST_SOURCE, source))
-        return key
+    def premium_sums(self) -> SumGroup:
+        """``otel_tokens.premium_requests`` sum."""
+        self.premium = self.instruments.premium_requests.group((self.key,))
+        return self.premium
 
     def estimate(self, source: str) -> dict[str, Any]:
         """``otel_tokens.estimate.error`` attributes for one estimate source."""
