@@ -43,7 +43,7 @@ from ..settings import current
 from ..usage import Billing, Usage, check_sent_usage, check_token_count
 from .anthropic_patches import DEPENDENCIES, install, uninstall
 from .managers import managed
-from .operations import Operation, Response, async_wrapper, sdk_field, server_of, sync_wrapper
+from .lifecycle import Operation, Response, operation_wrapper, sdk_field, server_of
 from .stream import Accumulator
 
 __all__ = ["DEPENDENCIES", "install", "uninstall", "wrapper"]
@@ -351,7 +351,7 @@ def _target(wrapped: Callable[..., Any], instance: Any) -> Callable[..., Any]:
 
 
 def _call_wrapper(is_async: bool) -> Callable[..., Any]:
-    inner = (async_wrapper if is_async else sync_wrapper)(_MESSAGES)
+    inner = operation_wrapper(_MESSAGES, is_async)
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
         return inner(_target(wrapped, instance), instance, args, kwargs)

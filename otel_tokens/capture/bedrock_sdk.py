@@ -34,8 +34,7 @@ from .. import faults
 from ..call import Call
 from ..request import Request, output_limit
 from ..usage import Billing, Usage, check_token_text
-from .lifecycle import open_call, sync_wrapper, unusable
-from .operations import sdk_field
+from .lifecycle import open_call, sdk_field, sync_wrapper, unusable
 from .sent import check_converse, rejected
 from .stream import STREAM_END, Accumulator, wrap_stream
 

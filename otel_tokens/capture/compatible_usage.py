@@ -31,7 +31,7 @@ import math
 from typing import Any
 
 from ..usage import Usage, check_token_count
-from .operations import sdk_field as _get
+from .lifecycle import sdk_field as _get
 
 __all__ = ["billed_units", "has_vendor_fields", "output_tokens", "unlisted_reasoning",
            "vendor_usage"]

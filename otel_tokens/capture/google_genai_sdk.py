@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from ..call import Call
 from ..request import Request, output_limit
 from ..usage import Billing, Usage
-from .operations import Operation, Response, async_wrapper, sdk_field, sync_wrapper
+from .lifecycle import Operation, Response, operation_wrapper, sdk_field
 from .stream import Accumulator
 
 __all__ = ["wrapper"]
@@ -208,4 +208,4 @@ _OPERATIONS = {
 
 def wrapper(name: str, is_async: bool) -> Callable[..., Any]:
     """The wrapt wrapper of one patched method (:mod:`.google_genai_patches` installs it)."""
-    return (async_wrapper if is_async else sync_wrapper)(_OPERATIONS[name])
+    return operation_wrapper(_OPERATIONS[name], is_async)

@@ -21,7 +21,7 @@ from typing import Any, AsyncIterator, Callable, Iterator
 import httpx  # litellm's HTTP client (this module is imported at litellm's first request)
 
 from .. import faults
-from .lifecycle import inside_gateway
+from .sent import inside_gateway
 from .sent import Sent
 
 __all__ = ["provider_usage", "wrapper"]

@@ -19,10 +19,9 @@ from urllib.parse import urlsplit
 from .. import faults
 from ..call import Call
 from ..usage import Usage
-from .lifecycle import async_wrapper, inside_gateway, open_call, sync_wrapper
+from .lifecycle import Response, async_wrapper, open_call, stop_with, sync_wrapper
 from .openai_sdk import _chat_request, _chat_response, _ChatAccumulator
-from .operations import Response, stop_with
-from .sent import RawEvents, Sent
+from .sent import RawEvents, Sent, inside_gateway
 from .stream import not_an_event_stream, wrap_stream
 
 __all__ = ["wrapper"]
@@ -59,7 +58,7 @@ def _server(kwargs: dict[str, Any]) -> tuple[str | None, int | None]:
 class _Gateway(Sent):
     """One litellm call's record of what its provider sent (litellm's answer may be its
     own: a 0/0 usage for a response without one, a stream's tokens counted locally), set as
-    :data:`.lifecycle.inside_gateway` while litellm runs; and the caller's arguments."""
+    :data:`.sent.inside_gateway` while litellm runs; and the caller's arguments."""
 
     __slots__ = ("kwargs",)
 
@@ -132,7 +131,7 @@ def _held(answer: Response, sent: Sent) -> Response:
 
 
 def _within(gateway: _Gateway, make_call: Callable[..., Any], is_async: bool) -> Callable[..., Any]:
-    """``make_call`` run as part of the call: with :data:`.lifecycle.inside_gateway` set."""
+    """``make_call`` run as part of the call: with :data:`.sent.inside_gateway` set."""
     if is_async:
         async def opened(*args: Any, **kwargs: Any) -> Any:
             token = inside_gateway.set(gateway)

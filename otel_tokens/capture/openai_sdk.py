@@ -37,8 +37,8 @@ from ..settings import current
 from ..handler import get_handler
 from ..usage import Billing, Usage
 from .openai_patches import DEPENDENCIES, install, uninstall
-from .operations import (
-    _NOT_GIVEN, Operation, Response, async_wrapper, given, sdk_field, server_of, sync_wrapper,
+from .lifecycle import (
+    _NOT_GIVEN, Operation, Response, given, operation_wrapper, sdk_field, server_of,
 )
 from .compatible_usage import (
     billed_units, has_vendor_fields, output_tokens, unlisted_reasoning, vendor_usage,
@@ -644,7 +644,7 @@ _OPERATIONS = {
 def _runs_stream_wrapper(is_async: bool) -> Any:
     """``runs.stream()``, ``create_and_stream()``, ``submit_tool_outputs_stream()``: managers
     whose deferred request is observed as a streamed run."""
-    inner = (async_wrapper if is_async else sync_wrapper)(_RUNS)
+    inner = operation_wrapper(_RUNS, is_async)
 
     def run_stream(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
         return managed(wrapped(*args, **kwargs), inner, instance, {**kwargs, "stream": True}, is_async)
@@ -656,4 +656,4 @@ def wrapper(name: str, is_async: bool) -> Any:
     """The wrapt wrapper of one operation (:mod:`.openai_patches` installs it)."""
     if name == "runs_stream":
         return _runs_stream_wrapper(is_async)
-    return (async_wrapper if is_async else sync_wrapper)(_OPERATIONS[name])
+    return operation_wrapper(_OPERATIONS[name], is_async)

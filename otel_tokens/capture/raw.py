@@ -40,7 +40,7 @@ class RawEnding:
                  accumulator: Accumulator | None, is_async: bool, once: str | None) -> None:  # fmt: skip
         self.call = call
         self.finish = finish  # ends the call with a parsed result (the operation's reader)
-        self.once = once  # see capture.operations.Operation
+        self.once = once  # see capture.lifecycle.Operation
         self.acc = accumulator  # for a streamed body
         self.is_async = is_async
         self.stream: Any = None  # the proxy returned for a parsed stream (returned again)

@@ -42,14 +42,18 @@ import wrapt
 
 from .. import faults
 from ..usage import Usage, check_sent_usage
-from .lifecycle import inside_gateway
 
 if TYPE_CHECKING:
     from ..call import Call
 
 __all__ = ["COST", "COST_HEADERS", "HELD", "NO_GATEWAY", "RawEvents", "Sent", "SentStream",
-           "check_converse", "expect_cost", "hold", "note", "note_header_cost", "rejected",
-           "take_cost", "unhooked", "usage_of", "wrapper"]
+           "check_converse", "expect_cost", "hold", "inside_gateway", "note", "note_header_cost",
+           "rejected", "take_cost", "unhooked", "usage_of", "wrapper"]
+
+#: set while a gateway library's call (litellm) is recorded: SDK calls it makes inside are
+#: part of that call, counted once by it. Its value is the gateway reader's context when
+#: that is an object of its own (litellm's record of what its provider sent, a :class:`Sent`)
+inside_gateway: ContextVar[Any] = ContextVar("otel_tokens_inside_gateway", default=False)
 
 _STREAMING = "openai._streaming"  # the module of openai's Stream and AsyncStream
 _MAX_HELD = 64  # objects held at once: rejected usage is rare, and a held object is read soon

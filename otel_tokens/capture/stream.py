@@ -53,8 +53,8 @@ class Accumulator:
         self.finish_reasons: list[str] = []
         self.text: list[str] = []  # output text seen (for an output estimate)
         self.billing: Billing | None = None  # see otel_tokens.usage.Billing
-        self.parts: tuple[Usage, ...] = ()  # usages billed apart (see capture.operations.Response)
-        self.pending = False  # the work goes on after the stream (see capture.operations.Response)
+        self.parts: tuple[Usage, ...] = ()  # usages billed apart (see capture.lifecycle.Response)
+        self.pending = False  # the work goes on after the stream (see capture.lifecycle.Response)
         self.invalid = False  # the stream reported usage that is not token counts
         self.sent: Sent | None = None  # its events as sent, where they are read (see .sent)
 
@@ -124,7 +124,7 @@ class StreamObserver:
     def __init__(self, call: Call, acc: Accumulator, once: str | None = None) -> None:
         self.call = call
         self.acc = acc
-        self.once = once  # see capture.operations.Operation
+        self.once = once  # see capture.lifecycle.Operation
         self.made = False  # its items are read where the stream makes them (Accumulator.made)
         self.hidden: list[Any] = []  # there, the items to hide from the caller (one at most)
         self.passed = 0  # there, items passed on one at a time (``__next__``) since a read

@@ -134,7 +134,7 @@ def test_an_sdk_call_made_inside_a_recorded_litellm_call_is_not_recorded_again(t
     """Whichever provider path litellm takes, one call: an SDK call inside it passes through."""
     import openai
 
-    from otel_tokens.capture.lifecycle import inside_gateway
+    from otel_tokens.capture.sent import inside_gateway
 
     server.json(CHAT)
     client = openai.OpenAI(api_key="k", base_url=server.url + "/v1", max_retries=0)

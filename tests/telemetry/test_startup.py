@@ -16,7 +16,7 @@ LAZY = (
     "opentelemetry.sdk", "opentelemetry.instrumentation", "genai_prices", "tiktoken",
     "otel_tokens.handler",
     "otel_tokens.emit", "otel_tokens.account.settle", "otel_tokens.account.estimate",
-    "otel_tokens.account.state", "otel_tokens.account.ledger", "otel_tokens.capture.operations",
+    "otel_tokens.account.state", "otel_tokens.account.ledger",
     "otel_tokens.capture.lifecycle", "otel_tokens.capture.stream", "otel_tokens.capture.openai_sdk",
     "otel_tokens.capture.anthropic_sdk", "otel_tokens.capture.agent_cli",
     "otel_tokens.capture.agent_runs", "otel_tokens.capture.backend",
@@ -28,7 +28,7 @@ LAZY = (
 FIRST_SDK_CALL = (
     "genai_prices", "otel_tokens.handler", "otel_tokens.emit", "otel_tokens.account.settle",
     "otel_tokens.account.estimate", "otel_tokens.account.state", "otel_tokens.account.ledger",
-    "otel_tokens.capture.operations", "otel_tokens.capture.lifecycle", "otel_tokens.capture.stream",
+    "otel_tokens.capture.lifecycle", "otel_tokens.capture.stream",
     "otel_tokens.capture.openai_sdk",
 )  # fmt: skip
 #: loaded by the first agent-CLI run
