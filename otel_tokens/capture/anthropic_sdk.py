@@ -361,7 +361,7 @@ def _call_wrapper(is_async: bool) -> Callable[..., Any]:
 
 # -- messages.stream(): the manager's deferred request, observed -----------------------------
 def _stream_wrapper(is_async: bool) -> Callable[..., Any]:
-    inner = (async_wrapper if is_async else sync_wrapper)(_MESSAGES)
+    inner = operation_wrapper(_MESSAGES, is_async)
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
         manager = _target(wrapped, instance)(*args, **kwargs)
