@@ -292,8 +292,8 @@ _servers: dict[int, tuple[Any, str | None, int | None]] = {}
 
 def _open(op: Operation, is_async: bool, instance: Any, args: tuple,
           kwargs: dict[str, Any]) -> tuple[Call, tuple, dict[str, Any], tuple] | None:  # fmt: skip
-    """Open the call (:data:`Start`); None when instrumentation itself failed.
-    (:func:`open_call`, written out: this runs on every call.)"""
+    """Open the call (:data:`Start`) with the facts ``op`` reads; None when instrumentation
+    itself failed."""
     try:
         model = kwargs.get("model")
         if op.client is not None:
@@ -303,19 +303,13 @@ def _open(op: Operation, is_async: bool, instance: Any, args: tuple,
             provider = op.provider(instance)
         conversation = op.conversation(kwargs) if op.conversation else None
         stream = kwargs.get("stream") is True if op.is_stream is None else op.is_stream(kwargs)
-        try:
-            request = op.request(kwargs)
-        except Exception as exc:  # only the estimate is lost
-            request = None
-            faults.report("estimate", exc)
-        call = (_handlers._handler or get_handler()).start(
-            operation=op.name, provider=provider, request_model=model if isinstance(model, str)
-            else None, stream=stream, server_address=address, server_port=port, request=request,
-            conversation_id=conversation)  # fmt: skip
-    except BudgetExceeded:
-        raise  # the user opted in to being stopped
     except Exception as exc:
         faults.report("internal", exc)
+        return None
+    call = open_call(op.request, kwargs, operation=op.name, provider=provider,
+                     request_model=model if isinstance(model, str) else None, stream=stream,
+                     server_address=address, server_port=port, conversation_id=conversation)
+    if call is None:
         return None
     send = _prepared(op, kwargs) if stream and op.prepare is not None else kwargs
     return call, args, send, (kwargs, send)
