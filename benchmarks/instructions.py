@@ -12,7 +12,9 @@ out. Variants:
 * ``floor``: a bare wrapper making the SDK do only what our telemetry contract asks of it per
   call (our span with our attributes, made current around the call, and our histogram
   points in the span's context, which the SDK samples as exemplars), nothing of
-  otel_tokens: ``otel_tokens - floor`` is otel_tokens' own Python;
+  otel_tokens: ``otel_tokens - floor`` is otel_tokens' own Python; ``--floor-parts`` also
+  runs the floor without one of its parts (the points' exemplars, the fourth point, 12 of the
+  span's 16 end attributes) to say what each costs in the SDK;
 * ``official``: ``opentelemetry-instrumentation-openai-v2`` (with ``opentelemetry-util-genai``),
   when importable by ``--official-python`` (default: this interpreter). It needs a venv of its
   own next to otel_tokens: ``pip install -e . opentelemetry-instrumentation-openai-v2
@@ -147,8 +149,15 @@ def _run(client, kind: str, n: int) -> None:  # type: ignore[no-untyped-def]
                 pass
 
 
-def _floor(tp, mp, null, client):  # type: ignore[no-untyped-def]
-    """Install the SDK-floor wrapper: our span and histogram points, nothing of ours."""
+#: the floor without one of its parts (``--floor-parts``): variant -> the part left out
+FLOOR_PARTS = {"floor-exemplars": "the points' exemplars (recorded outside the span's context)",
+               "floor-4th-point": "the fourth histogram point (the estimate's error)",
+               "floor-attributes": "12 of the span's 16 attributes set at its end"}  # fmt: skip
+
+
+def _floor(tp, mp, null, client, without=None):  # type: ignore[no-untyped-def]
+    """Install the SDK-floor wrapper: our span and histogram points, nothing of ours
+    (``without``: a :data:`FLOOR_PARTS` variant, the floor without that part)."""
     import openai
     import wrapt
     from opentelemetry import context, trace
@@ -173,6 +182,10 @@ def _floor(tp, mp, null, client):  # type: ignore[no-untyped-def]
     tracer = tp.get_tracer("floor")
     by_type = {kind: {**common, names.TOKEN_TYPE: kind} for kind in ("input", "output")}
     error_attrs = {**common, names.ESTIMATE_SOURCE: "exact"}
+    if without == "floor-attributes":
+        attributes = dict(list(attributes.items())[:4])
+    in_span = without != "floor-exemplars"
+    fourth = without != "floor-4th-point"
 
     def wrapper(wrapped, instance, args, kwargs):  # type: ignore[no-untyped-def]
         began = time.perf_counter()
@@ -186,10 +199,12 @@ def _floor(tp, mp, null, client):  # type: ignore[no-untyped-def]
         s.set_attributes(attributes)
         # in the span's context, as otel_tokens records them: the SDK samples the call's
         # trace id onto the points (exemplars, on by default in the telemetry contract)
-        duration.record(time.perf_counter() - began, common, context=current)
-        tokens.record(result.usage.prompt_tokens, by_type["input"], context=current)
-        tokens.record(result.usage.completion_tokens, by_type["output"], context=current)
-        error.record(0.1, error_attrs, context=current)
+        at = current if in_span else None
+        duration.record(time.perf_counter() - began, common, context=at)
+        tokens.record(result.usage.prompt_tokens, by_type["input"], context=at)
+        tokens.record(result.usage.completion_tokens, by_type["output"], context=at)
+        if fourth:
+            error.record(0.1, error_attrs, context=at)
         s.end()
         return result
 
@@ -230,8 +245,8 @@ def worker(variant: str, kind: str, n: int) -> None:
         OpenLLMetry().instrument()
     elif variant == "openlit":
         _openlit()
-    elif variant == "floor":
-        _floor(tp, mp, null, client)
+    elif variant == "floor" or variant in FLOOR_PARTS:
+        _floor(tp, mp, null, client, variant if variant in FLOOR_PARTS else None)
     _run(client, kind, 30)
     settle()  # the background warm-up (price data, tokenizer) is over before counting
     gc.collect()  # the counted calls run without the cyclic collector (see the docstring)
@@ -311,6 +326,8 @@ def main() -> None:
     parser.add_argument("--seeds", default="1,2")
     parser.add_argument("--calls", default="20,120", help="n1,n2 non-streamed calls (streams: the same)")
     parser.add_argument("--no-streams", action="store_true")
+    parser.add_argument("--floor-parts", action="store_true",
+                        help="also the SDK floor without each of its parts (what each costs)")
     parser.add_argument("--kinds", default=",".join(KINDS), help="of " + ", ".join(KINDS))
     parser.add_argument("--calling-thread", action="store_true",
                         help="count the thread making the calls alone (per chunk: the SDK's "
@@ -323,7 +340,8 @@ def main() -> None:
         sys.exit("valgrind is not installed (apt-get install valgrind)")
     seeds = [int(s) for s in args.seeds.split(",")]
     calls = tuple(int(c) for c in args.calls.split(","))
-    pythons = {"bare": sys.executable, "otel_tokens": sys.executable, "floor": sys.executable}
+    pythons = {"bare": sys.executable, "otel_tokens": sys.executable, "floor": sys.executable,
+               **({part: sys.executable for part in FLOOR_PARTS} if args.floor_parts else {})}
     for variant, module in OTHERS.items():
         python = getattr(args, f"{variant}_python")
         if _available(python, module):
@@ -333,7 +351,7 @@ def main() -> None:
     table: dict[tuple[str, str], float] = {}
     for kind in kinds:
         for variant, python in pythons.items():
-            if variant == "floor" and kind != "call":
+            if (variant == "floor" or variant in FLOOR_PARTS) and kind != "call":
                 continue
             table[(variant, kind)] = per_call(python, variant, kind, calls, seeds,  # type: ignore[arg-type]
                                               args.calling_thread)
@@ -374,6 +392,9 @@ def report(table: dict[tuple[str, str], float], pythons: dict[str, str], kinds: 
         floor = added("floor", "call")
         print(f"  of otel_tokens' non-streamed call: the SDK floor {floor:,.0f}, "
               f"otel_tokens' own Python {added('otel_tokens', 'call') - floor:,.0f}")
+        for part, what in FLOOR_PARTS.items():
+            if (part, "call") in table:
+                print(f"    of the floor: {floor - added(part, 'call'):>8,.0f} {what}")
     print(f"  ({seconds:.0f} s)")
 
 
