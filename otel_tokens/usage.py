@@ -15,6 +15,7 @@ import math
 import numbers
 import operator
 from dataclasses import dataclass, fields
+from itertools import chain
 from typing import Any, Literal, Mapping, NamedTuple
 
 from . import faults
@@ -101,30 +102,53 @@ def check_token_text(name: str, text: Any) -> int | None:
 _COUNT_SUFFIXES = ("tokens", "tokencount", "token_count")
 
 
+#: the types of a usage block's values whose counts the fast check reads: counts (or unknown),
+#: and details objects of counts at the top level
+_COUNT_KINDS = frozenset((int, type(None)))
+_TOP_KINDS = _COUNT_KINDS | {dict}
+_is_dict, _is_int = dict.__instancecheck__, int.__instancecheck__
+
+
 def check_sent_usage(usage: Any) -> None:
     """Hold a usage block *as the provider sent it* (decoded JSON, before a client library
     made numbers of it: openai's, google-genai's and botocore's parsers turn ``true`` into 1
     and ``"10"`` into 10) to :func:`check_token_count`: every token count in it, at any depth
     (details objects, modality lists), must be one; raises ``ValueError`` naming the first
-    that is not."""
+    that is not.
+
+    The common block (every call: plain counts, details objects of plain counts) is found
+    sound by a few C-level passes; anything else takes the full walk (:func:`_check_sent`)."""
+    if type(usage) is dict:
+        values = usage.values()
+        if _TOP_KINDS.issuperset(map(type, values)):  # exact types: no bool, no subclass
+            inner = [*chain.from_iterable(map(dict.values, filter(_is_dict, values)))]
+            if _COUNT_KINDS.issuperset(map(type, inner)):
+                counts = [*filter(_is_int, chain(values, inner))]
+                if not counts or (min(counts) >= 0 and max(counts) <= MAX_TOKEN_COUNT):
+                    return
+    _check_sent(usage)
+
+
+def _check_sent(usage: Any) -> None:
+    """:func:`check_sent_usage`'s full walk, naming the first count that breaks the rule."""
     kind = type(usage)
     if kind is list:
         for item in usage:
-            check_sent_usage(item)
+            _check_sent(item)
         return
     if kind is not dict:
         return
     for name, value in usage.items():
         kind = type(value)
         if kind is int and 0 <= value <= MAX_TOKEN_COUNT or value is None:
-            continue  # a count, whatever the field (the common case, kept cheap: every call)
+            continue  # a count, whatever the field
         if kind is dict:  # a details object: plain counts need no frame of their own
             for count in value.values():
                 if count is not None and (type(count) is not int or not 0 <= count <= MAX_TOKEN_COUNT):
-                    check_sent_usage(value)
+                    _check_sent(value)
                     break
         elif kind is list:
-            check_sent_usage(value)
+            _check_sent(value)
         elif isinstance(name, str):
             low = name.lower()
             if low.endswith(_COUNT_SUFFIXES) and not low.startswith("total"):

@@ -195,3 +195,57 @@ def test_the_same_rule_for_a_count_sent_as_text(text, expected):
             check_token_text("x-amzn-bedrock-input-token-count", text)
     else:
         assert check_token_text("x-amzn-bedrock-input-token-count", text) == expected
+
+
+# -- a usage block as sent (check_sent_usage: a C-level check of the common block, else the walk) --
+
+_OPENAI = {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17,
+           "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": None},
+           "completion_tokens_details": {"reasoning_tokens": 0}}  # fmt: skip
+
+
+@pytest.mark.parametrize("block, named", [
+    (_OPENAI, None), ({}, None), ([_OPENAI, _OPENAI], None),
+    ({**_OPENAI, "total_tokens": 2**70}, None),  # totals are not recorded, not checked
+    ({**_OPENAI, "created": -5}, None),  # not a count's name
+    ({**_OPENAI, "prompt_tokens": -5}, "prompt_tokens"),
+    ({**_OPENAI, "prompt_tokens": 2**63}, "prompt_tokens"),
+    ({**_OPENAI, "prompt_tokens": True}, "prompt_tokens"),
+    ({**_OPENAI, "completion_tokens": "10"}, "completion_tokens"),
+    ({**_OPENAI, "prompt_tokens_details": {"cached_tokens": -1}}, "cached_tokens"),
+    ({**_OPENAI, "prompt_tokens_details": {"cached_tokens": 1.5}}, "cached_tokens"),
+    ({**_OPENAI, "prompt_tokens_details": {"x": {"audio_tokens": -1}}}, "audio_tokens"),
+    ({"promptTokensDetails": [{"modality": "TEXT", "tokenCount": -3}]}, "tokenCount"),
+])  # fmt: skip
+def test_a_usage_block_as_sent(block, named):
+    from otel_tokens.usage import check_sent_usage
+
+    if named is None:
+        check_sent_usage(block)
+    else:
+        with pytest.raises(ValueError, match=named):
+            check_sent_usage(block)
+
+
+_NAMES = st.sampled_from(["prompt_tokens", "cached_tokens", "total_tokens", "tokenCount",
+                          "modality", "prompt_tokens_details", "Total_Tokens", "created"])
+_LEAVES = st.one_of(st.none(), st.booleans(), st.integers(-3, 3),
+                    st.integers(2**63 - 2, 2**63 + 1),
+                    st.sampled_from(["10", "TEXT", 10.7, 12.0, math.inf]))  # fmt: skip
+_BLOCKS = st.recursive(_LEAVES, lambda inner: st.one_of(
+    st.lists(inner, max_size=3), st.dictionaries(_NAMES, inner, max_size=5)), max_leaves=12)
+
+
+@given(_BLOCKS)
+def test_the_common_block_check_agrees_with_the_full_walk(block):
+    """The fast check passes only what the full walk passes, and otherwise the walk decides."""
+    from otel_tokens.usage import _check_sent, check_sent_usage
+
+    def outcome(check):
+        try:
+            check(block)
+        except ValueError as exc:
+            return str(exc)
+        return None
+
+    assert outcome(check_sent_usage) == outcome(_check_sent)
