@@ -459,28 +459,34 @@ class Estimator:
         estimates. ``reported_input`` must be reported."""
         if reported_input is None or reported_input <= 0:
             return
-        cursor = _new(_Cursor, (estimate.n_messages, estimate.last_digest,
-                                estimate.preamble_digest, reported_input,
-                                estimate.carried))  # fmt: skip
-        with self._lock:
-            cursors, key = self._cursors, estimate.cursor_key  # _put, written out (every call)
+        # the estimate's fields read at once (one unpacking, not a look-up each: every call)
+        (made, _, model, key, n_messages, last_digest, preamble_digest, raw, fixed, complete,
+         carried, _, _) = estimate  # fmt: skip
+        cursor = _new(_Cursor, (n_messages, last_digest, preamble_digest, reported_input,
+                                carried))  # fmt: skip
+        lock = self._lock
+        lock.acquire()  # not a with statement: its __enter__/__exit__ look-ups (every call)
+        try:
+            cursors = self._cursors  # _put, written out (every call)
             cursors.pop(key, None)
             if len(cursors) >= _MAX_KEYS:
                 del cursors[next(iter(cursors))]
             cursors[key] = cursor
-            if not estimate.complete:
+            if not complete:
                 self._learn_guessed(estimate, reported_input)
-            elif estimate.heuristic_raw > 0 and estimate.estimate.source == "full":
-                ratio = (reported_input - estimate.fixed) / estimate.heuristic_raw
+            elif raw > 0 and made.source == "full":
+                ratio = (reported_input - fixed) / raw
                 low, high = _RATIO_BOUNDS  # min(max(...)), without its two calls (every call)
                 ratio = low if ratio < low else high if ratio > high else ratio
-                ratios = self._ratios.get(estimate.model)
+                ratios = self._ratios.get(model)
                 if ratios is not None:  # _Ratios.add, written out (every call)
                     values = ratios.values
                     values.append(ratio)
                     ratios.mean = sum(values) / len(values)
                 else:
-                    self._add(self._ratios, estimate.model, ratio)
+                    self._add(self._ratios, model, ratio)
+        finally:
+            lock.release()
 
     def _learn_guessed(self, estimate: RequestEstimate, reported_input: int) -> None:
         """The actual tokens per part of unknown size: what the call reported beyond the rest
