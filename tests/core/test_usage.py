@@ -197,7 +197,7 @@ def test_the_same_rule_for_a_count_sent_as_text(text, expected):
         assert check_token_text("x-amzn-bedrock-input-token-count", text) == expected
 
 
-# -- a usage block as sent (check_sent_usage: a C-level check of the common block, else the walk) --
+# -- a usage block as sent (check_sent_usage: one loop over the common block, else the full walk) --
 
 _OPENAI = {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17,
            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": None},
