@@ -11,7 +11,8 @@ out. Variants:
   pre-call estimate, anomaly checks);
 * ``floor``: a bare wrapper making the SDK do only what our telemetry contract asks of it per
   call (our span with our attributes, made current around the call, and our histogram
-  points in the span's context, which the SDK samples as exemplars), nothing of
+  points, those of duration and tokens in the span's context, which the SDK samples as
+  exemplars), nothing of
   otel_tokens: ``otel_tokens - floor`` is otel_tokens' own Python; ``--floor-parts`` also
   runs the floor without one of its parts (the points' exemplars, the fourth point, 12 of the
   span's 16 end attributes) to say what each costs in the SDK;
@@ -198,13 +199,13 @@ def _floor(tp, mp, null, client, without=None):  # type: ignore[no-untyped-def]
             context.detach(token)
         s.set_attributes(attributes)
         # in the span's context, as otel_tokens records them: the SDK samples the call's
-        # trace id onto the points (exemplars, on by default in the telemetry contract)
+        # trace id onto the duration and token points (exemplars, on by default)
         at = current if in_span else None
         duration.record(time.perf_counter() - began, common, context=at)
         tokens.record(result.usage.prompt_tokens, by_type["input"], context=at)
         tokens.record(result.usage.completion_tokens, by_type["output"], context=at)
-        if fourth:
-            error.record(0.1, error_attrs, context=at)
+        if fourth:  # outside the span's context, as otel_tokens records it (no exemplar)
+            error.record(0.1, error_attrs)
         s.end()
         return result
 
