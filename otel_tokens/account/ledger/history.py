@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import math
 from array import array
-from typing import Iterator
+from itertools import repeat
+from operator import and_ as _and, rshift as _rshift
+from struct import pack
+from typing import Any, Iterable, Iterator
 
 from ...usage import TOKEN_CLASSES, USAGE_SOURCES, Usage
 from .records import UsageRecord
@@ -21,7 +24,26 @@ __all__ = ["History"]
 
 _NAN = math.nan
 _SOURCE_CODES = {name: code for code, name in enumerate(USAGE_SOURCES)}
+_LOW_64 = (1 << 64) - 1
 _COMPACT_AFTER = 4096  # physical slots freed at the front before the arrays are compacted
+
+
+def _column(typecode: str, values: tuple[Any, ...], missing: Any) -> array:
+    """``values`` as an array, None stored as ``missing``; at C speed when none or all of
+    them are None (a column usually is one or the other: a token class a model reports, or
+    premium requests of a provider that bills none)."""
+    n = len(values)
+    if None not in values:
+        return _array(typecode, values, n)
+    if values.count(None) == n:
+        return array(typecode, (missing,)) * n
+    return _array(typecode, [missing if v is None else v for v in values], n)
+
+
+def _array(typecode: str, values: Iterable[Any], n: int) -> array:
+    """An array of ``n`` values, packed by :mod:`struct` in one call (``array(typecode,
+    values)`` parses every item on its own, at twice the cost); native sizes, as array's."""
+    return array(typecode, pack(f"{n}{typecode}", *values))
 
 
 class History:
@@ -78,23 +100,28 @@ class History:
     ) -> None:
         """Store records at the end, given as one tuple per field. Every column is converted
         before any is extended, so a value that does not fit leaves the history as it was."""
-        code = self.code
-        codes = self._label_codes
-        mask = 0xFFFFFFFFFFFFFFFF
+        n = len(lid)
         new = (
-            array("q", lid), array("d", ts),
-            *(array("q", [-1 if v is None else v for v in column]) for column in tokens),
-            array("d", [_NAN if v is None else v for v in cost]),
-            array("d", [_NAN if v is None else v for v in premium]),
-            array("i", [codes[m] if m in codes else code(m) for m in model]),
-            array("i", [codes[p] if p in codes else code(p) for p in provider]),
-            array("b", [_SOURCE_CODES[s] for s in source]),
-            array("Q", [t >> 64 for t in trace_id]), array("Q", [t & mask for t in trace_id]),
-            array("Q", span_id), array("q", rowid),
+            _array("q", lid, n), _array("d", ts, n), *(_column("q", c, -1) for c in tokens),
+            _column("d", cost, _NAN), _column("d", premium, _NAN),
+            self._codes(model), self._codes(provider),
+            _array("b", map(_SOURCE_CODES.__getitem__, source), n),
+            _array("Q", map(_rshift, trace_id, repeat(64)), n),
+            _array("Q", map(_and, trace_id, repeat(_LOW_64)), n),
+            _array("Q", span_id, n), _array("q", rowid, n),
         )  # fmt: skip
         for column, values in zip(self._columns, new):
             column.extend(values)
         self.request_ids.extend(request_id)
+
+    def _codes(self, labels: tuple[str | None, ...]) -> array:
+        """The labels' interned codes; each distinct label (usually one) is looked up once,
+        new ones coded in order of first use."""
+        codes = self._label_codes
+        for label in dict.fromkeys(labels):
+            if label not in codes:
+                self.code(label)
+        return _array("i", map(codes.__getitem__, labels), len(labels))
 
     def physical(self, position: int) -> int:
         """Array index of the record at ``position`` (0 = oldest retained)."""
