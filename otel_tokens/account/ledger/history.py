@@ -13,7 +13,8 @@ from __future__ import annotations
 import math
 from array import array
 from itertools import repeat
-from operator import and_ as _and, rshift as _rshift
+from operator import and_ as _and
+from operator import rshift as _rshift
 from struct import pack
 from typing import Any, Iterable, Iterator
 
