@@ -255,15 +255,7 @@ class UsageLedger:
                  request_ids, rowid)  # fmt: skip
         self._recent = []
         self._cumulative.add_columns((i, o, cr, cw, r, scaled_cost, scaled_premium), len(rows))
-        model_cost = self._model_cost
-        for m, c in zip(model, scaled_cost):
-            if c is not None:
-                entry = model_cost.get(m)
-                if entry is None:
-                    model_cost[m] = [c, 1]
-                else:
-                    entry[0] += c
-                    entry[1] += 1
+        self._add_model_costs(model, scaled_cost)
         excess = len(h) - self.max_history if self.max_history is not None else 0
         if excess > 0:
             first = h.start
@@ -273,6 +265,29 @@ class UsageLedger:
             self._evicted_last_lid = h.lid[first + excess - 1]
             h.evict_front(excess)
             self._evicted += excess
+
+    def _add_model_costs(self, models: tuple[str | None, ...],
+                         scaled: tuple[int | None, ...]) -> None:  # fmt: skip
+        """Each model's scaled cost and count of priced rows (:meth:`cost_by_model`); one
+        sum when the rows are all priced and of one model, an agent's usual fold."""
+        model_cost = self._model_cost
+        first = models[0]
+        if None not in scaled and models.count(first) == len(models):
+            entry = model_cost.get(first)
+            if entry is None:
+                model_cost[first] = [sum(scaled), len(scaled)]  # type: ignore[arg-type]
+            else:
+                entry[0] += sum(scaled)  # type: ignore[arg-type]
+                entry[1] += len(scaled)
+            return
+        for m, c in zip(models, scaled):
+            if c is not None:
+                entry = model_cost.get(m)
+                if entry is None:
+                    model_cost[m] = [c, 1]
+                else:
+                    entry[0] += c
+                    entry[1] += 1
 
     # -- streaming ------------------------------------------------------------------------
     def stream_update(self, key: Hashable, usage: Usage) -> None:
