@@ -116,13 +116,15 @@ class History:
         self.request_ids.extend(request_id)
 
     def _codes(self, labels: tuple[str | None, ...]) -> array:
-        """The labels' interned codes; each distinct label (usually one) is looked up once,
-        new ones coded in order of first use."""
+        """The labels' interned codes; new labels (rarely any) coded in order of first use."""
         codes = self._label_codes
-        for label in dict.fromkeys(labels):
-            if label not in codes:
-                self.code(label)
-        return _array("i", map(codes.__getitem__, labels), len(labels))
+        try:
+            return _array("i", map(codes.__getitem__, labels), len(labels))
+        except KeyError:
+            for label in labels:
+                if label not in codes:
+                    self.code(label)
+            return _array("i", map(codes.__getitem__, labels), len(labels))
 
     def physical(self, position: int) -> int:
         """Array index of the record at ``position`` (0 = oldest retained)."""
