@@ -146,7 +146,14 @@ class Accountant:
                 faults.report("state", exc)
             if not idle:
                 self._write_ledger(entry, call, usage, parts, prices, price, default_model, failed)
-            anomalies = self._anomalies(entry, usage, price, response_model)
+            inp, out, cost = usage.input_tokens, usage.output_tokens, price.cost_usd
+            if inp is not None or out is not None or cost is not None:  # else nothing to check
+                total = out if inp is None else inp if out is None else inp + out  # total_tokens
+                try:
+                    found = self.guard.check_after(entry.name, total, cost, response_model)
+                    anomalies = tuple(found) if found else ()  # none: the common case
+                except Exception as exc:
+                    faults.report("internal", exc)
             if state is None:  # no turn (or a state fault): the figures as they are
                 try:
                     state = entry.state.figures()
@@ -346,19 +353,6 @@ class Accountant:
             faults.report("ledger_persistence", exc)
         except Exception as exc:
             faults.report("ledger", exc)
-
-    def _anomalies(self, entry: AgentEntry, usage: Usage, price: PriceResult,
-                   response_model: str | None) -> tuple:  # fmt: skip
-        inp, out = usage.input_tokens, usage.output_tokens
-        if inp is None and out is None and price.cost_usd is None:
-            return ()
-        total = out if inp is None else inp if out is None else inp + out  # usage.total_tokens
-        try:
-            found = self.guard.check_after(entry.name, total, price.cost_usd, response_model)
-            return tuple(found) if found else ()  # none: the common case
-        except Exception as exc:
-            faults.report("internal", exc)
-            return ()
 
     def _estimate_error(self, call: Call, usage: Usage, failed: bool) -> float | None:
         """(estimate - actual) / actual of reported input; the estimator learns from it."""
