@@ -323,16 +323,17 @@ class Pricer:
         context = billing.context if billing is not None else ()
         key = (provider, model, context)
         rates = self._cache.get(key, _MISSING)
-        if rates is _MISSING or (type(rates) is _Rates and rates.expires < time.monotonic()):
-            rates = self._resolve(provider, model, context)
-            cache = self._cache
-            if len(cache) >= _CACHE_MAX and key not in cache:
-                del cache[next(iter(cache))]  # bounded: model names may come from clients
-            cache[key] = rates
-        if rates is None:
-            return _UNPRICED
-        if type(rates) is PriceResult:  # unpriced, saying why (self-hosted, endpoint's model)
-            return rates
+        if type(rates) is not _Rates or rates.expires < time.monotonic():  # else a current price
+            if rates is _MISSING or type(rates) is _Rates:  # not resolved yet, or expired
+                rates = self._resolve(provider, model, context)
+                cache = self._cache
+                if len(cache) >= _CACHE_MAX and key not in cache:
+                    del cache[next(iter(cache))]  # bounded: model names may come from clients
+                cache[key] = rates
+            if rates is None:
+                return _UNPRICED
+            if type(rates) is PriceResult:  # unpriced, saying why (self-hosted, endpoint's model)
+                return rates
         if billing is None:  # every field, without PriceResult.__new__'s frame (every call)
             return _new(PriceResult, (rates.cost(usage), "computed", False, (), (), rates.match))
         return self._billed(rates, usage, billing)
