@@ -255,17 +255,17 @@ class AnomalyGuard:
                     self._spikes.popitem(last=False)
             elif len(self._spikes) > 1:
                 self._spikes.move_to_end(agent)
-            factor, warmup = rule.factor, rule.warmup
-            for value, values in zip((tokens, cost_usd), rolling):
+            for value, values, kind in ((tokens, rolling[0], "token_spike"),
+                                        (cost_usd, rolling[1], "cost_spike")):  # fmt: skip
                 if value is None:
                     continue
                 order, ranked = values.order, values.sorted
                 # _Rolling.above, then .add, written out (twice per call): False is sure
-                if len(order) >= warmup and value > factor * ranked[(len(ranked) - 1) * 95 // 100]:
+                if len(order) >= rule.warmup and \
+                        value > rule.factor * ranked[(len(ranked) - 1) * 95 // 100]:
                     p95 = values.p95()
-                    if p95 is not None and p95 > 0 and value > factor * p95:
-                        kind: AnomalyKind = "token_spike" if values is rolling[0] else "cost_spike"
-                        found.append(Anomaly(agent, kind, float(value), factor * p95, model))
+                    if p95 is not None and p95 > 0 and value > rule.factor * p95:
+                        found.append(Anomaly(agent, kind, float(value), rule.factor * p95, model))  # type: ignore[arg-type]
                 order.append(value)
                 insort(ranked, value)
                 if len(order) > values.size:
