@@ -120,15 +120,12 @@ class Recorder:
         """Open the call's span (started, not yet current); its ids go on the record."""
         agent = call.agent
         facts = (call.operation, call.provider, agent.name if agent is not None else "default",
-                 call.request_model, call.server_address)  # fmt: skip
+                 call.request_model, call.server_address, call.stream, call.server_port)  # fmt: skip
         found = self._labels.get(facts) if not self.who_labels else None
         shape = found if found is not None else self._shape_of(call, facts)
         emission = call.emission = _Emission(None, shape)
         try:
-            attrs = dict(shape.labels)  # spans keep the real values
-            attrs[names.REQUEST_STREAM] = bool(call.stream)
-            if call.server_port:
-                attrs[names.SERVER_PORT] = call.server_port
+            attrs = dict(shape.span_attributes)  # spans keep the real values
             if call.conversation_id:
                 attrs[names.CONVERSATION_ID] = call.conversation_id
             if call.user:
@@ -152,7 +149,7 @@ class Recorder:
                 span.set_attributes(attrs)
             else:
                 span = emission.span = self.tracer.start_span(
-                    call.span_name or shape.name, kind=SpanKind.CLIENT, attributes=attrs)
+                    call.span_name or shape.name, kind=_CLIENT, attributes=attrs)
             ids = span.get_span_context()
             if ids.is_valid:
                 call.trace_id, call.span_id = ids.trace_id, ids.span_id
@@ -160,9 +157,10 @@ class Recorder:
             faults.report("span", exc)
 
     def _shape_of(self, call: Call, facts: tuple[Any, ...]) -> _Shape:
-        """A call's request shape (its common metric labels and default span name), kept by
-        request facts (bounded) unless its labels carry who the call is for (opt-in)."""
-        operation, provider, agent, model, address = facts
+        """A call's request shape (its common metric labels, its span's attributes known at
+        the start and its default span name), kept by request facts (bounded) unless its
+        labels carry who the call is for (opt-in)."""
+        operation, provider, agent, model, address, stream, port = facts
         labels: dict[str, Any] = {names.OPERATION: operation, names.PROVIDER: provider,
                                   names.AGENT_NAME: agent}  # fmt: skip
         if model:
@@ -174,7 +172,10 @@ class Recorder:
                 else call.conversation_id  # fmt: skip
             if value:
                 labels[attr] = value
-        found = _Shape(labels, f"{operation} {model}" if model else operation)
+        span_attributes = {**labels, names.REQUEST_STREAM: bool(stream)}
+        if port:
+            span_attributes[names.SERVER_PORT] = port
+        found = _Shape(labels, span_attributes, f"{operation} {model}" if model else operation)
         if not self.who_labels:
             if len(self._labels) >= _LABELS_MAX:
                 self._labels.clear()
@@ -245,59 +246,59 @@ class Recorder:
         try:
             if not span.is_recording():
                 return
-            values: dict[str, Any] = {}
-            usage = outcome.usage
-            # names.TOKEN_ATTRIBUTES, written out: a class the backend did not report is
-            # absent, never 0
-            if usage.input_tokens is not None:
-                values[names.USAGE_INPUT] = usage.input_tokens
-            if usage.output_tokens is not None:
-                values[names.USAGE_OUTPUT] = usage.output_tokens
-            if usage.cache_read_tokens is not None:
-                values[names.USAGE_CACHE_READ] = usage.cache_read_tokens
-            if usage.cache_write_tokens is not None:
-                values[names.USAGE_CACHE_WRITE] = usage.cache_write_tokens
-            if usage.reasoning_tokens is not None:
-                values[names.USAGE_REASONING] = usage.reasoning_tokens
+            # each value read once (a named tuple's field by name is a call each time)
+            (failed, error_type, error_message, usage, price, _, response_model, response_id,
+             reasons, _, estimate_error, _, first_chunk, _, state, _, attributes, _) = outcome
+            cost_usd, cost_source, _, components, unpriced, match = price
+            input_tokens, output_tokens, cache_read, cache_write, reasoning = _token_values(usage)
+            values: dict[str, Any] = {}  # only what is known: an unreported class is absent, not 0
+            if input_tokens is not None:
+                values[names.USAGE_INPUT] = input_tokens
+            if output_tokens is not None:
+                values[names.USAGE_OUTPUT] = output_tokens
+            if cache_read is not None:
+                values[names.USAGE_CACHE_READ] = cache_read
+            if cache_write is not None:
+                values[names.USAGE_CACHE_WRITE] = cache_write
+            if reasoning is not None:
+                values[names.USAGE_REASONING] = reasoning
             if values or usage.premium_requests is not None or usage.cost_usd is not None:
                 values[names.USAGE_SOURCE] = usage.source  # no figure, no source
-            # each only when known (an empty tuple is none); written out: this runs per call
-            if outcome.response_model is not None:
-                values[names.RESPONSE_MODEL] = outcome.response_model
-            if outcome.response_id is not None:
-                values[names.RESPONSE_ID] = outcome.response_id
-            if outcome.finish_reasons:
-                values[names.FINISH_REASONS] = outcome.finish_reasons
-            price = outcome.price
-            if price.cost_usd is not None:
-                values[names.COST_USD] = price.cost_usd
-            if price.source is not None:
-                values[names.COST_SOURCE] = price.source
-            if price.components:
-                values[names.COST_COMPONENTS] = price.components
-            if price.unpriced_components:
-                values[names.COST_UNPRICED] = price.unpriced_components
-            if price.match is not None:
-                values[names.COST_MATCH] = price.match
+            if response_model is not None:
+                values[names.RESPONSE_MODEL] = response_model
+            if response_id is not None:
+                values[names.RESPONSE_ID] = response_id
+            if reasons:  # an empty tuple is none
+                values[names.FINISH_REASONS] = reasons
+            if cost_usd is not None:
+                values[names.COST_USD] = cost_usd
+            if cost_source is not None:
+                values[names.COST_SOURCE] = cost_source
+            if components:
+                values[names.COST_COMPONENTS] = components
+            if unpriced:
+                values[names.COST_UNPRICED] = unpriced
+            if match is not None:
+                values[names.COST_MATCH] = match
             if usage.premium_requests is not None:
                 values[names.PREMIUM_REQUESTS] = usage.premium_requests
-            if outcome.estimate_error is not None:
-                values[names.ESTIMATE_ERROR] = outcome.estimate_error
-            if outcome.time_to_first_chunk is not None:
-                values[names.TIME_TO_FIRST_CHUNK] = outcome.time_to_first_chunk
-            state = outcome.state
+            if estimate_error is not None:
+                values[names.ESTIMATE_ERROR] = estimate_error
+            if first_chunk is not None:
+                values[names.TIME_TO_FIRST_CHUNK] = first_chunk
             if state is not None:
-                values[names.STATE_TURN_COUNT] = state.turn_count
-                values[names.STATE_TOTAL_OUTPUT] = state.total_output_tokens
-                if state.max_observed_input_tokens is not None:
-                    values[names.STATE_MAX_OBSERVED_INPUT] = state.max_observed_input_tokens
-                if state.context_utilization is not None:
-                    values[names.STATE_CONTEXT_UTILIZATION] = state.context_utilization
-            if outcome.attributes:
-                values.update(outcome.attributes)
-            if outcome.failed:
-                values[names.ERROR_TYPE] = outcome.error_type
-                span.set_status(Status(StatusCode.ERROR, outcome.error_message))
+                turns, total_output, max_observed, utilization = state
+                values[names.STATE_TURN_COUNT] = turns
+                values[names.STATE_TOTAL_OUTPUT] = total_output
+                if max_observed is not None:
+                    values[names.STATE_MAX_OBSERVED_INPUT] = max_observed
+                if utilization is not None:
+                    values[names.STATE_CONTEXT_UTILIZATION] = utilization
+            if attributes:
+                values.update(attributes)
+            if failed:
+                values[names.ERROR_TYPE] = error_type
+                span.set_status(Status(StatusCode.ERROR, error_message))
             span.set_attributes(values)
         except Exception as exc:
             faults.report("span", exc)
@@ -306,32 +307,35 @@ class Recorder:
                  context: Any = None) -> None:  # fmt: skip
         inst = self.instruments
         try:
+            # each value read once (a named tuple's field by name is a call each time)
+            (failed, error_type, _, _, _, lines, response_model, _, _, estimate, estimate_error,
+             duration, first_chunk, stream, _, _, _, usage_missing) = outcome  # fmt: skip
             attrs = main.attrs
-            if outcome.failed:
-                attrs = self.cardinality.label_set({**attrs, names.ERROR_TYPE: outcome.error_type})
-            inst.duration.record(outcome.duration, attrs, context)
-            if outcome.time_to_first_chunk is not None and outcome.stream:
-                inst.time_to_first_chunk.record(outcome.time_to_first_chunk, attrs, context)
-            for line in outcome.lines:
-                self._line(emission.shape, main, outcome, line, context)
-            if outcome.usage_missing:
+            if failed:
+                attrs = self.cardinality.label_set({**attrs, names.ERROR_TYPE: error_type})
+            inst.duration.record(duration, attrs, context)
+            if first_chunk is not None and stream:
+                inst.time_to_first_chunk.record(first_chunk, attrs, context)
+            for line in lines:
+                self._line(emission.shape, main, response_model, line, context)
+            if usage_missing:
                 inst.usage_missing.add(1, main.key)
-            estimate = outcome.estimate
-            if outcome.estimate_error is not None and estimate is not None:
-                attrs = main.estimate_attrs.get(estimate.source) or main.estimate(estimate.source)
-                if outcome.estimate_error >= 0:  # the SDK takes it as is
-                    inst.estimate_error.record(outcome.estimate_error, attrs)
+            if estimate_error is not None and estimate is not None:
+                source = estimate.source
+                attrs = main.estimate_attrs.get(source) or main.estimate(source)
+                if estimate_error >= 0:  # the SDK takes it as is
+                    inst.estimate_error.record(estimate_error, attrs)
                 else:
-                    record_signed(inst.estimate_error, outcome.estimate_error, attrs)
+                    record_signed(inst.estimate_error, estimate_error, attrs)
         except Exception as exc:
             faults.report("metrics", exc)
 
-    def _line(self, shape: _Shape, main: _AttributeSet, outcome: Outcome, line: Line,
+    def _line(self, shape: _Shape, main: _AttributeSet, response_model: str | None, line: Line,
               context: Any = None) -> None:  # fmt: skip
+        """One line's metric points, under ``main`` when its model is the call's."""
+        model, usage, cost_usd, cost_source, unpriced, premium, unpriced_components = line
         inst = self.instruments
-        points = main if line.model == outcome.response_model else self._attribute_set(
-            shape, line.model)  # fmt: skip
-        usage = line.usage
+        points = main if model == response_model else self._attribute_set(shape, model)
         if usage is not None:
             values = _token_values(usage)  # per token class, in TOKEN_ATTRIBUTES' order
             if values[0] is not None:
@@ -339,24 +343,25 @@ class Recorder:
             if values[1] is not None:
                 inst.token_usage.record(values[1], points.output_attrs, context)
             # the counters' additions: kept, added up every FOLD_AT (see SumGroup)
-            sums = points.token_sums.get(usage.source) or points.tokens(usage.source)
+            source = usage.source
+            sums = points.token_sums.get(source) or points.tokens(source)
             sums.extend(values)
             if len(sums) >= FOLD_AT:
                 sums.fold()
-        if line.cost_usd is not None:
-            cost_source = line.cost_source or "computed"
+        if cost_usd is not None:
+            cost_source = cost_source or "computed"
             sums = points.cost_sums.get(cost_source) or points.cost(cost_source)
-            sums.append(line.cost_usd)
+            sums.append(cost_usd)
             if len(sums) >= FOLD_AT:
                 sums.fold()
-        elif line.unpriced:
+        elif unpriced:
             inst.unpriced.add(1, points.key)
-        for component in line.unpriced_components:
+        for component in unpriced_components:
             attrs = self.cardinality.label_set({**points.attrs, names.COST_UNPRICED: component})
             inst.unpriced.add(1, tuple(attrs.items()))
-        if line.premium_requests is not None:
+        if premium is not None:
             sums = points.premium or points.premium_sums()
-            sums.append(line.premium_requests)
+            sums.append(premium)
             if len(sums) >= FOLD_AT:
                 sums.fold()
 
@@ -464,6 +469,7 @@ def _instruments_of(meter_provider: Any, recorder: Recorder) -> Instruments:
 
 #: GenAI operations that are not a model call (an agent's run, a tool's execution)
 _NOT_MODEL_CALLS = frozenset({"invoke_agent", "create_agent", "execute_tool", "invoke_workflow"})
+_CLIENT = SpanKind.CLIENT
 
 
 def _takes_context(histogram: Histogram) -> bool:
@@ -477,13 +483,15 @@ def _takes_context(histogram: Histogram) -> bool:
 
 class _Shape:
     """A request shape: a call's common metric labels (real values, bounded when recorded;
-    shared by its calls: read only), their items (the attribute sets' key), its default span
-    name and its admitted attribute sets by response model (found without hashing labels)."""
+    shared by its calls: read only), their items (the attribute sets' key), its span's
+    attributes known at the start, its default span name and its admitted attribute sets by
+    response model (found without hashing labels)."""
 
-    __slots__ = ("labels", "key", "name", "sets")
+    __slots__ = ("labels", "key", "span_attributes", "name", "sets")
 
-    def __init__(self, labels: dict[str, Any], name: str) -> None:
+    def __init__(self, labels: dict[str, Any], span_attributes: dict[str, Any], name: str) -> None:
         self.labels = labels
+        self.span_attributes = span_attributes  # the labels, the stream flag and server port
         self.key: tuple[tuple[str, Any], ...] = tuple(labels.items())
         self.name = name
         self.sets: dict[str | None, _AttributeSet] = {}
