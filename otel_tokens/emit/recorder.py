@@ -120,8 +120,9 @@ class Recorder:
         agent = call.agent
         facts = (call.operation, call.provider, agent.name if agent is not None else "default",
                  call.request_model, call.server_address, call.stream, call.server_port)  # fmt: skip
-        found = self._labels.get(facts) if not self.who_labels else None
-        shape = found if found is not None else self._shape_of(call, facts)
+        shape = self._labels.get(facts)  # (none kept when labels carry who a call is for)
+        if shape is None:
+            shape = self._shape_of(call, facts)
         emission = call.emission = _Emission(None, shape)
         try:
             attrs = dict(shape.span_attributes)  # spans keep the real values
