@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
-from opentelemetry.trace import SpanKind, Status, StatusCode
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 
 from .. import faults
 from ..account.agents import agents
@@ -151,7 +151,11 @@ class Recorder:
                 span = emission.span = self.tracer.start_span(
                     call.span_name or shape.name, kind=_CLIENT, attributes=attrs)
             ids = span.get_span_context()
-            if ids.is_valid:
+            if _BY_POSITION and type(ids) is SpanContext:  # its properties: a call each
+                trace_id, span_id, _, _, _, valid = ids
+                if valid:
+                    call.trace_id, call.span_id = trace_id, span_id
+            elif ids.is_valid:
                 call.trace_id, call.span_id = ids.trace_id, ids.span_id
         except Exception as exc:
             faults.report("span", exc)
@@ -472,6 +476,16 @@ def _instruments_of(meter_provider: Any, recorder: Recorder) -> Instruments:
 #: GenAI operations that are not a model call (an agent's run, a tool's execution)
 _NOT_MODEL_CALLS = frozenset({"invoke_agent", "create_agent", "execute_tool", "invoke_workflow"})
 _CLIENT = SpanKind.CLIENT
+
+
+def _by_position() -> bool:
+    """True when the API's span context is the tuple (trace id, span id, remote, flags, state,
+    valid) its properties read (then read by position: a property is a Python call each)."""
+    ids = SpanContext(1, 2, False)
+    return len(ids) == 6 and (ids[0], ids[1], ids[5]) == (ids.trace_id, ids.span_id, ids.is_valid)
+
+
+_BY_POSITION = _by_position()
 
 
 def _takes_context(histogram: Histogram) -> bool:
