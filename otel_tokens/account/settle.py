@@ -264,17 +264,6 @@ class Accountant:
         The response's billing goes with its first part (the model that answered: hosted-tool
         fees, billed units); its price context (service tier) applies to every part."""
         provider = call.provider
-        if billing is None and len(parts) == 1:  # one model, no billed units: the usual call
-            part, price = parts[0], _NO_PRICE
-            if part.input_tokens is not None or part.output_tokens is not None \
-                    or part.cost_usd is not None:  # fmt: skip
-                try:
-                    price = self.pricer.price(part, provider, part.model or default_model)
-                except Exception as exc:
-                    faults.report("pricing", exc)
-            if usage.source == "estimated":
-                price = _estimated(price)
-            return [price], price
         prices: list[PriceResult] = []
         for part in parts:
             if part.input_tokens is None and part.output_tokens is None and part.cost_usd is None \

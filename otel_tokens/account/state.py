@@ -255,15 +255,8 @@ class TokenState:
             self._turn_count += 1
             observed = self._max_observed_input_tokens
             if reported_input is not None and (observed is None or reported_input > observed):
-                self._max_observed_input_tokens = observed = reported_input
-            # the figures (_figures, written out: one frame less per call)
-            estimate = self._current_estimate() if self._streams else None  # none: no stream
-            tokens = estimate.input_tokens if estimate is not None else self._input_tokens
-            window = self._max_input_tokens
-            return tuple.__new__(StateFigures, (
-                self._turn_count, self._total_output_tokens, observed,
-                None if tokens is None or not window else tokens * 100.0 / window / 100.0,
-            ))  # fmt: skip
+                self._max_observed_input_tokens = reported_input
+            return self._figures()
         finally:
             lock.release()
 
