@@ -380,3 +380,22 @@ def test_an_amount_that_cannot_be_scaled_changes_nothing():
     assert led.append(u(3)) == 1
     assert [r.input_tokens for r in led.history()] == [1, 3]
     assert led.cumulative.cost_usd == 1.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.lists(st.tuples(
+    st.sampled_from([0, 1, (1 << 64) - 1, 1 << 64, (1 << 128) - 1, 0x0AF7651916CD43DD8448EB211C80319C]),
+    st.sampled_from([0, 1, (1 << 63) + 5, (1 << 64) - 1]),
+    st.sampled_from([None, "openai", "anthropic"]), st.sampled_from(["reported", "estimated"]),
+    st.sampled_from([None, "m1", "m2"]),
+), min_size=1, max_size=200))  # fmt: skip
+def test_folded_rows_keep_ids_labels_and_sources(rows):
+    """A fold's columns taken at C speed (trace ids split by their bytes, one repeated label
+    or source for the whole fold, mixed ones coded one by one) read back as appended."""
+    led = UsageLedger()
+    for trace, span, provider, source, model in rows:
+        led.append(Usage(input_tokens=3, model=model, source=source), trace_id=trace,
+                   span_id=span, provider=provider)  # fmt: skip
+    assert [(r.trace_id, r.span_id, r.provider, r.source, r.model) for r in led.history()] == [
+        (f"{t:032x}" if t else None, f"{s:016x}" if s else None, p, src, m)
+        for t, s, p, src, m in rows]  # fmt: skip

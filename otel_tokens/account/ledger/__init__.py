@@ -257,11 +257,16 @@ class UsageLedger:
         (lid, ts, i, o, cr, cw, r, cost, premium, scaled_cost, scaled_premium, model, provider,
          source, trace, span, request_ids, rowid) = zip(*rows)  # fmt: skip
         h = self._history
+        # None counts of each figure, for the history and the totals alike (a scaled amount
+        # is None exactly when its amount is)
+        unknown = (i.count(None), o.count(None), cr.count(None), cw.count(None), r.count(None),
+                   cost.count(None), premium.count(None))  # fmt: skip
         h.extend(lid, ts, (i, o, cr, cw, r), cost, premium, model, provider, source, trace, span,
-                 request_ids, rowid)  # fmt: skip
+                 request_ids, rowid, unknown)  # fmt: skip
         self._recent = []
-        self._cumulative.add_columns((i, o, cr, cw, r, scaled_cost, scaled_premium), len(rows))
-        self._add_model_costs(model, scaled_cost)
+        self._cumulative.add_columns((i, o, cr, cw, r, scaled_cost, scaled_premium), len(rows),
+                                     unknown)  # fmt: skip
+        self._add_model_costs(model, scaled_cost, not unknown[5])
         excess = len(h) - self.max_history if self.max_history is not None else 0
         if excess > 0:
             first = h.start
@@ -272,13 +277,13 @@ class UsageLedger:
             h.evict_front(excess)
             self._evicted += excess
 
-    def _add_model_costs(self, models: tuple[str | None, ...],
-                         scaled: tuple[int | None, ...]) -> None:  # fmt: skip
+    def _add_model_costs(self, models: tuple[str | None, ...], scaled: tuple[int | None, ...],
+                         priced: bool) -> None:  # fmt: skip
         """Each model's scaled cost and count of priced rows (:meth:`cost_by_model`); one
-        sum when the rows are all priced and of one model, an agent's usual fold."""
+        sum when the rows are all priced (``priced``) and of one model, an agent's usual fold."""
         model_cost = self._model_cost
         first = models[0]
-        if None not in scaled and models.count(first) == len(models):
+        if priced and models.count(first) == len(models):
             entry = model_cost.get(first)
             if entry is None:
                 model_cost[first] = [sum(scaled), len(scaled)]  # type: ignore[arg-type]

@@ -11,10 +11,9 @@ The ledger owns the lock: nothing here is thread-safe on its own.
 from __future__ import annotations
 
 import math
+import sys
 from array import array
 from itertools import repeat
-from operator import and_ as _and
-from operator import rshift as _rshift
 from struct import pack
 from typing import Any, Iterable, Iterator
 
@@ -25,20 +24,33 @@ __all__ = ["History"]
 
 _NAN = math.nan
 _SOURCE_CODES = {name: code for code, name in enumerate(USAGE_SOURCES)}
-_LOW_64 = (1 << 64) - 1
 _COMPACT_AFTER = 4096  # physical slots freed at the front before the arrays are compacted
 
 
-def _column(typecode: str, values: tuple[Any, ...], missing: Any) -> array:
-    """``values`` as an array, None stored as ``missing``; at C speed when none or all of
-    them are None (a column usually is one or the other: a token class a model reports, or
-    premium requests of a provider that bills none)."""
+def _column(typecode: str, values: tuple[Any, ...], missing: Any, unknown: int) -> array:
+    """``values`` as an array, None (``unknown`` of them) stored as ``missing``; at C speed
+    when none or all of them are None (a column usually is one or the other: a token class a
+    model reports, or premium requests of a provider that bills none)."""
     n = len(values)
-    if None not in values:
+    if not unknown:
         return _array(typecode, values, n)
-    if values.count(None) == n:
+    if unknown == n:
         return array(typecode, (missing,)) * n
     return _array(typecode, [missing if v is None else v for v in values], n)
+
+
+def _repeated(typecode: str, values: tuple[Any, ...]) -> array | None:
+    """An array of the one value ``values`` all are (a fold's usual label or row id: one
+    compare a value, no conversion each), else None."""
+    first = values[0]
+    if values.count(first) != len(values):
+        return None
+    return array(typecode, (first,)) * len(values)
+
+
+#: trace ids split into (low, high) 64-bit halves by one conversion each: their 16 bytes,
+#: little-endian, read as two native 64-bit words (swapped back on a big-endian machine)
+_SWAP = sys.byteorder != "little"
 
 
 def _array(typecode: str, values: Iterable[Any], n: int) -> array:
@@ -98,26 +110,36 @@ class History:
         span_id: tuple[int, ...],
         request_id: tuple[str | None, ...],
         rowid: tuple[int, ...],
+        unknown: tuple[int, ...],
     ) -> None:
         """Store records at the end, given as one tuple per field. Every column is converted
-        before any is extended, so a value that does not fit leaves the history as it was."""
+        before any is extended, so a value that does not fit leaves the history as it was.
+        ``unknown``: how many of each token class, cost and premium are None."""
         n = len(lid)
+        traces = array("Q", b"".join(map(int.to_bytes, trace_id, repeat(16), repeat("little"))))
+        if _SWAP:
+            traces.byteswap()
         new = (
-            _array("q", lid, n), _array("d", ts, n), *(_column("q", c, -1) for c in tokens),
-            _column("d", cost, _NAN), _column("d", premium, _NAN),
+            _array("q", lid, n), _array("d", ts, n),
+            *(_column("q", c, -1, k) for c, k in zip(tokens, unknown)),
+            _column("d", cost, _NAN, unknown[5]), _column("d", premium, _NAN, unknown[6]),
             self._codes(model), self._codes(provider),
-            _array("b", map(_SOURCE_CODES.__getitem__, source), n),
-            _array("Q", map(_rshift, trace_id, repeat(64)), n),
-            _array("Q", map(_and, trace_id, repeat(_LOW_64)), n),
-            _array("Q", span_id, n), _array("q", rowid, n),
+            array("b", (_SOURCE_CODES[source[0]],)) * n if source.count(source[0]) == n
+            else _array("b", map(_SOURCE_CODES.__getitem__, source), n),
+            traces[1::2], traces[::2],
+            _array("Q", span_id, n), _repeated("q", rowid) or _array("q", rowid, n),
         )  # fmt: skip
         for column, values in zip(self._columns, new):
             column.extend(values)
         self.request_ids.extend(request_id)
 
     def _codes(self, labels: tuple[str | None, ...]) -> array:
-        """The labels' interned codes; new labels (rarely any) coded in order of first use."""
+        """The labels' interned codes; new labels (rarely any) coded in order of first use.
+        Usually one label (one model, one provider): its code repeated."""
         codes = self._label_codes
+        first = labels[0]
+        if first in codes and labels.count(first) == len(labels):
+            return array("i", (codes[first],)) * len(labels)
         try:
             return _array("i", map(codes.__getitem__, labels), len(labels))
         except KeyError:

@@ -128,12 +128,14 @@ class TotalsAccumulator:
             sums[6] += sign * p
             known[6] += sign
 
-    def add_columns(self, columns: tuple[tuple[int | None, ...], ...], n: int) -> None:
-        """Add ``n`` requests given as the 7 scaled values' columns (None=unknown)."""
+    def add_columns(self, columns: tuple[tuple[int | None, ...], ...], n: int,
+                    unknown: tuple[int, ...]) -> None:  # fmt: skip
+        """Add ``n`` requests given as the 7 scaled values' columns (None=unknown; ``unknown``:
+        how many each column holds)."""
         self.requests += n
         sums, known = self.sums, self.known
         for k, column in enumerate(columns):
-            missing = column.count(None)
+            missing = unknown[k]
             if missing < n:
                 sums[k] += sum(filter(None, column))  # zeros add nothing, None is skipped
                 known[k] += n - missing
