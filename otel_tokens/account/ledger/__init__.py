@@ -37,6 +37,7 @@ from .records import (
     TotalsAccumulator,
     UsageRecord,
     UsageTotals,
+    column_totals,
     scaled_values,
 )
 from .stats import RankWindow, check_percentile, class_stats
@@ -257,16 +258,15 @@ class UsageLedger:
         (lid, ts, i, o, cr, cw, r, cost, premium, scaled_cost, scaled_premium, model, provider,
          source, trace, span, request_ids, rowid) = zip(*rows)  # fmt: skip
         h = self._history
-        # None counts of each figure, for the history and the totals alike (a scaled amount
-        # is None exactly when its amount is)
-        unknown = (i.count(None), o.count(None), cr.count(None), cw.count(None), r.count(None),
-                   cost.count(None), premium.count(None))  # fmt: skip
+        n = len(rows)
+        # each figure's known sum and None count: the history's columns hold None alike (a
+        # scaled amount is None exactly when its amount is)
+        sums, unknown = column_totals((i, o, cr, cw, r, scaled_cost, scaled_premium), n)
         h.extend(lid, ts, (i, o, cr, cw, r), cost, premium, model, provider, source, trace, span,
                  request_ids, rowid, unknown)  # fmt: skip
         self._recent = []
-        self._cumulative.add_columns((i, o, cr, cw, r, scaled_cost, scaled_premium), len(rows),
-                                     unknown)  # fmt: skip
-        self._add_model_costs(model, scaled_cost, not unknown[5])
+        self._cumulative.add_columns(n, sums, unknown)
+        self._add_model_costs(model, scaled_cost, None if unknown[5] else sums[5])
         excess = len(h) - self.max_history if self.max_history is not None else 0
         if excess > 0:
             first = h.start
@@ -278,17 +278,18 @@ class UsageLedger:
             self._evicted += excess
 
     def _add_model_costs(self, models: tuple[str | None, ...], scaled: tuple[int | None, ...],
-                         priced: bool) -> None:  # fmt: skip
-        """Each model's scaled cost and count of priced rows (:meth:`cost_by_model`); one
-        sum when the rows are all priced (``priced``) and of one model, an agent's usual fold."""
+                         total: int | None) -> None:  # fmt: skip
+        """Each model's scaled cost and count of priced rows (:meth:`cost_by_model`); when the
+        rows are all priced (``total``: their sum) and of one model, an agent's usual fold, one
+        addition."""
         model_cost = self._model_cost
         first = models[0]
-        if priced and models.count(first) == len(models):
+        if total is not None and models.count(first) == len(models):
             entry = model_cost.get(first)
             if entry is None:
-                model_cost[first] = [sum(scaled), len(scaled)]  # type: ignore[arg-type]
+                model_cost[first] = [total, len(scaled)]
             else:
-                entry[0] += sum(scaled)  # type: ignore[arg-type]
+                entry[0] += total
                 entry[1] += len(scaled)
             return
         for m, c in zip(models, scaled):

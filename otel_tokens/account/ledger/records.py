@@ -128,17 +128,14 @@ class TotalsAccumulator:
             sums[6] += sign * p
             known[6] += sign
 
-    def add_columns(self, columns: tuple[tuple[int | None, ...], ...], n: int,
-                    unknown: tuple[int, ...]) -> None:  # fmt: skip
-        """Add ``n`` requests given as the 7 scaled values' columns (None=unknown; ``unknown``:
-        how many each column holds)."""
+    def add_columns(self, n: int, sums: list[int], unknown: list[int]) -> None:
+        """Add ``n`` requests given as :func:`column_totals` of their 7 scaled values."""
         self.requests += n
-        sums, known = self.sums, self.known
-        for k, column in enumerate(columns):
-            missing = unknown[k]
-            if missing < n:
-                sums[k] += sum(filter(None, column))  # zeros add nothing, None is skipped
-                known[k] += n - missing
+        total, known = self.sums, self.known
+        for k in range(7):
+            if unknown[k] < n:
+                total[k] += sums[k]
+                known[k] += n - unknown[k]
 
     def merge(self, other: TotalsAccumulator, sign: int = 1) -> None:
         """Add or remove everything ``other`` holds."""
@@ -166,6 +163,26 @@ class TotalsAccumulator:
             cost_usd=s[5] / COST_SCALE if k[5] else None,
             premium_requests=s[6] / PREMIUM_SCALE if k[6] else None,
         )
+
+
+def column_totals(columns: tuple[tuple[int | None, ...], ...],
+                  n: int) -> tuple[list[int], list[int]]:  # fmt: skip
+    """(the sum of each column's known values, how many it holds unknown) of ``n`` requests'
+    scaled values (:meth:`TotalsAccumulator.add_columns`): a column usually has no None, and
+    then one sum counts it, no compare per value."""
+    sums, unknown = [], []
+    for column in columns:
+        if column[0] is not None:
+            try:
+                sums.append(sum(column))
+                unknown.append(0)
+                continue
+            except TypeError:  # a None among them
+                pass
+        missing = column.count(None)
+        sums.append(sum(filter(None, column)) if missing < n else 0)  # None, zeros skipped
+        unknown.append(missing)
+    return sums, unknown
 
 
 def scaled_values(usage: Usage, cost_usd: float | None) -> tuple[int | None, ...]:
