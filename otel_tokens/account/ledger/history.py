@@ -25,6 +25,9 @@ __all__ = ["History"]
 _NAN = math.nan
 _SOURCE_CODES = {name: code for code, name in enumerate(USAGE_SOURCES)}
 _COMPACT_AFTER = 4096  # physical slots freed at the front before the arrays are compacted
+#: trace ids are split into (low, high) 64-bit halves by one conversion each: their 16 bytes,
+#: little-endian, read as two native 64-bit words (swapped back on a big-endian machine)
+_SWAP = sys.byteorder != "little"
 
 
 def _column(typecode: str, values: tuple[Any, ...], missing: Any, unknown: int) -> array:
@@ -39,18 +42,10 @@ def _column(typecode: str, values: tuple[Any, ...], missing: Any, unknown: int) 
     return _array(typecode, [missing if v is None else v for v in values], n)
 
 
-def _repeated(typecode: str, values: tuple[Any, ...]) -> array | None:
-    """An array of the one value ``values`` all are (a fold's usual label or row id: one
-    compare a value, no conversion each), else None."""
-    first = values[0]
-    if values.count(first) != len(values):
-        return None
-    return array(typecode, (first,)) * len(values)
-
-
-#: trace ids split into (low, high) 64-bit halves by one conversion each: their 16 bytes,
-#: little-endian, read as two native 64-bit words (swapped back on a big-endian machine)
-_SWAP = sys.byteorder != "little"
+def _same(values: tuple[Any, ...]) -> bool:
+    """Whether every value is the first (a fold's usual model, provider, source and row id):
+    its column is then one value repeated, one compare a value and no conversion each."""
+    return values.count(values[0]) == len(values)
 
 
 def _array(typecode: str, values: Iterable[Any], n: int) -> array:
@@ -124,10 +119,10 @@ class History:
             *(_column("q", c, -1, k) for c, k in zip(tokens, unknown)),
             _column("d", cost, _NAN, unknown[5]), _column("d", premium, _NAN, unknown[6]),
             self._codes(model), self._codes(provider),
-            array("b", (_SOURCE_CODES[source[0]],)) * n if source.count(source[0]) == n
+            array("b", (_SOURCE_CODES[source[0]],)) * n if _same(source)
             else _array("b", map(_SOURCE_CODES.__getitem__, source), n),
-            traces[1::2], traces[::2],
-            _array("Q", span_id, n), _repeated("q", rowid) or _array("q", rowid, n),
+            traces[1::2], traces[::2], _array("Q", span_id, n),
+            array("q", rowid[:1]) * n if _same(rowid) else _array("q", rowid, n),
         )  # fmt: skip
         for column, values in zip(self._columns, new):
             column.extend(values)
@@ -138,7 +133,7 @@ class History:
         Usually one label (one model, one provider): its code repeated."""
         codes = self._label_codes
         first = labels[0]
-        if first in codes and labels.count(first) == len(labels):
+        if first in codes and _same(labels):
             return array("i", (codes[first],)) * len(labels)
         try:
             return _array("i", map(codes.__getitem__, labels), len(labels))
