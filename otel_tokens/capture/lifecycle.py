@@ -340,15 +340,15 @@ def _read(op: Operation, is_async: bool, call: Call, result: Any, context: tuple
     if call.stream and op.accumulator is not None and hasattr(
             result, "__anext__" if is_async else "__next__"):  # fmt: skip
         return wrap_stream(result, call, op.accumulator(*context), is_async, op.once)
-    answer = op.response(result)  # checked and stop_with, written out: this runs on every call
+    # checked and stop_with, written out, the answer unpacked once: this runs on every call
+    usage, model, response_id, reasons, billing, parts, pending = op.response(result)
     exc = rejected(result) if HELD else None  # none held (nearly always): no call
     if exc is not None:
         faults.report("usage_invalid", exc)
-        answer = answer._replace(usage=Usage(), parts=(), billing=None)
-    call.stop(None if answer.parts else answer.usage, response_model=answer.model,
-              response_id=answer.response_id, finish_reasons=answer.finish_reasons or None,
-              parts=answer.parts or None, billing=answer.billing, once=op.once,
-              pending=answer.pending)  # fmt: skip
+        usage, parts, billing = Usage(), (), None
+    call.stop(None if parts else usage, response_model=model, response_id=response_id,
+              finish_reasons=reasons or None, parts=parts or None, billing=billing, once=op.once,
+              pending=pending)  # fmt: skip
     return result
 
 
