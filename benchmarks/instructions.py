@@ -27,9 +27,13 @@ out. Variants:
   ``--openlit-python`` (a venv of its own: ``pip install openlit httpx openai`` and
   ``pip install -e .``).
 
-The counted calls of every variant run with the cyclic garbage collector off (collected
-once before them): its full collections fall at points that differ from run to run and moved
-a per-call figure by up to ~50 k instructions, more than the changes measured here. Each
+Every worker runs with the cyclic garbage collector off from its start (collected once, on
+the thread making the calls, after the warm-up): a collection falls where allocations pass its
+threshold, and with otel_tokens' background warm-up (price data, tokenizer) allocating beside
+the calling thread, where and on which thread that is moved from run to run. Off only for the
+counted calls, the same worker varied by ~9 M instructions between runs on the calling thread
+alone (nearly all of it `gc_collect_main` and its traversals during the warm-up), up to ~100 k
+per call between two runs of 20 and 120 calls; off from the start, ~1 M (~5-20 k per call). Each
 figure is the mean over ``--seeds`` hash seeds (``PYTHONHASHSEED``: dict and set layouts
 move a few thousand instructions). Streams: a 1-chunk and a 201-chunk stream give the cost per
 stream and per chunk. ``--calling-thread`` counts the thread making the calls alone: per
@@ -228,6 +232,7 @@ def settle() -> None:
 
 def worker(variant: str, kind: str, n: int) -> None:
     """``n`` calls of ``kind`` after a warm-up, in this process (run under callgrind)."""
+    gc.disable()  # from the start, not only for the counted calls: see the module docstring
     sys.path.insert(0, ROOT)
     os.environ.setdefault("OTEL_TOKENS_PROMETHEUS_PORT", "0")
     tp, mp, null = _sdk()
