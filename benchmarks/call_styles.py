@@ -13,6 +13,7 @@ client's figure for the same style, mean over hash seeds. Run by hand (needs val
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import shutil
 import sys
@@ -60,6 +61,7 @@ def _one(client, style: str) -> None:  # type: ignore[no-untyped-def]
 
 
 def worker(variant: str, style: str, n: int) -> None:
+    gc.disable()  # from the start, collected once before counting (see instructions.py)
     sys.path.insert(0, harness.ROOT)
     os.environ.setdefault("OTEL_TOKENS_PROMETHEUS_PORT", "0")
     harness._sdk()
@@ -71,6 +73,7 @@ def worker(variant: str, style: str, n: int) -> None:
     for _ in range(30):
         _one(client, style)
     harness.settle()  # the background warm-up is over before counting
+    gc.collect()
     for _ in range(n):
         _one(client, style)
 
