@@ -61,7 +61,7 @@ def _one(client, style: str) -> None:  # type: ignore[no-untyped-def]
 
 
 def worker(variant: str, style: str, n: int) -> None:
-    gc.disable()  # from the start, collected once before counting (see instructions.py)
+    gc.disable()  # from the start (see instructions.py); settle() collects once
     sys.path.insert(0, harness.ROOT)
     os.environ.setdefault("OTEL_TOKENS_PROMETHEUS_PORT", "0")
     harness._sdk()
@@ -72,8 +72,7 @@ def worker(variant: str, style: str, n: int) -> None:
         otel_tokens.instrument()
     for _ in range(30):
         _one(client, style)
-    harness.settle()  # the background warm-up is over before counting
-    gc.collect()
+    harness.settle()  # the background warm-up is over, then one collection, before counting
     for _ in range(n):
         _one(client, style)
 

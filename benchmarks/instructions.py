@@ -217,7 +217,8 @@ def _floor(tp, mp, null, client, without=None):  # type: ignore[no-untyped-def]
 
 
 def settle() -> None:
-    """Wait until otel_tokens' background warm-up (price data, tiktoken encodings) is over.
+    """Wait until otel_tokens' background warm-up (price data, tiktoken encodings) is over,
+    then collect once on the calling thread (the workers run with the collector off).
 
     A fixed pause is not enough under callgrind, which runs ~50x slower: loading an encoding
     then ran on into the counted calls of one run or another, a lump of up to ~1 M
@@ -228,6 +229,7 @@ def settle() -> None:
     for thread in threading.enumerate():
         if thread.name.startswith("otel_tokens-") and thread is not threading.current_thread():
             thread.join()
+    gc.collect()
 
 
 def worker(variant: str, kind: str, n: int) -> None:
@@ -255,8 +257,6 @@ def worker(variant: str, kind: str, n: int) -> None:
         _floor(tp, mp, null, client, variant if variant in FLOOR_PARTS else None)
     _run(client, kind, 30)
     settle()  # the background warm-up (price data, tokenizer) is over before counting
-    gc.collect()  # the counted calls run without the cyclic collector (see the docstring)
-    gc.disable()
     _run(client, kind, n)
 
 
