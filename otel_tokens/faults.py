@@ -14,6 +14,8 @@ import logging
 import threading
 from typing import Any
 
+from .redact import redact
+
 __all__ = ["Faults", "report", "sink"]
 
 _log = logging.getLogger("otel_tokens")
@@ -61,7 +63,7 @@ class Faults:
                 if counter is None and len(self._pending) < 10_000:
                     self._pending.append(kind)
             if first and log:
-                what = detail or (f"{type(exc).__name__}: {exc}" if exc is not None else kind)
+                what = redact(detail or (f"{type(exc).__name__}: {exc}" if exc is not None else kind))
                 _log.warning(
                     "otel_tokens: %s fault (%s); the host call is unaffected. Further %s faults "
                     "are only counted in otel_tokens.instrumentation.errors.",

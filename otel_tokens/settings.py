@@ -22,12 +22,13 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from . import faults
+from .redact import redact
 
 if TYPE_CHECKING:
     from .account.anomalies import Budget, SpikeRule
     from .account.pricing import OverridePrice
 
-__all__ = ["Problem", "Settings", "current", "reload", "with_arguments"]
+__all__ = ["Problem", "Settings", "current", "postgres_url", "reload", "with_arguments"]
 
 _log = logging.getLogger("otel_tokens")
 
@@ -141,7 +142,7 @@ class _Reader:
 
     def bad(self, name: str, value: str, accepted: str, fallback: Any) -> Any:
         shown = "the default" if fallback is None else f"the default ({fallback})"
-        self.problems.append(Problem(name, value, accepted, shown))
+        self.problems.append(Problem(name, redact(value), accepted, shown))
         return fallback
 
     def text(self, *names: str) -> str | None:
@@ -275,11 +276,23 @@ def _agent_budget(part: str, window: float, enforce: bool) -> tuple[str, Budget]
     return agent.strip(), budget
 
 
+_POSTGRES_URL = re.compile(r"^(postgres(?:ql)?)(?:\+\w+)?://", re.IGNORECASE)
+
+
+def postgres_url(url: str) -> str | None:
+    """``url`` as psycopg takes it (SQLAlchemy's ``postgresql+psycopg://`` accepted), None when
+    it is not a PostgreSQL URL."""
+    return _POSTGRES_URL.sub(lambda m: f"{m[1].lower()}://", url, count=1) \
+        if _POSTGRES_URL.match(url) else None  # fmt: skip
+
+
 def _fleet_ledger(reader: _Reader) -> dict[str, Any]:
     """``OTEL_TOKENS_LEDGER_URL`` and its spool and queue (issue 32)."""
     name, url = reader.raw("OTEL_TOKENS_LEDGER_URL")
-    if url and not url.startswith(("postgresql://", "postgres://")):
+    if url and postgres_url(url) is None:
         url = reader.bad(name, url, "a postgresql://user@host:port/db URL", None)
+    elif url:
+        url = postgres_url(url)
     return {
         "ledger_url": url or None,
         "ledger_spool_dir": reader.text("OTEL_TOKENS_LEDGER_SPOOL"),
@@ -418,7 +431,7 @@ def with_arguments(base: Settings, **arguments: Any) -> Settings:
         if check(value):
             changes[name] = value
         else:
-            problem = Problem(f"configure({name}=...)", repr(value), accepted,
+            problem = Problem(f"configure({name}=...)", redact(repr(value)), accepted,
                               f"{getattr(base, name)!r}")  # fmt: skip
             problems.append(problem)
             _announce((problem,))

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from ..redact import redact
+from ..settings import postgres_url
 from .common import CliError
 
 _COLUMNS = ("ledger", "request_id", "ts", "model", "provider", "source", "input_tokens",
@@ -14,13 +15,20 @@ _COLUMNS = ("ledger", "request_id", "ts", "model", "provider", "source", "input_
 
 
 def is_url(db: str) -> bool:
-    """Whether ``--db`` names a PostgreSQL database rather than a file."""
-    return db.startswith(("postgresql://", "postgres://"))
+    """Whether ``--db`` names a PostgreSQL database rather than a file; raises for a URL of
+    another database (only the file and PostgreSQL ledgers exist)."""
+    scheme, sep, _ = db.partition("://")
+    if not sep or "/" in scheme:
+        return False
+    if postgres_url(db) is not None:
+        return True
+    raise CliError(f"report: {redact(db)} is not a ledger: --db takes a ledger file or a "
+                   "postgresql://user@host:port/db URL")  # fmt: skip
 
 
 def shown_url(url: str) -> str:
     """``url`` without its password (it is printed in the report)."""
-    return re.sub(r"^(postgres(?:ql)?://[^:/@]+):[^@]*@", r"\1:***@", url)
+    return redact(url)
 
 
 def read_fleet_rows(url: str, since: float | None = None) -> list[dict[str, Any]]:
@@ -32,6 +40,7 @@ def read_fleet_rows(url: str, since: float | None = None) -> list[dict[str, Any]
                        "(pip install 'otel-tokens[postgres]')") from None  # fmt: skip
     from ..account.ledger.postgres import connect
 
+    url = postgres_url(url) or url
     where = "active=1" if since is None else "active=1 AND ts >= %s"
     try:
         with connect(url) as conn:
@@ -44,4 +53,4 @@ def read_fleet_rows(url: str, since: float | None = None) -> list[dict[str, Any]
                        "otel_tokens_requests table)") from None  # fmt: skip
     except psycopg.Error as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CliError(f"report: cannot read {shown_url(url)}: {detail}") from None
+        raise CliError(f"report: cannot read {shown_url(url)}: {redact(detail)}") from None
