@@ -63,6 +63,7 @@ class Handler:
             Estimator(),
             settings.max_tokens_per_request,
             ConversationTotals(settings.ledger_path),
+            settings.max_cost_per_request,
         )  # fmt: skip
         # what a Call delegates straight to the recorder (no frame of the handler's own)
         self.activate = self.recorder.activate

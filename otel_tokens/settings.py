@@ -76,6 +76,8 @@ class Settings:
     ledger_queue: int = 10_000  # rows queued in memory before they are spilled to the spool
     # accounting: a request above this many tokens of one class is not real usage (rejected)
     max_tokens_per_request: int = 100_000_000
+    # a reported cost above this many USD for one request is not a real bill (rejected)
+    max_cost_per_request: float = 10_000.0
     # pricing
     prices_file: str | None = None
     price_overrides: Mapping[str, OverridePrice] = field(default_factory=dict)
@@ -364,6 +366,9 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
         **_fleet_ledger(r),
         max_tokens_per_request=r.number("OTEL_TOKENS_MAX_TOKENS_PER_REQUEST", default=100_000_000,
                                         low=1, high=2**53, accepted="a positive integer <= 2**53"),
+        max_cost_per_request=r.number("OTEL_TOKENS_MAX_COST_PER_REQUEST", default=10_000.0,
+                                      kind=float, above=0, high=1e12,
+                                      accepted="a positive number of USD <= 1e12"),
         prices_file=prices_file,
         price_overrides=overrides,
         max_attribute_values=r.number("OTEL_TOKENS_MAX_ATTRIBUTE_VALUES", default=200, low=1,

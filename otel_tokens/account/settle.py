@@ -44,16 +44,21 @@ class Accountant:
     ``max_tokens``: the plausibility bound; a call reporting more tokens of one class is not
     real usage (a broken or hostile backend): its usage is rejected like a negative count,
     counted as ``usage_invalid`` and never billed, so that no counter, TokenState or ledger
-    total is poisoned for the life of the process."""
+    total is poisoned for the life of the process. ``max_cost``: the same for a cost the
+    backend reported (a gateway's bill): above it the cost is dropped (the tokens are kept
+    and priced), counted as ``usage_invalid``."""
 
-    __slots__ = ("pricer", "guard", "estimator", "max_tokens", "conversations", "_counted", "fleet")
+    __slots__ = ("pricer", "guard", "estimator", "max_tokens", "max_cost", "conversations",
+                 "_counted", "fleet")  # fmt: skip
 
     def __init__(self, pricer: Pricer, guard: AnomalyGuard, estimator: Estimator,
-                 max_tokens: int = 100_000_000, conversations: ConversationTotals | None = None) -> None:  # fmt: skip
+                 max_tokens: int = 100_000_000, conversations: ConversationTotals | None = None,
+                 max_cost: float = 10_000.0) -> None:  # fmt: skip
         self.pricer = pricer
         self.guard = guard
         self.estimator = estimator
         self.max_tokens = max_tokens
+        self.max_cost = max_cost
         self.conversations = conversations if conversations is not None else ConversationTotals()
         self._counted: dict[tuple[str, str], None] = {}  # once-keys whose usage was counted
         self.fleet = FleetBudgets.from_settings(current())  # fleet budgets hook (issue 32)
@@ -176,6 +181,10 @@ class Accountant:
         """(the call's total usage, its per-model parts, whether the response was counted
         before); what no backend reported is absent."""
         usage, parts = call.usage, call.parts
+        if usage is not None and type(usage) is Usage:
+            usage = self._without_cost(call, usage)
+        if parts:
+            parts = tuple(self._without_cost(call, p) if type(p) is Usage else p for p in parts)
         valid: tuple[Usage, ...] = ()
         if parts:
             valid = tuple(part for part in parts if type(part) is Usage)
@@ -235,6 +244,17 @@ class Accountant:
                                   "(OTEL_TOKENS_MAX_TOKENS_PER_REQUEST): rejected")  # fmt: skip
                     return False
         return True
+
+    def _without_cost(self, call: Call, usage: Usage) -> Usage:
+        """``usage`` without a reported cost beyond any real request (counted): its tokens
+        stay, and are priced as if no cost had been reported."""
+        if usage.cost_usd is None or usage.cost_usd <= self.max_cost:
+            return usage
+        faults.report("usage_invalid", detail=f"{call.provider} reported a cost of "
+                      f"{usage.cost_usd:.6g} USD for one request, above the bound "
+                      f"{self.max_cost:g} (OTEL_TOKENS_MAX_COST_PER_REQUEST): cost rejected, "
+                      "tokens kept")  # fmt: skip
+        return usage.replace(cost_usd=None)
 
     def _estimated(self, call: Call, usage: Usage | None) -> Usage | None:
         """A response that reported no output (a stream without usage): output estimated

@@ -197,3 +197,25 @@ def test_a_stream_header_is_its_calls_only(telemetry):
     assert first["otel_tokens.cost.source"] == "computed"  # the plain call, ended first
     assert_header_cost(second)
     assert third["otel_tokens.cost.source"] == "computed"
+
+
+@pytest.mark.parametrize("cost", [1e308, 10_000.01])
+def test_an_implausible_reported_cost_is_rejected_and_the_tokens_kept(telemetry, cost):
+    """A gateway's bill beyond any real request (issue 44: 1e308 dropped the ledger row and
+    poisoned the cost counter for good): the cost is rejected (``usage_invalid``), the tokens
+    are kept and priced, and the next call's cost still adds up."""
+    usage = {**USAGE, "cost": cost}
+    got = client_of(Host("openai", chat_body("gpt-4o-mini", usage))).chat.completions.create(
+        model="gpt-4o-mini", messages=MESSAGES)
+    assert got.usage.prompt_tokens == 100  # the answer passes through as sent
+    fair = client_of(Host("openai", chat_body("gpt-4o-mini", {**USAGE, "cost": 0.0005})))
+    fair.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
+    rejected, accepted = (dict(s.attributes) for s in telemetry.finished())
+    assert rejected["gen_ai.usage.input_tokens"] == 100
+    assert rejected["gen_ai.usage.output_tokens"] == 20
+    assert rejected["otel_tokens.cost.source"] == "computed"
+    assert 0 < rejected["otel_tokens.cost.usd"] < 0.001
+    assert accepted["otel_tokens.cost.usd"] == pytest.approx(0.0005)
+    assert telemetry.errors().get("usage_invalid") == 1
+    total = sum(p.value for p in telemetry.points("otel_tokens.cost"))
+    assert total == pytest.approx(rejected["otel_tokens.cost.usd"] + 0.0005)
