@@ -20,7 +20,8 @@ import ipaddress
 import re
 import threading
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
+from urllib.parse import urlsplit
 
 __all__ = ["Endpoint", "SEMCONV_NAMES", "endpoint", "is_self_hosted"]
 
@@ -73,31 +74,74 @@ def is_self_hosted(name: str | None) -> bool:
     return _host_is_local(name)
 
 
-def _override(url: str, overrides: Any) -> str | None:
-    """The provider the longest matching ``OTEL_TOKENS_PROVIDER_URLS`` prefix names."""
+class _Parsed(NamedTuple):
+    """A URL as its host is matched: ``origin`` (scheme and host, no user, password or port),
+    ``full`` (the origin with its port and path), ``host``."""
+
+    origin: str
+    full: str
+    host: str
+
+
+def _parsed(url: str) -> _Parsed | None:
+    """``url`` parsed (None when it names no host): who a URL reaches is its host, never a
+    user name before an ``@`` (``https://api.openai.com@127.0.0.1``)."""
+    try:
+        split = urlsplit(url)
+        host, port = split.hostname, split.port
+    except ValueError:
+        return None
+    if not split.scheme or not host:
+        return None
+    origin = f"{split.scheme}://{host}"
+    return _Parsed(origin, f"{origin}{f':{port}' if port else ''}{split.path}", host)
+
+
+def _override(url: _Parsed, overrides: Any) -> str | None:
+    """The provider the longest matching ``OTEL_TOKENS_PROVIDER_URLS`` prefix names; a prefix
+    matches up to a boundary (``https://gw.corp`` is not ``https://gw.corp.evil.example``)."""
     best, found = -1, None
     for prefix, provider in overrides:
-        if url.startswith(prefix) and len(prefix) > best:
+        rest = url.full[len(prefix):]
+        if url.full.startswith(prefix) and len(prefix) > best and (
+                not rest or prefix.endswith("/") or rest[0] in "/:?#"):  # fmt: skip
             best, found = len(prefix), provider
     return found
 
 
-def _by_pattern(url: str) -> str | None:
-    """The genai-prices provider id whose ``api_pattern`` matches the URL."""
+def _by_pattern(url: _Parsed) -> str | None:
+    """The genai-prices provider id whose ``api_pattern`` matches the URL's parsed host (and
+    path, for the patterns that name one)."""
     from genai_prices import data_snapshot
 
     for provider in data_snapshot.get_snapshot().providers:
-        if provider.api_pattern and re.match(provider.api_pattern, url):
+        if provider.api_pattern and _host_matches(provider.api_pattern, url):
             return provider.id
     return None
 
 
+def _host_matches(pattern: str, url: _Parsed) -> bool:
+    """Whether ``pattern`` names ``url``'s whole host: a look-alike that only begins with a
+    provider's host (``api.deepseek.com.evil.example``) does not match. A pattern may end
+    inside the host only before its last label (``api.moonshot.`` + ``ai``)."""
+    found = re.match(pattern, url.origin)
+    if found is not None:
+        rest = url.origin[found.end():]
+        return not rest or (url.origin[found.end() - 1] == "." and "." not in rest)
+    # a pattern that needs a path (a gateway's route): its host part is matched by the full
+    # URL, so the host's own domain must be one the pattern names
+    found = re.match(pattern, url.full)
+    domain = ".".join(url.host.split(".")[-2:])
+    return found is not None and found.end() > len(url.origin) and re.escape(domain) in pattern
+
+
 def _resolve(url: str, host: str | None, default: str, platform: str | None,
              overrides: Any) -> Endpoint:  # fmt: skip
-    named = _override(url, overrides) if overrides else None
+    parsed = _parsed(url)
+    named = _override(parsed, overrides) if overrides and parsed is not None else None
     if named is not None:
         return Endpoint(named, price_id=None)
-    found = _by_pattern(url) if url.startswith("http") else None
+    found = _by_pattern(parsed) if parsed is not None and url.startswith("http") else None
     if platform is not None:
         return Endpoint(platform, price_id=found)
     if found == "google":

@@ -348,3 +348,35 @@ def test_provider_fields_that_are_not_counts_make_the_usage_unusable(telemetry):
     attrs = span_of(telemetry)
     assert "otel_tokens.cost.usd" not in attrs
     assert telemetry.errors().get("usage_invalid") == 1
+
+
+@pytest.mark.parametrize(("base", "named"), [
+    ("https://api.deepseek.com.evil.example/v1", "api.deepseek.com.evil.example"),
+    ("https://api.openai.com.attacker.net/v1", "api.openai.com.attacker.net"),
+    ("https://api.groq.comx.evil/openai/v1", "api.groq.comx.evil"),
+    ("https://evil.example/x.googleapis.com/v1", "evil.example"),
+    ("http://api.openai.com@127.0.0.1:8000/v1", "127.0.0.1"),
+])  # fmt: skip
+def test_a_look_alike_host_is_not_the_provider(telemetry, base, named):
+    """The provider is matched on the URL's parsed host (issue 44): a host that only begins
+    with a provider's, or a user name before '@', is not that provider nor at its price."""
+    usage = {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}
+    call(base, Host("openai", chat_body("deepseek-chat", usage)), "deepseek-chat")
+    attrs = span_of(telemetry)
+    assert attrs["gen_ai.provider.name"] == named == attrs["server.address"]
+    assert attrs["otel_tokens.cost.price_match"] != "endpoint"
+
+
+def test_a_provider_url_prefix_matches_up_to_a_boundary():
+    """OTEL_TOKENS_PROVIDER_URLS=https://gw.corp=corp names gw.corp's URLs, not a longer host
+    that begins the same, nor one hidden behind a user name."""
+    from otel_tokens.endpoints import clear_cache, endpoint
+
+    clear_cache()
+    rules = (("https://gw.corp", "corp"),)
+    assert endpoint("https://gw.corp/v1", "gw.corp", "openai", overrides=rules).provider == "corp"
+    assert endpoint("https://gw.corp:8443/v1", "gw.corp", "openai", overrides=rules).provider == "corp"
+    assert endpoint("https://gw.corp.evil.example/v1", "gw.corp.evil.example", "openai",
+                    overrides=rules).provider == "gw.corp.evil.example"  # fmt: skip
+    assert endpoint("https://gw.corp@evil.example/v1", "evil.example", "openai",
+                    overrides=rules).provider == "evil.example"  # fmt: skip
