@@ -103,8 +103,7 @@ class _Accumulator(_ChatAccumulator):
             # stream before it was watched, and nothing is known of what was sent)
             self.usage, self.billing, self.silent = None, None, True
             if error is None and how == "exhausted":  # and was it a stream at all?
-                error = not_an_event_stream(self.inner)
-                how = "error" if error is not None else how
+                error, how = not_an_event_stream(self.inner), "error"
         if error is None and sent.error is not None:  # the provider's usage broke the rule
             if not self.invalid:  # (seen by the SDK's decoder or litellm's own HTTP client)
                 faults.report("usage_invalid", sent.error)

@@ -36,7 +36,7 @@ from ..usage import Billing, Usage
 from .sent import HELD, Sent, rejected
 
 __all__ = ["Accumulator", "AsyncStreamProxy", "StreamObserver", "StreamProxy",
-           "not_an_event_stream", "wrap_stream"]
+           "EMPTY_EVENT_STREAM", "not_an_event_stream", "wrap_stream"]
 
 STREAM_END = "otel_tokens.stream.end"
 BATCH = 64  #: items a stream read where they are made passes on between two reads (read_made)
@@ -216,8 +216,7 @@ class _ProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
         self._self_finalizer.detach()
         observer = self._self_observer
         if how == "exhausted" and observer.call.first_chunk_at is None:
-            error = not_an_event_stream(self.__wrapped__)
-            how = "error" if error is not None else how
+            error, how = not_an_event_stream(self.__wrapped__), "error"
         observer.end(how, error)
 
 
@@ -362,15 +361,18 @@ class AsyncStreamProxy(_ProxyBase):
 
 
 NOT_AN_EVENT_STREAM = "not_an_event_stream"  #: error.type of a "stream" that was something else
+EMPTY_EVENT_STREAM = "empty_event_stream"  #: error.type of a stream that ended without an event
 
 
-def not_an_event_stream(stream: Any) -> str | None:
-    """A stream that ended without one event and whose body was not an event stream (an HTML
-    proxy page, a JSON error with status 200): an error, not a 0-token answer."""
+def not_an_event_stream(stream: Any) -> str:
+    """The error of a stream that ended without one event: an error, never a 0-token answer.
+    Its body was not an event stream (an HTML proxy page, a JSON error with status 200), or
+    was one that held no event at all (a proxy that closed it at once)."""
     response = getattr(stream, "response", None)
     kind = getattr(getattr(response, "headers", None), "get", lambda *_: None)("content-type") or ""
     if response is None or "event-stream" in kind:
-        return None
+        faults.report("parse", detail="a stream ended without a single event")
+        return EMPTY_EVENT_STREAM
     faults.report("parse", detail=f"a stream answered {kind or 'without a content type'}, not server-sent events")
     return NOT_AN_EVENT_STREAM
 

@@ -237,6 +237,30 @@ def test_a_200_stream_that_is_an_html_page_is_an_error_not_a_zero_token_answer(w
     assert duration.attributes["error.type"] == "not_an_event_stream"
 
 
+@pytest.mark.parametrize("sdk", ["openai", "anthropic"])
+def test_a_200_event_stream_without_an_event_is_an_error_not_a_zero_token_answer(world, sdk):
+    """A proxy that opens an event stream and closes it at once (issue 44): no answer came, so
+    the call failed; it is never a successful call of 0 tokens."""
+    headers = {"content-type": "text/event-stream"}
+    if sdk == "openai":
+        client = openai.OpenAI(api_key="k", max_retries=0, http_client=http.Client(transport=http.MockTransport(
+            lambda request: http.Response(200, headers=headers, content=b""))))  # fmt: skip
+        chunks = list(client.chat.completions.create(model="gpt-4o", messages=[], stream=True))
+    else:
+        import anthropic
+
+        ahttp = http_module("anthropic")
+        client = anthropic.Anthropic(api_key="k", max_retries=0, http_client=ahttp.Client(transport=ahttp.MockTransport(
+            lambda request: ahttp.Response(200, headers=headers, content=b": keep-alive\n\n"))))  # fmt: skip
+        chunks = list(client.messages.create(model="claude-test", max_tokens=5, messages=[], stream=True))
+    assert chunks == []
+    span = world.span()
+    assert span.attributes["error.type"] == "empty_event_stream"
+    assert span.status.status_code.name == "ERROR"
+    assert "gen_ai.usage.input_tokens" not in span.attributes
+    assert world.errors() == {"parse": 1}
+
+
 def test_a_cumulative_sum_never_leaves_int64_and_export_keeps_working(world):
     """The bound per call keeps sums far from int64; past it anyway (2**63 tokens in sums of
     at most 10**8 each), a sum is held at the limit and counted, and OTLP still encodes."""
