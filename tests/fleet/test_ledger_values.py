@@ -35,9 +35,9 @@ def _writer(url: str, folder):  # type: ignore[no-untyped-def]
 
 def _usage(tokens: object = 10, **fields: object) -> SimpleNamespace:
     """What the writer reads of a Usage, any value allowed (it must survive anything)."""
-    usage = dict(input_tokens=tokens, output_tokens=1, cache_read_tokens=None,
-                 cache_write_tokens=None, reasoning_tokens=None, premium_requests=None,
-                 model="m", provider=None, source="reported")  # fmt: skip
+    usage = {"input_tokens": tokens, "output_tokens": 1, "cache_read_tokens": None,
+             "cache_write_tokens": None, "reasoning_tokens": None, "premium_requests": None,
+             "model": "m", "provider": None, "source": "reported"}
     return SimpleNamespace(**{**usage, **fields})
 
 

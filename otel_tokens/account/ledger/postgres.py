@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import faults, threads
-from .spool import Journal, Segment, Spool, default_folder, line
+from .spool import Journal, Segment, Spool, default_folder
 
 __all__ = ["COLUMNS", "SCHEMA_VERSION", "FleetWriter", "connect", "ensure_schema", "fleet_writer",
            "original_text", "stored_text"]  # fmt: skip
@@ -158,25 +158,27 @@ def _unescape(match: re.Match[str]) -> str:
 
 
 def _cleaned(row: Sequence[Any]) -> tuple[Any, ...]:
-    """A row as its columns can hold it: texts through :func:`stored_text`, a count that is not
-    an integer of BIGINT's range or a number that is not finite (a cost of ``inf``, ``nan``,
-    ``10**400``) stored NULL (unknown); what had to change is a ``ledger_fleet_value`` fault."""
-    cleaned = []
-    for column, value in zip(COLUMNS, row, strict=True):
-        kept = value
-        if value is None:
-            pass
-        elif column in _COUNTS:
-            kept = _count(value)
-        elif column in _NUMBERS:
-            kept = _number(value)
-        else:
-            kept = stored_text(value if isinstance(value, str) else str(value))
-        if kept is None and value is not None or isinstance(value, str) and _POISON.search(value):
+    """A row as its columns can hold it (:func:`_column_value`); a NUL, a lone surrogate or a
+    number that had to be stored NULL is a ``ledger_fleet_value`` fault (logged once)."""
+    cleaned = tuple(_column_value(c, v) for c, v in zip(COLUMNS, row, strict=True))
+    for column, value, kept in zip(COLUMNS, row, cleaned):
+        if kept is not value and kept != value and (kept is None or _POISON.search(str(value))):
             faults.report("ledger_fleet_value", detail=f"fleet ledger column {column}: a value "
                           "PostgreSQL cannot hold, stored escaped (text) or NULL (number)")  # fmt: skip
-        cleaned.append(kept)
-    return tuple(cleaned)
+    return cleaned
+
+
+def _column_value(column: str, value: Any) -> Any:
+    """``value`` as ``column`` can hold it: a text through :func:`stored_text`; a count that is
+    not an integer of BIGINT's range, or a number that is not finite (a cost of ``inf``,
+    ``nan``, ``10**400``), NULL (unknown)."""
+    if value is None:
+        return None
+    if column in _COUNTS:
+        return _count(value)
+    if column in _NUMBERS:
+        return _number(value)
+    return stored_text(value if isinstance(value, str) else str(value))
 
 
 def _count(value: Any) -> int | None:
@@ -302,7 +304,7 @@ class FleetWriter:
         """Journal ``item`` (one line, one write), then queue it for the writing thread."""
         if self._thread is None:
             _load_driver()
-        text = line(item)
+        text = self._journal.line(item)
         spill = None
         with self._cond:
             if not self._queue:

@@ -249,9 +249,12 @@ class Spool:
                 self.give_back(self.folder / name)
 
 
+_JSON = json.JSONEncoder(separators=(",", ":"), default=str)
+
+
 def line(row: Sequence[Any]) -> str:
     """One row as a line of JSON (a value JSON has no type for written as its ``str``)."""
-    return json.dumps(list(row), separators=(",", ":"), default=str) + "\n"
+    return _JSON.encode(list(row)) + "\n"
 
 
 def _stem() -> str:
@@ -304,9 +307,19 @@ class Journal:
         self._off = False
         self.failures = 0
 
-    def append(self, text: str) -> Segment | None:
-        """Append one row's line (:func:`line`); the segment holding it, or None."""
-        if self._off:
+    @staticmethod
+    def line(item: Sequence[Any]) -> str | None:
+        """``item``'s line (:func:`line`, made before the writer's lock is taken), or None (a
+        fault) when it has none."""
+        try:
+            return line(item)
+        except Exception as exc:
+            faults.report("ledger_fleet_journal", exc)
+            return None
+
+    def append(self, text: str | None) -> Segment | None:
+        """Append one row's line (:meth:`line`); the segment holding it, or None."""
+        if self._off or text is None:
             return None
         try:
             segment = self._open or self._start()
