@@ -88,3 +88,29 @@ def test_a_journal_that_cannot_be_written_is_a_fault_not_the_hosts(ledger_db, tm
     assert wait_for(lambda: _totals(ledger_db)[0] == 50, timeout=15)
     assert writer._journal.failures >= 1
     assert faults.sink().counts["ledger_fleet_journal"] > before
+
+
+def test_a_journal_left_by_an_earlier_process_with_this_pid_is_written(ledger_db, tmp_path):
+    """A restarted container's process often gets the pid of the one before it: the journal
+    and the claimed batch that one left (same pid, another process) are still written, once."""
+    import json
+    import os
+
+    from otel_tokens.account.ledger.postgres import COLUMNS, FleetWriter
+    from otel_tokens.account.ledger.spool import Spool
+    from otel_tokens.usage import Usage
+
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    for i, name in enumerate((f"0001-1-aa.journal-{os.getpid()}.0badf00d",
+                              f"0002-1-bb.claimed-{os.getpid()}")):  # fmt: skip
+        row = dict.fromkeys(COLUMNS)
+        row.update(row_id=f"00000000-0000-4000-8000-00000000000{i}", ledger="a", ts=1.0,
+                   request_id=f"earlier-{i}", source="reported", active=1, input_tokens=5)  # fmt: skip
+        (spool / name).write_text(json.dumps(list(row.values())) + "\n")
+    writer = FleetWriter(ledger_db, Spool(spool, 10**6), service="t")
+    writer.put("a", "mine", time.time(), Usage(input_tokens=1, output_tokens=1, model="m"), 0.1,
+               0, 0, None)  # fmt: skip
+    assert writer.flush(15)
+    assert _totals(ledger_db)[:2] == (3, 11)
+    assert list(spool.iterdir()) == []

@@ -183,7 +183,7 @@ class Spool:
     def claim(self) -> Path | None:
         """The oldest ready batch, claimed by this process (None when there is none)."""
         for name in sorted(n for n in self._names() if n.endswith(_READY)):
-            claimed = self.folder / f"{name[: -len(_READY)]}{_CLAIMED}-{os.getpid()}"
+            claimed = self.folder / f"{name[: -len(_READY)]}{_CLAIMED}-{_owner()}"
             try:
                 os.rename(self.folder / name, claimed)
             except FileNotFoundError:
@@ -241,12 +241,13 @@ class Spool:
         for name in self._names():
             if _CLAIMED not in name and _JOURNAL not in name:
                 continue
+            owner = name.rsplit("-", 1)[1]
             try:
-                pid = int(name.rsplit("-", 1)[1])
+                pid = int(owner.partition(".")[0])
             except ValueError:
                 continue
-            if pid != os.getpid() and not _alive(pid):
-                self.give_back(self.folder / name)
+            if owner != _owner() and (pid == os.getpid() or not _alive(pid)):
+                self.give_back(self.folder / name)  # its process is gone (or had our pid)
 
 
 _JSON = json.JSONEncoder(separators=(",", ":"), default=str)
@@ -255,6 +256,25 @@ _JSON = json.JSONEncoder(separators=(",", ":"), default=str)
 def line(row: Sequence[Any]) -> str:
     """One row as a line of JSON (a value JSON has no type for written as its ``str``)."""
     return _JSON.encode(list(row)) + "\n"
+
+
+_token = secrets.token_hex(4)
+
+
+def _owner() -> str:
+    """This process in the names of its claims and journals: its pid (gone when the process is)
+    and a random token (a later process given the same pid, as in a restarted container, is
+    not taken for it)."""
+    return f"{os.getpid()}.{_token}"
+
+
+def _new_token() -> None:
+    global _token
+    _token = secrets.token_hex(4)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_token)
 
 
 def _stem() -> str:
@@ -338,7 +358,7 @@ class Journal:
 
     def _start(self) -> Segment:
         self.spool.usable(create=True)
-        path = self.spool.folder / f"{_stem()}{_JOURNAL}-{os.getpid()}"
+        path = self.spool.folder / f"{_stem()}{_JOURNAL}-{_owner()}"
         self._open = Segment(path, os.open(path, _OPEN_FLAGS, 0o600))
         return self._open
 
