@@ -79,7 +79,7 @@ def test_four_processes_write_one_ledger(tenant_llm, ledger_db, tmp_path):
     assert (count, ids, services) == (160, 160, 4)
     assert tokens == tenant_llm.input_total
     assert tenants == dict(tenant_llm.by_tenant)
-    assert not list((tmp_path / "spool").glob("*/*")), "nothing spooled (or left) with the database up"
+    assert not list((tmp_path / "spool").glob("*/*")), "nothing spooled or left: database up"
 
     report = _report(ledger_db)
     assert report["totals"]["requests"] == 160

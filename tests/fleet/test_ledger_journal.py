@@ -49,7 +49,8 @@ def test_sigkill_with_the_database_down_loses_no_row(tenant_llm, own_ledger_db, 
     cluster.stop()
     try:
         proc = subprocess.Popen([sys.executable, str(APPS / "kill_app.py")], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True)  # fmt: skip
         try:
             assert proc.stdout.readline().strip() == "recorded=90"
         finally:
@@ -106,7 +107,8 @@ def test_a_journal_left_by_an_earlier_process_with_this_pid_is_written(ledger_db
                               f"0002-1-bb.claimed-{os.getpid()}")):  # fmt: skip
         row = dict.fromkeys(COLUMNS)
         row.update(row_id=f"00000000-0000-4000-8000-00000000000{i}", ledger="a", ts=1.0,
-                   request_id=f"earlier-{i}", source="reported", active=1, input_tokens=5)  # fmt: skip
+                   request_id=f"earlier-{i}", source="reported", active=1,
+                   input_tokens=5)  # fmt: skip
         (spool / name).write_text(json.dumps(list(row.values())) + "\n")
     writer = FleetWriter(ledger_db, Spool(spool, 10**6), service="t")
     writer.put("a", "mine", time.time(), Usage(input_tokens=1, output_tokens=1, model="m"), 0.1,

@@ -59,8 +59,8 @@ def test_escaped_texts_read_back_exactly():
         assert original_text(stored) == value, repr(value)
 
 
-def test_poisoned_values_from_real_calls_are_stored_and_block_nothing(tenant_llm: TenantLLM,
-                                                                      ledger_db, tmp_path):  # fmt: skip
+def test_poisoned_values_from_real_calls_are_stored_and_block_nothing(
+        tenant_llm: TenantLLM, ledger_db, tmp_path):  # fmt: skip
     """A process whose calls carry a NUL (baggage ``user.id=evil%00x``, an agent name, a
     conversation) and lone surrogates (a tenant from undecodable bytes): every row is stored,
     the values escaped and read back exactly; nothing is spooled, and the next process's rows
@@ -68,7 +68,8 @@ def test_poisoned_values_from_real_calls_are_stored_and_block_nothing(tenant_llm
     spool = tmp_path / "spool"
     env = fleet_env(FAKE_LLM_URL=tenant_llm.url, OTEL_TOKENS_LEDGER_URL=ledger_db, CALLS="12",
                     OTEL_TOKENS_LEDGER_SPOOL=str(spool), OTEL_METRICS_EXPORTER="none",
-                    OTEL_TOKENS_EXIT_TIMEOUT="5", OTEL_TOKENS_PROVIDER_URLS=f"{tenant_llm.url}=openai")  # fmt: skip
+                    OTEL_TOKENS_EXIT_TIMEOUT="5",
+                    OTEL_TOKENS_PROVIDER_URLS=f"{tenant_llm.url}=openai")  # fmt: skip
     out = subprocess.run([sys.executable, str(APPS / "poison_app.py")], env=env, check=False,
                          capture_output=True, text=True, timeout=120)  # fmt: skip
     assert out.returncode == 0, out.stderr
@@ -80,7 +81,8 @@ def test_poisoned_values_from_real_calls_are_stored_and_block_nothing(tenant_llm
     from otel_tokens.account.ledger.postgres import original_text
 
     originals = {tuple(None if v is None else original_text(v) for v in row) for row in rows}
-    assert originals == {("plain", None, "t-plain", None), ("plain", "evil\x00x", "t-baggage", None),
+    assert originals == {("plain", None, "t-plain", None),
+                         ("plain", "evil\x00x", "t-baggage", None),
                          ("bot\x00x", "u\\x00", "t-\udcff\udcfe", "c\x00\udcff")}  # fmt: skip
     assert ("plain", "evil\\x00x", "t-baggage", None) in rows
     assert not list(spool.glob("*/*.rows")) and not list(spool.glob("*/*.failed"))
@@ -119,12 +121,12 @@ def test_a_row_the_database_refuses_is_set_aside_alone(ledger_db, tmp_path):
     before = faults.sink().counts.get("ledger_fleet_rejected", 0)
     writer = _writer(ledger_db, tmp_path / "spool")
     good = [_spooled_row(f"00000000-0000-4000-8000-00000000000{i}", f"good-{i}") for i in range(3)]
-    bad = [_spooled_row("not-a-uuid", "bad-id"), _spooled_row(None, "short")[:-2],
-           {**dict(enumerate(_spooled_row("00000000-0000-4000-8000-0000000000ff", "no-ts")))}]
-    bad[2] = list(bad[2].values())
-    bad[2][3] = None
+    no_ts = _spooled_row("00000000-0000-4000-8000-0000000000ff", "no-ts")
+    no_ts[3] = None
+    bad = [_spooled_row("not-a-uuid", "bad-id"), _spooled_row(None, "short")[:-2], no_ts]
     (tmp_path / "spool").mkdir()
-    text = "".join(json.dumps(row) + "\n" for row in [good[0], bad[0], good[1], bad[1], bad[2], good[2]])
+    batch = [good[0], bad[0], good[1], bad[1], bad[2], good[2]]
+    text = "".join(json.dumps(row) + "\n" for row in batch)
     (tmp_path / "spool" / "00000000000000000001-1-aa.rows").write_text(text)
     for i in range(3):
         writer.put("a", f"new-{i}", time.time(), _usage(), 0.5, 0, 0, None)

@@ -1,9 +1,13 @@
 """The fleet ledger: every process's ledger rows written to one PostgreSQL database.
 
-Rows leave the call path at once: :meth:`FleetWriter.put` appends to a bounded in-memory queue
-and a background thread writes them in batches (``psycopg``, the ``postgres`` extra). A slow or
-unreachable database therefore adds no latency to a call and raises nothing: while it cannot be
-written the rows go to a local :class:`~.spool.Spool` on disk and are replayed when it is back.
+Rows leave the call path at once: :meth:`FleetWriter.put` appends each to the process's
+:class:`~.spool.Journal` (one line written, so that it outlives ``os._exit`` and SIGKILL) and to
+a bounded in-memory queue, and a background thread writes them in batches (``psycopg``, the
+``postgres`` extra). A slow or unreachable database therefore adds no latency to a call and
+raises nothing: once it is found down the rows go to a local :class:`~.spool.Spool` on disk (a
+folder per database) and are replayed into that database when it is back. No value stops a
+batch: texts PostgreSQL cannot hold are stored escaped (:func:`stored_text`), numbers out of
+their column's range NULL, and a row the database still refuses is set aside alone.
 Every row carries its own id (a UUID made when it was recorded) and is inserted with
 ``ON CONFLICT DO NOTHING``, so a batch retried after a timeout (whose commit may have gone
 through) or replayed twice is stored exactly once. The first process that needs the schema
@@ -163,8 +167,9 @@ def _cleaned(row: Sequence[Any]) -> tuple[Any, ...]:
     cleaned = tuple(_column_value(c, v) for c, v in zip(COLUMNS, row, strict=True))
     for column, value, kept in zip(COLUMNS, row, cleaned):
         if kept is not value and kept != value and (kept is None or _POISON.search(str(value))):
-            faults.report("ledger_fleet_value", detail=f"fleet ledger column {column}: a value "
-                          "PostgreSQL cannot hold, stored escaped (text) or NULL (number)")  # fmt: skip
+            faults.report("ledger_fleet_value", detail=(
+                f"fleet ledger column {column}: a value PostgreSQL cannot hold, stored "
+                "escaped (text) or NULL (number)"))  # fmt: skip
     return cleaned
 
 
