@@ -467,8 +467,8 @@ class FleetWriter:
         """Rows the database refused: kept in a ``*.failed`` spool file, never replayed."""
         self.rejected += len(items)
         try:
-            self.spool.set_aside(items)
-            kept = f"set aside in {self.spool.folder}/*.failed"
+            kept = (f"set aside in {self.spool.folder}/*.failed" if self.spool.set_aside(items)
+                    else "lost: the spool is full")  # fmt: skip
         except Exception as error:
             kept = f"lost: {_reason(error)}"
         faults.report("ledger_fleet_rejected", exc, f"fleet ledger refused a row "

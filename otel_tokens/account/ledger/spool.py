@@ -218,10 +218,12 @@ class Spool:
         except FileNotFoundError:
             pass
 
-    def set_aside(self, rows: Sequence[Sequence[Any]]) -> None:
-        """Keep ``rows`` the database refused in a ``*.failed`` file (never replayed)."""
-        self._write(rows, _FAILED)
+    def set_aside(self, rows: Sequence[Sequence[Any]]) -> bool:
+        """Keep ``rows`` the database refused in a ``*.failed`` file (never replayed); False
+        when the spool is full (nothing written)."""
+        kept = self._write(rows, _FAILED)
         self._prune_failed()
+        return kept
 
     def move_aside(self, path: Path) -> None:
         """A claimed batch that cannot be read: renamed ``*.failed``, never replayed again."""
