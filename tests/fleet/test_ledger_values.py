@@ -162,3 +162,25 @@ def _spooled_row(row_id: str | None, request_id: str) -> list:
     """A row as a spool file holds it (COLUMNS order)."""
     return [row_id, "a", request_id, time.time(), "m", None, "reported", 10, 1, None, None, None,
             0.5, None, None, None, 1, None, None, None, "t", "h"]
+
+
+def test_a_value_too_big_for_its_index_is_set_aside_alone(ledger_db, tmp_path):
+    """A 10 kB tenant of random text (too big for the tenant index) among good rows: that row
+    is set aside with a fault, kept exactly in the .failed file; a 1 MB user (no index) is
+    stored; every other row is written."""
+    import secrets
+
+    writer = _writer(ledger_db, tmp_path / "spool")
+    huge_tenant, huge_user = secrets.token_hex(5000), secrets.token_hex(500_000)
+    for i, who in enumerate([("u", "t", None), ("u", huge_tenant, None), (huge_user, "t", None),
+                             ("u", "t", None)]):  # fmt: skip
+        writer.put("a", f"r{i}", time.time(), _usage(), 0.5, 0, 0, who)
+    assert writer.flush(30)
+    assert sorted(r[0] for r in _rows(ledger_db, "SELECT request_id FROM otel_tokens_requests")
+                  ) == ["r0", "r2", "r3"]  # fmt: skip
+    assert _rows(ledger_db, "SELECT length(user_id) FROM otel_tokens_requests "
+                            "WHERE request_id='r2'") == [(1_000_000,)]  # fmt: skip
+    failed = [json.loads(text) for p in (tmp_path / "spool").glob("*.failed")
+              for text in p.read_text().splitlines()]  # fmt: skip
+    assert [(row[2], row[18]) for row in failed] == [("r1", huge_tenant)]
+    assert writer.rejected == 1

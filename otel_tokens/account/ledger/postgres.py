@@ -551,13 +551,15 @@ _Entry = tuple[tuple[Any, ...], Segment | None]  # a queued row and its journal 
 def _refused(exc: BaseException) -> bool:
     """Whether ``exc`` is the database (or the driver) refusing the values written, rather
     than the database being down, slow or unusable: a ``DataError`` or ``IntegrityError``,
-    a value the driver cannot send (no SQLSTATE), or a row that is not one."""
+    a value past a limit (a 10 kB tenant is too big for its index), a value the driver cannot
+    send (no SQLSTATE), or a row that is not one."""
     try:
         import psycopg
     except ImportError:
         return False
     if isinstance(exc, psycopg.Error):
-        return isinstance(exc, (psycopg.DataError, psycopg.IntegrityError)) or (
+        refused = (psycopg.DataError, psycopg.IntegrityError, psycopg.errors.ProgramLimitExceeded)
+        return isinstance(exc, refused) or (
             isinstance(exc, psycopg.ProgrammingError) and exc.sqlstate is None)  # fmt: skip
     return isinstance(exc, (ValueError, TypeError, LookupError, OverflowError))
 
