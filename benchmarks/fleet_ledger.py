@@ -5,6 +5,9 @@ tests/fleet/cluster.py), then measures:
 
 * rows per second sustained from 8 processes into one database (each queues ``--rows`` rows on
   the fleet writer as fast as it can; time until every row is committed);
+* what queuing one row costs the calling thread (``FleetWriter.put``: the row journaled, one
+  line written to the spool folder, then queued), median and p99, rows paced as calls are
+  (20 then a 1 ms pause), the writing thread committing meanwhile;
 * the latency of one instrumented call (``configure()`` + ``instrument()``, the real ``openai``
   client on a mock transport, under ``agent()``) with no fleet ledger, with the database up,
   slow (a trigger sleeps 100 ms in every INSERT statement) and down (nothing listens);
@@ -41,6 +44,26 @@ for i in range(rows):
     writer.put("bench", None, time.time(), usage, 0.0001, 0, 0, ("u", "t", None))
 writer.flush(120)
 print(writer.written)
+"""
+
+PUTTER = """
+import json, statistics, sys, time
+from otel_tokens.account.ledger.postgres import FleetWriter
+from otel_tokens.account.ledger.spool import Spool
+from otel_tokens.usage import Usage
+url, rows, spool = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+writer = FleetWriter(url, Spool(spool, 10**9), queue_max=10**6, exit_timeout=120)
+usage = Usage(input_tokens=100, output_tokens=10, model="gpt-4o-mini", provider="openai")
+times = []
+for i in range(rows):
+    start = time.perf_counter()
+    writer.put("bench", None, time.time(), usage, 0.0001, 1, 1, ("u", "t", "c"))
+    times.append(time.perf_counter() - start)
+    if i % 20 == 19:
+        time.sleep(0.001)
+writer.flush(120)
+times = sorted(times[1000:])
+print(json.dumps({"median": statistics.median(times), "p99": times[int(len(times) * 0.99)]}))
 """
 
 CALLER = """
@@ -89,6 +112,12 @@ def throughput(url: str, rows: int, spool: str) -> float:
     return stored / elapsed
 
 
+def put_cost(url: str, rows: int, spool: str) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", PUTTER, url, str(rows), spool], check=True,
+                         capture_output=True, text=True, timeout=600).stdout  # fmt: skip
+    return json.loads(out.strip().splitlines()[-1])
+
+
 def latency(url: str | None, calls: int, spool: str) -> dict[str, float]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env.update(OTEL_TRACES_EXPORTER="none", OTEL_METRICS_EXPORTER="none",
@@ -132,6 +161,9 @@ def main() -> None:
         spool = tempfile.mkdtemp(prefix="otel-tokens-bench-spool-")
         rate = throughput(new_database(cluster.url), args.rows, spool)
         print(f"8 processes x {args.rows} rows: {rate:,.0f} rows/s sustained")
+        put = put_cost(new_database(cluster.url), args.rows, spool)
+        print(f"one row queued (put, journaled): median {put['median'] * 1e6:,.1f} us, "
+              f"p99 {put['p99'] * 1e6:,.1f} us")
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             closed = s.getsockname()[1]

@@ -5,6 +5,7 @@ spool of an unreachable database replayed; report totals equal to what the serve
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -13,18 +14,24 @@ from pathlib import Path
 
 import pytest
 
-from ..process.conftest import clean_env, free_port, wait_for
+from ..process.conftest import clean_env, wait_for
 from .conftest import TenantLLM
 
 APPS = Path(__file__).resolve().parent / "apps"
 ROOT_DIR = Path(__file__).resolve().parents[2]
 
 
+def fleet_env(**extra: str) -> dict[str, str]:
+    """A clean environment whose processes import this checkout's otel_tokens and the apps."""
+    environ = clean_env(**extra)
+    environ["PYTHONPATH"] = os.pathsep.join((str(APPS), str(ROOT_DIR)))
+    return environ
+
+
 def _workers(n: int, llm: TenantLLM, url: str, spool: Path, **env: str) -> list[subprocess.Popen]:
-    environ = clean_env(FAKE_LLM_URL=llm.url, OTEL_TOKENS_LEDGER_URL=url,
+    environ = fleet_env(FAKE_LLM_URL=llm.url, OTEL_TOKENS_LEDGER_URL=url,
                         OTEL_TOKENS_LEDGER_SPOOL=str(spool), OTEL_METRICS_EXPORTER="none",
                         OTEL_TOKENS_EXIT_TIMEOUT="5", **env)  # fmt: skip
-    environ["PYTHONPATH"] = str(APPS)
     # the fake server stands for OpenAI behind a private gateway: priced as OpenAI (a server
     # on 127.0.0.1 is otherwise self-hosted, recorded with no price)
     environ["OTEL_TOKENS_PROVIDER_URLS"] = f"{llm.url}=openai"
@@ -57,7 +64,7 @@ def _totals(url: str) -> tuple[int, int, dict[str, int], int, int]:
 def _report(url: str, *args: str) -> dict:
     out = subprocess.run([sys.executable, "-m", "otel_tokens.cli", "report", "--db", url,
                           "--json", *args], check=False, capture_output=True, text=True, timeout=60,
-                         env=clean_env())  # fmt: skip
+                         env=fleet_env())  # fmt: skip
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -72,7 +79,7 @@ def test_four_processes_write_one_ledger(tenant_llm, ledger_db, tmp_path):
     assert (count, ids, services) == (160, 160, 4)
     assert tokens == tenant_llm.input_total
     assert tenants == dict(tenant_llm.by_tenant)
-    assert not list((tmp_path / "spool").glob("*")), "nothing was spooled with the database up"
+    assert not list((tmp_path / "spool").glob("*/*")), "nothing spooled or left: database up"
 
     report = _report(ledger_db)
     assert report["totals"]["requests"] == 160
@@ -119,20 +126,25 @@ def test_database_stopped_and_started_mid_run(tenant_llm, own_ledger_db, tmp_pat
     assert tenants == dict(tenant_llm.by_tenant)
 
 
-def test_spool_replayed_when_the_database_is_back(tenant_llm, ledger_db, tmp_path):
-    """A process whose database is unreachable spools its rows at exit and fails no call; the
-    next process with the database replays them, each once."""
+def test_spool_replayed_when_the_database_is_back(tenant_llm, own_ledger_db, tmp_path):
+    """A process whose database is unreachable spools its rows and fails no call; the next
+    process for that database, once it is back, replays them, each once."""
+    cluster, ledger_db = own_ledger_db
     spool = tmp_path / "spool"
-    down = f"postgresql://postgres@127.0.0.1:{free_port()}/nothing"
-    _finish(_workers(2, tenant_llm, down, spool, THREADS="3", CALLS="5"))
+    cluster.stop()
+    try:
+        _finish(_workers(2, tenant_llm, ledger_db, spool, THREADS="3", CALLS="5"))
+    finally:
+        cluster.start()
     assert tenant_llm.calls == 30
-    batches = list(spool.glob("*.rows"))
+    batches = list(spool.glob("*/*.rows"))
     assert batches
     assert sum(len(p.read_text().splitlines()) for p in batches) == 30
+    assert not list(spool.glob("*/*.journal*")), "an exit leaves no journal behind"
     first_truth = tenant_llm.input_total
 
     _finish(_workers(1, tenant_llm, ledger_db, spool, THREADS="1", CALLS="1"))
-    assert not list(spool.glob("*.rows")) and not list(spool.glob("*.claimed*"))
+    assert not list(spool.glob("*/*.rows")) and not list(spool.glob("*/*.claimed*"))
     count, tokens, _, ids, _ = _totals(ledger_db)
     assert (count, ids) == (31, 31)
     assert tokens == tenant_llm.input_total > first_truth
@@ -197,7 +209,7 @@ def test_schema_created_once_by_processes_starting_together(ledger_db):
 
 
 def test_a_forked_child_writes_its_own_rows_on_its_own_connection(ledger_db, tmp_path):
-    environ = clean_env(OTEL_TOKENS_LEDGER_URL=ledger_db, OTEL_TOKENS_EXIT_TIMEOUT="5",
+    environ = fleet_env(OTEL_TOKENS_LEDGER_URL=ledger_db, OTEL_TOKENS_EXIT_TIMEOUT="5",
                         OTEL_TOKENS_LEDGER_SPOOL=str(tmp_path / "spool"))  # fmt: skip
     out = subprocess.run([sys.executable, str(APPS / "fork_app.py")], env=environ, check=False,
                          capture_output=True, text=True, timeout=60)  # fmt: skip
@@ -209,7 +221,7 @@ def test_a_forked_child_writes_its_own_rows_on_its_own_connection(ledger_db, tmp
 
 
 def _roll(llm: TenantLLM, url: str, tmp_path: Path, **env: str) -> str:
-    environ = clean_env(FAKE_LLM_URL=llm.url, OTEL_TOKENS_LEDGER_URL=url, CALLS="10",
+    environ = fleet_env(FAKE_LLM_URL=llm.url, OTEL_TOKENS_LEDGER_URL=url, CALLS="10",
                         ROLL_TO="6", OTEL_TOKENS_LEDGER_SPOOL=str(tmp_path / "spool"),
                         OTEL_METRICS_EXPORTER="none", OTEL_TOKENS_EXIT_TIMEOUT="5",
                         OTEL_TOKENS_PROVIDER_URLS=f"{llm.url}=openai", **env)  # fmt: skip
@@ -245,17 +257,22 @@ def test_a_rollback_shows_in_the_fleet_report(file, tenant_llm, ledger_db, tmp_p
         assert sqlite["totals"]["input_tokens"] == sum(kept)
 
 
-def test_a_rollback_while_the_database_is_down_is_replayed_once(tenant_llm, ledger_db, tmp_path):
+def test_a_rollback_while_the_database_is_down_is_replayed_once(tenant_llm, own_ledger_db,
+                                                               tmp_path):
     """Rows and the rollback of a process whose database is down are spooled in order and
     replayed by the next process: the undone rows stored inactive, once."""
-    down = f"postgresql://postgres@127.0.0.1:{free_port()}/nothing"
-    out = _roll(tenant_llm, down, tmp_path)
+    cluster, ledger_db = own_ledger_db
+    cluster.stop()
+    try:
+        out = _roll(tenant_llm, ledger_db, tmp_path)
+    finally:
+        cluster.start()
     assert "ledger_fleet fault" in out
     spool = tmp_path / "spool"
-    lines = [line for p in sorted(spool.glob("*.rows")) for line in p.read_text().splitlines()]
+    lines = [line for p in sorted(spool.glob("*/*.rows")) for line in p.read_text().splitlines()]
     assert len(lines) == 11 and lines[-1].startswith('["rollback"')
     _finish(_workers(1, tenant_llm, ledger_db, spool, THREADS="1", CALLS="1"))
-    assert not list(spool.glob("*.rows"))
+    assert not list(spool.glob("*/*.rows"))
     report = _report(ledger_db)
     assert report["totals"]["requests"] == 7
     assert report["totals"]["input_tokens"] == sum(100 + i for i in range(6)) + 110

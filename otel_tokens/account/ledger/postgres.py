@@ -1,9 +1,13 @@
 """The fleet ledger: every process's ledger rows written to one PostgreSQL database.
 
-Rows leave the call path at once: :meth:`FleetWriter.put` appends to a bounded in-memory queue
-and a background thread writes them in batches (``psycopg``, the ``postgres`` extra). A slow or
-unreachable database therefore adds no latency to a call and raises nothing: while it cannot be
-written the rows go to a local :class:`~.spool.Spool` on disk and are replayed when it is back.
+Rows leave the call path at once: :meth:`FleetWriter.put` appends each to the process's
+:class:`~.spool.Journal` (one line written, so that it outlives ``os._exit`` and SIGKILL) and to
+a bounded in-memory queue, and a background thread writes them in batches (``psycopg``, the
+``postgres`` extra). A slow or unreachable database therefore adds no latency to a call and
+raises nothing: once it is found down the rows go to a local :class:`~.spool.Spool` on disk (a
+folder per database) and are replayed into that database when it is back. No value stops a
+batch: texts PostgreSQL cannot hold are stored escaped (:func:`stored_text`), numbers out of
+their column's range NULL, and a row the database still refuses is set aside alone.
 Every row carries its own id (a UUID made when it was recorded) and is inserted with
 ``ON CONFLICT DO NOTHING``, so a batch retried after a timeout (whose commit may have gone
 through) or replayed twice is stored exactly once. The first process that needs the schema
@@ -24,7 +28,9 @@ from __future__ import annotations
 import atexit
 import collections
 import itertools
+import math
 import os
+import re
 import socket
 import threading
 import time
@@ -33,9 +39,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import faults, threads
-from .spool import Spool, default_folder
+from .spool import Journal, Segment, Spool, default_folder
 
-__all__ = ["COLUMNS", "SCHEMA_VERSION", "FleetWriter", "connect", "ensure_schema", "fleet_writer"]
+__all__ = ["COLUMNS", "SCHEMA_VERSION", "FleetWriter", "connect", "ensure_schema", "fleet_writer",
+           "original_text", "stored_text"]  # fmt: skip
 
 SCHEMA_VERSION = 1
 _SCHEMA_LOCK = 0x6F74_6F6B_6C65_6467  # pg_advisory_xact_lock key of the schema set-up
@@ -114,6 +121,97 @@ CONNECT_TIMEOUT = 3  # seconds
 STATEMENT_TIMEOUT_MS = 5_000
 RETRY_MAX = 5.0  # seconds between attempts while the database is down (doubling from 0.25)
 
+#: a NUL, a lone surrogate (what undecodable bytes become), or a backslash the reading
+#: (:func:`original_text`) would take for the start of an escape
+_ESCAPE = re.compile(r"[\x00\ud800-\udfff]|\\(?=[\\\x00\ud800-\udfff]|x00|ud[89a-f][0-9a-f]{2})")
+_UNESCAPE = re.compile(r"\\(\\|x00|ud[89a-f][0-9a-f]{2})")
+_POISON = re.compile(r"[\x00\ud800-\udfff]")
+_COUNTS = frozenset(("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
+                     "reasoning_tokens", "active"))  # BIGINT / SMALLINT columns
+_NUMBERS = frozenset(("ts", "cost_usd", "premium_requests"))  # DOUBLE PRECISION columns
+_INT64 = 2**63
+
+
+def stored_text(value: str) -> str:
+    """``value`` as a PostgreSQL text can hold it: a NUL becomes ``\\x00``, a lone surrogate
+    ``\\udcXX`` (Python's backslashreplace), and a backslash that would read as the start of
+    such an escape (or of ``\\\\``) is doubled. Other values are stored as they are, and
+    :func:`original_text` gives back the exact original of every value."""
+    if value.isascii() and "\\" not in value and "\x00" not in value:
+        return value
+    return _ESCAPE.sub(_escape, value)
+
+
+def original_text(stored: str) -> str:
+    """The value :func:`stored_text` was given."""
+    return _UNESCAPE.sub(_unescape, stored)
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char == "\\":
+        return "\\\\"
+    return "\\x00" if char == "\x00" else f"\\u{ord(char):04x}"
+
+
+def _unescape(match: re.Match[str]) -> str:
+    code = match.group(1)
+    if code == "\\":
+        return "\\"
+    return "\x00" if code == "x00" else chr(int(code[1:], 16))
+
+
+def _cleaned(row: Sequence[Any]) -> tuple[Any, ...]:
+    """A row as its columns can hold it (:func:`_column_value`); a NUL, a lone surrogate or a
+    number that had to be stored NULL is a ``ledger_fleet_value`` fault (logged once)."""
+    cleaned = tuple(_column_value(c, v) for c, v in zip(COLUMNS, row, strict=True))
+    for column, value, kept in zip(COLUMNS, row, cleaned):
+        if kept is not value and kept != value and (kept is None or _POISON.search(str(value))):
+            faults.report("ledger_fleet_value", detail=(
+                f"fleet ledger column {column}: a value PostgreSQL cannot hold, stored "
+                "escaped (text) or NULL (number)"))  # fmt: skip
+    return cleaned
+
+
+def _column_value(column: str, value: Any) -> Any:
+    """``value`` as ``column`` can hold it: a text through :func:`stored_text`; a count that is
+    not an integer of BIGINT's range, or a number that is not finite (a cost of ``inf``,
+    ``nan``, ``10**400``), NULL (unknown)."""
+    if value is None:
+        return None
+    if column in _COUNTS:
+        return _count(value)
+    if column in _NUMBERS:
+        return _number(value)
+    return stored_text(value if isinstance(value, str) else str(value))
+
+
+def _count(value: Any) -> int | None:
+    """An integer of BIGINT's range (an integral float too), else None."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    return value if -_INT64 <= value < _INT64 else None
+
+
+def _number(value: Any) -> float | None:
+    """A finite float, else None."""
+    if isinstance(value, (bool, str, bytes)):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _cleaned_rollback(item: Sequence[Any]) -> tuple[Any, ...]:
+    """A queued rollback with its texts as the rows they name were stored."""
+    _, host, ledger, undone = item
+    return (ROLLBACK, stored_text(str(host)), stored_text(str(ledger)),
+            [[stored_text(str(rid)), _number(ts)] for rid, ts in undone])  # fmt: skip
+
 
 def connect(url: str, autocommit: bool = False) -> Any:
     """A psycopg connection to ``url`` with short connect and statement timeouts."""
@@ -154,13 +252,19 @@ class FleetWriter:
         self.exit_timeout = exit_timeout
         self.written = 0  # rows this process's writer committed (replayed ones included)
         self.lost = 0  # rows neither written nor spooled (spool full)
+        self.rejected = 0  # rows the database refused (set aside, see _set_aside)
         self._fresh()
 
     def _fresh(self) -> None:
-        """State of a new writer (at start and in a forked child)."""
+        """State of a new writer (at start and in a forked child, which leaves its parent's
+        journal to the parent)."""
+        if getattr(self, "_journal", None) is not None:
+            self._journal.abandon()
+        self._journal = Journal(self.spool)
         self._cond = threading.Condition(threading.Lock())
-        self._queue: collections.deque[tuple[Any, ...]] = collections.deque()
-        self._inflight: list[tuple[Any, ...]] = []
+        #: queued rows (and rollbacks), each with the journal segment holding it (or None)
+        self._queue: collections.deque[_Entry] = collections.deque()
+        self._inflight: list[_Entry] = []
         self._thread: threading.Thread | None = None
         self._conn: Any = None
         self._pid = os.getpid()
@@ -202,13 +306,15 @@ class FleetWriter:
             faults.report("ledger_fleet", exc)
 
     def _enqueue(self, item: tuple[Any, ...]) -> None:
+        """Journal ``item`` (one line, one write), then queue it for the writing thread."""
         if self._thread is None:
             _load_driver()
+        text = self._journal.line(item)
         spill = None
         with self._cond:
             if not self._queue:
                 self._first_at = time.monotonic()
-            self._queue.append(item)
+            self._queue.append((item, self._journal.append(text)))
             if len(self._queue) > self.queue_max:  # the writer is behind: to disk, not lost
                 spill = list(self._queue)
                 self._queue.clear()
@@ -217,7 +323,7 @@ class FleetWriter:
             if self._thread is None:
                 self._start_locked()
         if spill is not None:
-            self._spool(spill)
+            self._spool_entries(spill)
 
     def _row_id(self) -> str:
         """A UUID unique to this row: a random per-process prefix and a counter (no system
@@ -238,29 +344,38 @@ class FleetWriter:
                 batch = [self._queue.popleft() for _ in range(min(BATCH, len(self._queue)))]
                 stopping = self._stopping
                 self._inflight = batch
-            self._write(batch)
+                self._journal_locked(self._journal.rotate)
+            self._write([item for item, _ in batch])
             with self._cond:
+                if self._inflight is batch:  # not taken (and spooled) by flush() meanwhile
+                    self._journal_locked(self._journal.release, [seg for _, seg in batch])
                 self._inflight = []
                 if stopping and not self._queue:
                     self._cond.notify_all()
                     return
 
+    def _journal_locked(self, method: Any, *args: Any) -> None:
+        """Rotate or release the journal (under the lock), a fault rather than the thread's end."""
+        try:
+            method(*args)
+        except Exception as exc:
+            faults.report("ledger_fleet_journal", exc)
+
     def _due_locked(self) -> bool:
-        """Whether there is work: rows (while the database is down, a batch's worth, or the
-        retry time), or, with nothing queued, a retry or another process's spool to replay."""
+        """Whether there is work: rows (a batch's worth, or after the linger: written, or
+        spooled at once while the database is down), or, with nothing queued, a retry or
+        another process's spool (or journal) to replay."""
         now = time.monotonic()
         retry = self._down and now >= self._retry_at
         if self._queue:
-            if len(self._queue) >= BATCH:
-                return True
-            return retry if self._down else now >= self._first_at + LINGER
+            return len(self._queue) >= BATCH or now >= self._first_at + LINGER
         return retry or (not self._down and self.spool.pending())
 
     def _wait(self) -> float:
-        if self._down:
-            return max(0.01, self._retry_at - time.monotonic())
         if self._queue:
             return max(0.001, self._first_at + LINGER - time.monotonic())
+        if self._down:
+            return max(0.01, self._retry_at - time.monotonic())
         return 5.0  # now and then: a spool another process left
 
     def _write(self, batch: list[tuple[Any, ...]]) -> None:
@@ -272,7 +387,7 @@ class FleetWriter:
             conn = self._connection()
             self._replay(conn)
             if batch:
-                self._apply(conn, batch)
+                self._apply_or_set_aside(conn, batch)
             self._down, self._delay = False, 0.25
         except Exception as exc:
             self._close()
@@ -303,6 +418,8 @@ class FleetWriter:
         """One transaction, in order: rows COPied into a temporary table (little work per row
         in this process, which shares the interpreter with the host's calls), then those not
         stored yet moved in; rollbacks kept and applied."""
+        items = [_cleaned_rollback(item) if item[0] == ROLLBACK else _cleaned(item)
+                 for item in items]  # fmt: skip
         rolls = any(item[0] == ROLLBACK for item in items)
         written = 0
         with conn.transaction(), conn.cursor() as cur:
@@ -331,19 +448,58 @@ class FleetWriter:
                 start = end
         self.written += written
 
+    def _apply_or_set_aside(self, conn: Any, items: Sequence[Sequence[Any]]) -> None:
+        """:meth:`_apply`; items the database refuses for their values (not for being down)
+        are found by halving the batch, and set aside alone: the rest is written."""
+        try:
+            self._apply(conn, items)
+        except Exception as exc:
+            if not _refused(exc):
+                raise
+            if len(items) == 1:
+                self._set_aside(items, exc)
+                return
+            half = len(items) // 2
+            self._apply_or_set_aside(conn, items[:half])
+            self._apply_or_set_aside(conn, items[half:])
+
+    def _set_aside(self, items: Sequence[Sequence[Any]], exc: BaseException) -> None:
+        """Rows the database refused: kept in a ``*.failed`` spool file, never replayed."""
+        self.rejected += len(items)
+        try:
+            kept = (f"set aside in {self.spool.folder}/*.failed" if self.spool.set_aside(items)
+                    else "lost: the spool is full")  # fmt: skip
+        except Exception as error:
+            kept = f"lost: {_reason(error)}"
+        faults.report("ledger_fleet_rejected", exc, f"fleet ledger refused a row "
+                      f"({type(exc).__name__}: {_reason(exc)}); {kept}")  # fmt: skip
+
     def _replay(self, conn: Any) -> None:
-        """Every spooled batch of this host, written (each claimed by one process only)."""
+        """Every spooled batch of this host for this database, written (each claimed by one
+        process only); one that cannot be read is moved aside, never tried again."""
         if not self.spool.pending():
             return
         while (path := self.spool.claim()) is not None:
             try:
                 rows = self.spool.read(path)
+            except Exception as exc:
+                self.spool.move_aside(path)
+                faults.report("ledger_fleet_rejected", exc, f"fleet ledger spool {path.name} "
+                              f"unreadable ({_reason(exc)}): moved aside as .failed")  # fmt: skip
+                continue
+            try:
                 for start in range(0, len(rows), BATCH):
-                    self._apply(conn, rows[start : start + BATCH])
+                    self._apply_or_set_aside(conn, rows[start : start + BATCH])
             except BaseException:
                 self.spool.give_back(path)
                 raise
             self.spool.done(path)
+
+    def _spool_entries(self, entries: list[_Entry]) -> None:
+        """Spool queued entries (rows or rollbacks), then release them from the journal."""
+        self._spool([item for item, _ in entries])
+        with self._cond:
+            self._journal_locked(self._journal.release, [seg for _, seg in entries])
 
     def _spool(self, rows: list[tuple[Any, ...]]) -> None:
         try:
@@ -379,11 +535,33 @@ class FleetWriter:
         with self._cond:
             left = list(self._inflight) + list(self._queue)
             self._queue.clear()
+            self._inflight = []
             if not self._thread.is_alive():
                 self._thread = None
                 self._stopping = False
-        self._spool(left)
+        self._spool_entries(left)
+        with self._cond:
+            self._journal_locked(self._journal.rotate)  # its last segment, now empty: gone
         return not left
+
+
+_Entry = tuple[tuple[Any, ...], Segment | None]  # a queued row and its journal segment
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether ``exc`` is the database (or the driver) refusing the values written, rather
+    than the database being down, slow or unusable: a ``DataError`` or ``IntegrityError``,
+    a value past a limit (a 10 kB tenant is too big for its index), a value the driver cannot
+    send (no SQLSTATE), or a row that is not one."""
+    try:
+        import psycopg
+    except ImportError:
+        return False
+    if isinstance(exc, psycopg.Error):
+        refused = (psycopg.DataError, psycopg.IntegrityError, psycopg.errors.ProgramLimitExceeded)
+        return isinstance(exc, refused) or (
+            isinstance(exc, psycopg.ProgrammingError) and exc.sqlstate is None)  # fmt: skip
+    return isinstance(exc, (ValueError, TypeError, LookupError, OverflowError))
 
 
 def _load_driver() -> None:
@@ -414,7 +592,7 @@ def fleet_writer(url: str, spool_folder: str | None, spool_max_bytes: int, queue
     with _writers_lock:
         writer = _writers.get(url)
         if writer is None:
-            spool = Spool(spool_folder or default_folder(), spool_max_bytes)
+            spool = Spool.for_database(spool_folder or default_folder(), url, spool_max_bytes)
             writer = FleetWriter(url, spool, queue_max, service,
                                  exit_timeout)  # fmt: skip
             _writers[url] = writer
