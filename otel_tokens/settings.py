@@ -278,6 +278,18 @@ def _agent_budget(part: str, window: float, enforce: bool) -> tuple[str, Budget]
     return agent.strip(), budget
 
 
+def _plausibility(reader: _Reader) -> dict[str, Any]:
+    """The bounds beyond which what a backend reports for one request is not real usage."""
+    return {
+        "max_tokens_per_request": reader.number(
+            "OTEL_TOKENS_MAX_TOKENS_PER_REQUEST", default=100_000_000, low=1, high=2**53,
+            accepted="a positive integer <= 2**53"),
+        "max_cost_per_request": reader.number(
+            "OTEL_TOKENS_MAX_COST_PER_REQUEST", default=10_000.0, kind=float, above=0,
+            high=1e12, accepted="a positive number of USD <= 1e12"),
+    }  # fmt: skip
+
+
 _POSTGRES_URL = re.compile(r"^(postgres(?:ql)?)(?:\+\w+)?://", re.IGNORECASE)
 
 
@@ -364,11 +376,7 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
         ledger_max_history=r.number("OTEL_TOKENS_LEDGER_MAX_HISTORY", default=10_000, low=1,
                                     accepted="a positive integer"),
         **_fleet_ledger(r),
-        max_tokens_per_request=r.number("OTEL_TOKENS_MAX_TOKENS_PER_REQUEST", default=100_000_000,
-                                        low=1, high=2**53, accepted="a positive integer <= 2**53"),
-        max_cost_per_request=r.number("OTEL_TOKENS_MAX_COST_PER_REQUEST", default=10_000.0,
-                                      kind=float, above=0, high=1e12,
-                                      accepted="a positive number of USD <= 1e12"),
+        **_plausibility(r),
         prices_file=prices_file,
         price_overrides=overrides,
         max_attribute_values=r.number("OTEL_TOKENS_MAX_ATTRIBUTE_VALUES", default=200, low=1,
