@@ -180,11 +180,13 @@ def _watch_for_sigterm(setup: Any) -> None:
     comes just before the main thread blocks in C (a Pool worker entering its queue's
     semaphore wait as ``terminate()`` signals it) would wait for ever. Python's wakeup fd
     tells a watching thread at once; it re-sends the signal to the main thread, whose wait
-    is then interrupted, until the handler has begun (not when the fd is someone else's)."""
+    is then interrupted, until the handler has begun (not when the fd is someone else's,
+    e.g. asyncio's: it is put back at once; SIGTERM and SIGINT are blocked meanwhile)."""
     reader, writer = os.pipe()
     os.set_blocking(writer, False)
-    if signal.set_wakeup_fd(writer, warn_on_full_buffer=False) != -1:  # another's: leave it
-        signal.set_wakeup_fd(-1)
+    previous = signal.set_wakeup_fd(writer, warn_on_full_buffer=False)
+    if previous != -1:  # another's: it stays theirs
+        signal.set_wakeup_fd(previous)
         os.close(reader)
         os.close(writer)
         return
