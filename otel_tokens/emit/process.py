@@ -156,7 +156,9 @@ def _new_session(exporter: Any) -> None:
 
 
 def _flush_at_any_exit(setup: Any) -> None:
-    """``multiprocessing`` finalizers (run before a worker's ``os._exit``) and SIGTERM."""
+    """``multiprocessing`` finalizers (run before a worker's ``os._exit``), a billiard
+    worker's exit, and SIGTERM."""
+    _flush_at_billiard_exit()
     if "multiprocessing" in sys.modules:
         from multiprocessing import util
 
@@ -173,6 +175,37 @@ def _flush_at_any_exit(setup: Any) -> None:
             _watch_for_sigterm(setup)
     except (ValueError, OSError):  # not the main thread: no signal handler can be set
         pass
+
+
+def _flush_at_billiard_exit() -> None:
+    """A billiard pool worker (Celery prefork, or billiard's ``Pool`` used directly) ends in
+    ``Worker._do_exit``: ``on_exit`` (Celery's ``worker_process_shutdown``), then
+    ``os._exit()``; no finalizer, ``atexit`` hook or SIGTERM handler of ours runs (Celery's
+    child initializer resets SIGTERM; billiard's handler raises ``SystemExit``, which also
+    ends there). The child's ``_do_exit`` flushes first. Only when the parent imported
+    billiard: otel_tokens never imports it."""
+    pool = sys.modules.get("billiard.pool")
+    worker = getattr(pool, "Worker", None)
+    do_exit = getattr(worker, "_do_exit", None)
+    if do_exit is None or getattr(do_exit, "_otel_tokens_flush", False):
+        return
+
+    def _do_exit(self: Any, *args: Any, **kwargs: Any) -> Any:
+        _flush_before_exit()
+        return do_exit(self, *args, **kwargs)
+
+    _do_exit._otel_tokens_flush = True  # type: ignore[attr-defined]
+    worker._do_exit = _do_exit  # type: ignore[union-attr]
+
+
+def _flush_before_exit() -> None:
+    """This process's telemetry, sent before it vanishes (never raising into the host)."""
+    try:
+        setup = _get_setup() if _get_setup is not None else None
+        if setup is not None:
+            setup.shutdown()
+    except Exception as exc:
+        faults.report("internal", exc, f"forked child: telemetry not sent at exit: {exc!r}")
 
 
 def _watch_for_sigterm(setup: Any) -> None:
