@@ -23,8 +23,8 @@ SQLite connection (:mod:`otel_tokens.account.ledger.sqlite`).
 
 from __future__ import annotations
 
-import logging
 import functools
+import logging
 import os
 import signal
 import sys

@@ -70,8 +70,9 @@ def _own_folder(folder: str) -> bool:
         return False
     why = _not_ours(info)
     if why:
-        faults.report("config", detail=f"/metrics folder {folder!r} not used ({why}): this process "
-                      "shares its port with no other (OTEL_TOKENS_PROMETHEUS_WORKERS_DIR)", each=True)  # fmt: skip
+        detail = (f"/metrics folder {folder!r} not used ({why}): this process shares its port "
+                  "with no other (OTEL_TOKENS_PROMETHEUS_WORKERS_DIR)")  # fmt: skip
+        faults.report("config", detail=detail, each=True)
         return False
     return True
 

@@ -28,12 +28,14 @@ def _run(ending: str, env: dict[str, str]) -> subprocess.Popen:
 @pytest.mark.parametrize("ending", ENDINGS)
 def test_over_otlp_every_call_once(llm, collector, ending):
     env = clean_env(FAKE_LLM_URL=llm.url, OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
-                    OTEL_METRIC_EXPORT_INTERVAL="300000", OTEL_TOKENS_EXIT_TIMEOUT="10")  # fmt: skip
+                    OTEL_METRIC_EXPORT_INTERVAL="300000",
+                    OTEL_TOKENS_EXIT_TIMEOUT="10")  # fmt: skip
     proc = _run(ending, env)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
     assert json.loads(out.strip().splitlines()[-1])["seen"] == llm.input_total
-    assert collector.input_total() == llm.input_total, (collector.input_total(), llm.input_total, err[-2000:])
+    got = collector.input_total()
+    assert got == llm.input_total, (got, llm.input_total, err[-2000:])
 
 
 @pytest.mark.parametrize("ending", ENDINGS)
@@ -49,7 +51,8 @@ def test_on_the_parents_metrics_port_every_call_once(llm, tmp_path, ending):
         assert line, proc.stderr.read()
         assert json.loads(line)["seen"] == llm.input_total
         url = f"http://127.0.0.1:{port}/metrics"
-        assert wait_for(lambda: scraped_input(url) == llm.input_total, 10), (scraped_input(url), llm.input_total)
+        found = wait_for(lambda: scraped_input(url) == llm.input_total, 10)
+        assert found, (scraped_input(url), llm.input_total)
     finally:
         proc.kill()
         proc.wait()

@@ -22,8 +22,9 @@ async def main():
     signal.set_wakeup_fd(theirs)
     pid = os.fork()
     if pid == 0:  # otel_tokens' fork hook has run (it installs its SIGTERM flush here)
-        print(json.dumps({"loop": theirs, "child": signal.set_wakeup_fd(-1),
-                          "sigterm": getattr(signal.getsignal(signal.SIGTERM), "__name__", "")}), flush=True)
+        handler = getattr(signal.getsignal(signal.SIGTERM), "__name__", "")
+        seen = {"loop": theirs, "child": signal.set_wakeup_fd(-1), "sigterm": handler}
+        print(json.dumps(seen), flush=True)
         os._exit(0)
     os.waitpid(pid, 0)
 

@@ -12,10 +12,11 @@ import openai  # noqa: E402
 from celery_config import make_app  # noqa: E402
 
 app = make_app()
+MESSAGES = [{"role": "user", "content": "hi"}]
 
 
 @app.task(name="chat")
 def chat() -> int:
     with openai.OpenAI(base_url=os.environ["FAKE_LLM_URL"], api_key="k", max_retries=0) as client:
-        answer = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+        answer = client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
     return answer.usage.prompt_tokens

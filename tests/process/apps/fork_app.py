@@ -20,9 +20,12 @@ URL = os.environ["FAKE_LLM_URL"]
 CHILDREN = 4
 
 
+MESSAGES = [{"role": "user", "content": "hi"}]
+
+
 def call(_: object = None) -> int:
     with openai.OpenAI(base_url=URL, api_key="k", max_retries=0) as client:
-        answer = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
+        answer = client.chat.completions.create(model="gpt-4o-mini", messages=MESSAGES)
     return answer.usage.prompt_tokens
 
 
