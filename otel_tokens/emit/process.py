@@ -54,6 +54,7 @@ def install(get_setup: Callable[[], Any]) -> None:
         _installed = True
         os.register_at_fork(before=_quiesce, after_in_parent=_resume,
                             after_in_child=_after_fork_in_child)  # fmt: skip
+    _flush_at_billiard_exit()  # a pool worker that billiard spawned (a new interpreter)
 
 
 _held: list[Any] = []  # export locks held across a fork
@@ -187,8 +188,9 @@ def _flush_at_billiard_exit() -> None:
     ``Worker._do_exit``: ``on_exit`` (Celery's ``worker_process_shutdown``), its death
     notice to the pool, then ``os._exit()``; no finalizer or ``atexit`` hook runs, and
     Celery's child initializer resets SIGTERM (billiard's handler raises ``SystemExit``,
-    which also ends there). The child flushes as ``_do_exit`` begins, while the pool still
-    counts it alive. Only when the parent imported billiard: otel_tokens never imports it."""
+    which also ends there). The worker flushes as ``_do_exit`` begins, while the pool still
+    counts it alive. Patched at ``configure()`` (a spawned worker) and in a forked child, only
+    where billiard is imported already: otel_tokens never imports it."""
     pool = sys.modules.get("billiard.pool")
     worker = getattr(pool, "Worker", None)
     do_exit = getattr(worker, "_do_exit", None)
@@ -196,9 +198,11 @@ def _flush_at_billiard_exit() -> None:
         return
 
     @functools.wraps(do_exit)
-    def _do_exit(self: Any, *args: Any, **kwargs: Any) -> Any:
-        _flush_before_exit()
-        return do_exit(self, *args, **kwargs)
+    def _do_exit(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            _flush_before_exit()
+        finally:  # ends in os._exit(): an exception raised meanwhile never escapes it
+            do_exit(self, *args, **kwargs)
 
     _do_exit._otel_tokens_flush = True  # type: ignore[attr-defined]
     worker._do_exit = _do_exit  # type: ignore[union-attr]

@@ -66,9 +66,11 @@ def _env(llm, tmp_path, **extra: str) -> dict[str, str]:  # type: ignore[no-unty
     return clean_env(FAKE_LLM_URL=llm.url, CELERY_FOLDER=str(tmp_path / "broker"), **extra)
 
 
-@pytest.mark.parametrize("shutdown", list(SHUTDOWN))
-def test_celery_prefork_over_otlp_every_call_once(llm, collector, tmp_path, shutdown):
-    env = _env(llm, tmp_path, OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
+@pytest.mark.parametrize("shutdown,start", [("warm", "fork"), ("cold", "fork"), ("warm", "spawn")])
+def test_celery_prefork_over_otlp_every_call_once(llm, collector, tmp_path, shutdown, start):
+    """``spawn``: ``worker_pool_start_method``, each child a new interpreter that imports the
+    app (and sets itself up) as billiard starts it."""
+    env = _env(llm, tmp_path, OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, CELERY_START_METHOD=start,
                OTEL_METRIC_EXPORT_INTERVAL="300000", OTEL_TOKENS_EXIT_TIMEOUT="10")  # fmt: skip
     err = _run_tasks(llm, env, shutdown)
     assert wait_for(lambda: collector.input_total() == llm.input_total, 10), (

@@ -15,6 +15,7 @@ def make_app() -> Celery:
                                   "control_folder": folder, "polling_interval": 0.1},
         task_ignore_result=True, worker_enable_remote_control=False, worker_prefetch_multiplier=1,
         broker_connection_retry_on_startup=True, worker_hijack_root_logger=False,
+        worker_pool_start_method=os.environ.get("CELERY_START_METHOD", "fork"),
     )  # fmt: skip
     return app
 
