@@ -11,8 +11,11 @@ providers ``configure()`` built, right after the fork the child:
 * serves no inherited port: it joins the port's front as a worker (:mod:`.workers`);
 * sends its telemetry before it ends, however it ends: at interpreter exit, at a
   ``multiprocessing`` worker's exit (``os._exit`` after its finalizers, where ``atexit`` never
-  runs), and on SIGTERM when nothing else handles it (a pool's ``terminate()``): the signal
-  is then delivered as before, after the flush (at most ``OTEL_TOKENS_EXIT_TIMEOUT``).
+  runs), at a billiard worker's exit (Celery prefork: ``--max-tasks-per-child``, warm and cold
+  shutdown; billiard's ``Pool``), at any ``os._exit()`` (a bare ``os.fork()`` child), and on
+  SIGTERM when nothing else handles it (a pool's ``terminate()``): the signal or exit status
+  is then as before, after the flush (at most ``OTEL_TOKENS_EXIT_TIMEOUT`` for the exporter).
+  Only SIGKILL (or an ``_exit`` from C) loses what the child counted since its last export.
 
 The ledger needs nothing here: its rows are written per call, and a child opens its own
 SQLite connection (:mod:`otel_tokens.account.ledger.sqlite`).
@@ -20,6 +23,7 @@ SQLite connection (:mod:`otel_tokens.account.ledger.sqlite`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import signal
@@ -27,7 +31,7 @@ import sys
 import threading
 import time
 import uuid
-from typing import Any, Callable
+from typing import Any, Callable, NoReturn
 
 from .. import faults, threads
 
@@ -36,7 +40,7 @@ __all__ = ["deliver_deferred_signal", "install"]
 _log = logging.getLogger("otel_tokens")
 _installed = False
 KICK_SECONDS = 0.25  # how often a SIGTERM the main thread has not acted on is re-sent
-FINAL_METRICS_WAIT = 10.0  # seconds a SIGTERM waits at most for the last metrics to be left
+FINAL_METRICS_WAIT = 10.0  # seconds an exit waits at most for the last metrics to be left
 _deferred: list[int] = []  # a SIGTERM that arrived while the process was already flushing
 _began = False  # the SIGTERM handler has begun (a plain flag: read by the watcher, no lock)
 _get_setup: Callable[[], Any] | None = None
@@ -50,6 +54,7 @@ def install(get_setup: Callable[[], Any]) -> None:
         _installed = True
         os.register_at_fork(before=_quiesce, after_in_parent=_resume,
                             after_in_child=_after_fork_in_child)  # fmt: skip
+    _flush_at_billiard_exit()  # a pool worker that billiard spawned (a new interpreter)
 
 
 _held: list[Any] = []  # export locks held across a fork
@@ -156,7 +161,10 @@ def _new_session(exporter: Any) -> None:
 
 
 def _flush_at_any_exit(setup: Any) -> None:
-    """``multiprocessing`` finalizers (run before a worker's ``os._exit``) and SIGTERM."""
+    """``multiprocessing`` finalizers (run before a worker's ``os._exit``), a billiard
+    worker's exit, any ``os._exit()`` of this process, and SIGTERM."""
+    _flush_at_billiard_exit()
+    _flush_at_os_exit()
     if "multiprocessing" in sys.modules:
         from multiprocessing import util
 
@@ -175,16 +183,90 @@ def _flush_at_any_exit(setup: Any) -> None:
         pass
 
 
+def _flush_at_billiard_exit() -> None:
+    """A billiard pool worker (Celery prefork, or billiard's ``Pool`` used directly) ends in
+    ``Worker._do_exit``: ``on_exit`` (Celery's ``worker_process_shutdown``), its death
+    notice to the pool, then ``os._exit()``; no finalizer or ``atexit`` hook runs, and
+    Celery's child initializer resets SIGTERM (billiard's handler raises ``SystemExit``,
+    which also ends there). The worker flushes as ``_do_exit`` begins, while the pool still
+    counts it alive. Patched at ``configure()`` (a spawned worker) and in a forked child, only
+    where billiard is imported already: otel_tokens never imports it."""
+    pool = sys.modules.get("billiard.pool")
+    worker = getattr(pool, "Worker", None)
+    do_exit = getattr(worker, "_do_exit", None)
+    if do_exit is None or getattr(do_exit, "_otel_tokens_flush", False):
+        return
+
+    @functools.wraps(do_exit)
+    def _do_exit(self: Any, *args: Any, **kwargs: Any) -> None:
+        try:
+            _flush_before_exit()
+        finally:  # ends in os._exit(): an exception raised meanwhile never escapes it
+            do_exit(self, *args, **kwargs)
+
+    _do_exit._otel_tokens_flush = True  # type: ignore[attr-defined]
+    worker._do_exit = _do_exit  # type: ignore[union-attr]
+
+
+_exit_pid = 0  # the forked child whose os._exit() flushes first (not its own children)
+
+
+def _flush_at_os_exit() -> None:
+    """A child made by a bare ``os.fork()`` that ends with ``os._exit()`` runs nothing at its
+    exit: ``os._exit`` flushes first (the same status after; never a raise instead of the
+    exit). Not for ``_exit`` bound before the fork nor a C ``_exit``; SIGKILL loses as ever."""
+    global _exit_pid
+    _exit_pid = os.getpid()
+    real = os._exit
+    if getattr(real, "_otel_tokens_flush", False):  # a grandchild: the child's wrapper
+        return
+
+    @functools.wraps(real)
+    def _exit(status: int) -> NoReturn:
+        try:
+            if os.getpid() == _exit_pid:
+                _flush_before_exit()
+        finally:
+            real(status)
+
+    _exit._otel_tokens_flush = True  # type: ignore[attr-defined]
+    os._exit = _exit
+
+
+def _flush_before_exit() -> None:
+    """This process's telemetry, sent before it vanishes: on another thread, waited for at
+    most ``FINAL_METRICS_WAIT`` (so a lock the exiting code holds, e.g. ``os._exit`` from a
+    signal handler, cannot stall the exit for ever). Never raises into the host."""
+    try:
+        setup = _get_setup() if _get_setup is not None else None
+        if setup is not None:
+            _flush_aside(setup)
+    except Exception as exc:
+        faults.report("internal", exc, f"forked child: telemetry not sent at exit: {exc!r}")
+
+
+def _flush_aside(setup: Any) -> None:
+    """``setup.shutdown()`` on another thread (a flush begun already is waited for): the last
+    metrics are local work (a file for the /metrics front), not the exporter's deadline: on a
+    starved machine they may take longer, and without them the front would lose every count
+    of this process."""
+    threads.start(setup.shutdown, "otel_tokens-exit")
+    setup.final_left.wait(max(FINAL_METRICS_WAIT, setup.exit_timeout))
+    setup.wait_ended(setup.exit_timeout + 0.5)
+
+
 def _watch_for_sigterm(setup: Any) -> None:
     """A Python handler runs only when the main thread next runs Python code: a SIGTERM that
     comes just before the main thread blocks in C (a Pool worker entering its queue's
     semaphore wait as ``terminate()`` signals it) would wait for ever. Python's wakeup fd
     tells a watching thread at once; it re-sends the signal to the main thread, whose wait
-    is then interrupted, until the handler has begun (not when the fd is someone else's)."""
+    is then interrupted, until the handler has begun (not when the fd is someone else's,
+    e.g. asyncio's: it is put back at once; SIGTERM and SIGINT are blocked meanwhile)."""
     reader, writer = os.pipe()
     os.set_blocking(writer, False)
-    if signal.set_wakeup_fd(writer, warn_on_full_buffer=False) != -1:  # another's: leave it
-        signal.set_wakeup_fd(-1)
+    previous = signal.set_wakeup_fd(writer, warn_on_full_buffer=False)
+    if previous != -1:  # another's: it stays theirs
+        signal.set_wakeup_fd(previous)
         os.close(reader)
         os.close(writer)
         return
@@ -232,12 +314,7 @@ def _flush_then_terminate(signum: int, frame: Any) -> None:
             return
         # the flush on another thread, so that a lock the interrupted code holds cannot stall
         # it (a flush another thread has begun is waited for instead)
-        threads.start(setup.shutdown, "otel_tokens-sigterm")
-        # the last metrics are local work (a file for the /metrics front), not the exporter's
-        # deadline: on a starved machine they may take longer, and without them the front
-        # would lose every count of this process
-        setup.final_left.wait(max(FINAL_METRICS_WAIT, setup.exit_timeout))
-        setup.wait_ended(setup.exit_timeout + 0.5)
+        _flush_aside(setup)
     _terminate(signum)
 
 

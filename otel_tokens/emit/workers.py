@@ -30,6 +30,7 @@ import json
 import logging
 import os
 import socket
+import stat
 import tempfile
 import threading
 import time
@@ -55,15 +56,38 @@ def default_folder(port: int) -> str:
 
 
 def _own_folder(folder: str) -> bool:
-    """Create ``folder`` (0700) or accept it if it is a folder of this user's and no one else's."""
+    """Create ``folder`` (0700) or accept it if it is a real folder of this user's and no one
+    else's: a symlink planted at its path, or another user's folder, is refused with one line
+    (the process then serves its port alone)."""
     try:
-        os.makedirs(folder, mode=0o700, exist_ok=True)
-        info = os.stat(folder)
+        os.makedirs(os.path.dirname(folder) or ".", exist_ok=True)
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+        info = os.lstat(folder)
     except OSError:
         return False
-    if hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & 0o022):
+    why = _not_ours(info)
+    if why:
+        detail = (f"/metrics folder {folder!r} not used ({why}): this process shares its port "
+                  "with no other (OTEL_TOKENS_PROMETHEUS_WORKERS_DIR)")  # fmt: skip
+        faults.report("config", detail=detail, each=True)
         return False
     return True
+
+
+def _not_ours(info: os.stat_result) -> str:
+    """Why a folder (its ``lstat``) cannot hold this user's workers' figures, or ``""``."""
+    if stat.S_ISLNK(info.st_mode):
+        return "a symlink"
+    if not stat.S_ISDIR(info.st_mode):
+        return "not a folder"
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        return f"owned by uid {info.st_uid}"
+    if info.st_mode & 0o022:
+        return "writable by others"
+    return ""
 
 
 class Endpoint:

@@ -161,7 +161,8 @@ def wait_for(predicate, timeout: float = 30.0, every: float = 0.2):  # type: ign
 
 def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "PROMETHEUS_"))}
-    env.update(PYTHONPATH=str(APPS), OTEL_TRACES_EXPORTER="none", **extra)
+    # the apps, and this checkout's otel_tokens whatever the installed one is
+    env.update(PYTHONPATH=os.pathsep.join([str(APPS), str(ROOT)]), OTEL_TRACES_EXPORTER="none", **extra)
     return env
 
 
