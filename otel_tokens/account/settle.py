@@ -150,7 +150,8 @@ class Accountant:
             if inp is not None or out is not None or cost is not None:  # else nothing to check
                 total = out if inp is None else inp if out is None else inp + out  # total_tokens
                 try:
-                    found = self.guard.check_after(entry.name, total, cost, response_model)
+                    found = self.guard.check_after(entry.name, total, cost, response_model,
+                                                   call.tenant, call.user)  # fmt: skip
                     anomalies = tuple(found) if found else ()  # none: the common case
                 except Exception as exc:
                     faults.report("internal", exc)
