@@ -340,7 +340,8 @@ def _alerting(budgets: Mapping[str, Budget], fleet_enforced: bool) -> dict[str, 
 
 
 def _spend(window: _AgentWindow, name: str, budget: Budget, tokens: int | None,
-           cost_usd: float | None, model: str | None, scope: str | None = None) -> list[Anomaly]:  # fmt: skip
+           cost_usd: float | None, model: str | None,
+           scope: str | None = None) -> list[Anomaly]:  # fmt: skip
     """Add one request to ``window`` (under its guard's lock); the budget's crossings, once
     each until the spend is back under it."""
     found: list[Anomaly] = []

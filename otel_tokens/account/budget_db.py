@@ -25,7 +25,7 @@ from typing import Any
 
 from .. import faults, threads
 
-__all__ = ["Connecting", "Settler", "Workers", "inherited"]
+__all__ = ["Connecting", "Settler", "Workers", "fork_lock", "inherited"]
 
 WORKERS = 4  # threads (and connections) per process running reservations at most
 SETTLE_QUEUE = 10_000  # settlements waiting to be written at most (past it: dropped, counted)
@@ -35,6 +35,22 @@ RETRY_AFTER = 5.0  # seconds before the settling thread tries again after a fail
 #: connections of a parent process, in its forked child: referenced so that their finalizer
 #: never ends the parent's session over the shared socket
 inherited: list[Any] = []
+_fork_lock = threading.Lock()
+
+
+def fork_lock() -> threading.Lock:
+    """The lock under which a forked child builds its own workers (once, whichever of its
+    threads comes first)."""
+    return _fork_lock
+
+
+def _after_fork_in_child() -> None:
+    global _fork_lock
+    _fork_lock = threading.Lock()  # a parent's thread may have held it at the fork
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class Connecting(TimeoutError):
@@ -49,7 +65,8 @@ class Job:
     __slots__ = ("after", "args", "connecting", "done", "given_up", "outcome", "posted", "work")
 
     def __init__(self, work: Callable[..., Any], args: tuple[Any, ...],
-                 after: Callable[[tuple[bool, Any]], None] | None, posted: bool) -> None:  # fmt: skip
+                 after: Callable[[tuple[bool, Any]], None] | None,
+                 posted: bool) -> None:  # fmt: skip
         self.work, self.args, self.after, self.posted = work, args, after, posted
         self.done = threading.Event()
         self.outcome: tuple[bool, Any] | None = None  # (True, result) or (False, exception)
@@ -60,8 +77,9 @@ class Job:
 class Workers:
     """At most ``size`` threads running ``work(conn, *args)`` on a connection of their own."""
 
-    def __init__(self, connect: Callable[[], Any], size: int = WORKERS) -> None:
-        self._connect = connect
+    def __init__(self, connect: Callable[[], Any], failed: Callable[[BaseException], None],
+                 size: int = WORKERS) -> None:  # fmt: skip
+        self._connect, self._failed = connect, failed
         self.size = size
         self._lock = threading.Lock()
         self._jobs: queue.SimpleQueue[Job] = queue.SimpleQueue()
@@ -105,25 +123,38 @@ class Workers:
             job = self._jobs.get()
             if not self._started(job):
                 continue
+            ran = False  # whether the work ran (its caller may have given up while it did)
             try:
                 if conn is None:
                     conn = self._open(job)
-                outcome: tuple[bool, Any] = (True, job.work(conn, *job.args)) \
-                    if self._started(job, connected=True) else (False, Connecting())  # fmt: skip
+                outcome: tuple[bool, Any] = (False, Connecting())  # given up meanwhile: skipped
+                if self._started(job, connected=True):
+                    ran = True
+                    outcome = (True, job.work(conn, *job.args))
             except Exception as exc:  # noqa: BLE001 - the caller's to judge
                 outcome, conn = (False, exc), self._drop(conn)
             with self._lock:
                 self._busy -= 1
-                late = job.given_up and not job.connecting
+                late = job.given_up and ran
+                unheard = job.given_up or job.posted
                 job.outcome = outcome
             job.done.set()
             if late:  # an abandoned connection is not reused
                 conn = self._drop(conn)
+            if unheard:
+                self._unheard(job, outcome, late)
+
+    def _unheard(self, job: Job, outcome: tuple[bool, Any], late: bool) -> None:
+        """An outcome no caller waits for: a failure goes to ``failed`` (a database that
+        cannot be reached is found down even when its callers gave up first); ``after``."""
+        try:
+            ok, value = outcome
+            if not ok and not isinstance(value, Connecting):
+                self._failed(value)
             if (late or job.posted) and job.after is not None:
-                try:
-                    job.after(outcome)
-                except Exception as exc:  # noqa: BLE001 - never the host's problem
-                    faults.report("budget_fleet", exc)
+                job.after(outcome)
+        except Exception as exc:  # noqa: BLE001 - never the host's problem
+            faults.report("budget_fleet", exc)
 
     def _started(self, job: Job, connected: bool = False) -> bool:
         """Whether ``job`` is still wanted (its caller gave up before it started: skipped)."""

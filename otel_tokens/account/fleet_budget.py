@@ -174,7 +174,8 @@ class FleetBudgets:
 
     def __init__(self, url: str, agents: Mapping[str, Budget], default: Budget | None,
                  tenants: Mapping[str, Budget], users: Mapping[str, Budget],
-                 reserve_output_tokens: int = 4096, timeout: float = DB_TIMEOUT) -> None:  # fmt: skip
+                 reserve_output_tokens: int = 4096,
+                 timeout: float = DB_TIMEOUT) -> None:  # fmt: skip
         self.url = url
         self.rules = {"agent": (dict(agents), default), "tenant": (dict(tenants), tenants.get("*")),
                       "user": (dict(users), users.get("*"))}  # fmt: skip
@@ -190,7 +191,7 @@ class FleetBudgets:
         """State of this process's own (at start, and in a forked child)."""
         self._pid = os.getpid()
         self._state = threading.Lock()  # never held across a round trip
-        self._workers = budget_db.Workers(self._connection)
+        self._workers = budget_db.Workers(self._connection, self._failed)
         self._settler = budget_db.Settler(self._connection, self._settle_batch, self._failed)
         self._down = False
         self._probe_at = 0.0
@@ -201,9 +202,11 @@ class FleetBudgets:
 
     def _own(self) -> None:
         if self._pid != os.getpid():  # a forked child: never the parent's threads or connections
-            budget_db.inherited.extend(self._workers.connections)
-            budget_db.inherited.append(self._settler.conn)
-            self._fresh()
+            with budget_db.fork_lock():
+                if self._pid != os.getpid():
+                    budget_db.inherited.extend(self._workers.connections)
+                    budget_db.inherited.append(self._settler.conn)
+                    self._fresh()
 
     @classmethod
     def from_settings(cls, settings: Any) -> FleetBudgets | None:

@@ -29,8 +29,8 @@ def _calls(t, n: int, tenant: str, user: str, tokens: int = 100) -> None:
 
 
 def _events(t) -> list[tuple]:
-    return [(e.attributes.get("otel_tokens.anomaly.budget"), e.attributes["otel_tokens.anomaly.kind"],
-             e.attributes["otel_tokens.anomaly.observed"], e.attributes["otel_tokens.anomaly.threshold"])
+    names = ("budget", "kind", "observed", "threshold")
+    return [tuple(e.attributes.get(f"otel_tokens.anomaly.{name}") for name in names)
             for s in t.finished() for e in s.events if e.name == "otel_tokens.anomaly"]  # fmt: skip
 
 

@@ -257,3 +257,23 @@ def test_a_forked_child_uses_connections_of_its_own(ledger_db):
     fleet.settle(again, 0.01, 1)
     assert fleet.flush(5) and _unsettled(ledger_db) == 0
     assert fleet.used("agent", "bot", 600) == (pytest.approx(0.03), 3)
+
+
+def test_a_server_that_never_answers_is_found_down_once(tmp_path):
+    """A port that accepts connections and never answers (a partitioned or stopped host: the
+    connect timeout is 3 s): no call waits more than the deadline, one fault, and once it is
+    found down no call waits at all while the background probe keeps trying."""
+    silent = socket.create_server(("127.0.0.1", 0))  # listening, never accepting
+    try:
+        fleet = _budgets(f"postgresql://postgres@127.0.0.1:{silent.getsockname()[1]}/x")
+        first = _calls(fleet, 4.0, threads=2)
+        later = _calls(fleet, 3.0, threads=2)
+    finally:
+        silent.close()
+    slowest = max(t for t, _ in first + later)
+    print(f"\nsilent server: slowest {slowest * 1000:.0f} ms, "
+          f"{sum(t > DEADLINE / 2 for t, _ in first)} paid the deadline")  # fmt: skip
+    assert slowest < BOUND, slowest
+    assert fleet.faults == 1
+    assert max(t for t, _ in later) < DEADLINE / 2  # found down: nobody waits for it
+    assert not any(placed for _, placed in first + later)
