@@ -10,8 +10,9 @@ Settings (read by :mod:`otel_tokens.settings`; defaults for every agent; code se
 ``OTEL_TOKENS_BUDGET_TOKENS``, ``OTEL_TOKENS_BUDGET_USD``, ``OTEL_TOKENS_BUDGET_WINDOW``
 (seconds, default 3600), ``OTEL_TOKENS_BUDGET_ENFORCE`` (``true``/``false``),
 ``OTEL_TOKENS_AGENT_BUDGETS`` (per agent: ``planner:usd=5,tokens=200000;coder:usd=1``),
-``OTEL_TOKENS_TENANT_BUDGETS``/``OTEL_TOKENS_USER_BUDGETS`` (alerting here over the process's
-own spend, named ``tenant:acme``/``user:ann``, unless the fleet's database enforces them),
+``OTEL_TOKENS_TENANT_BUDGETS``/``OTEL_TOKENS_USER_BUDGETS`` (without a fleet database: alerting
+here over the process's own spend, named ``tenant:acme``/``user:ann``; with one,
+:mod:`.fleet_budget` reserves them there, enforced or alerting),
 ``OTEL_TOKENS_SPIKE_FACTOR`` (k, default 3), ``OTEL_TOKENS_SPIKE_WARMUP`` (N, default 20),
 ``OTEL_TOKENS_SPIKE_WINDOW`` (requests in the rolling window, default 200).
 """
@@ -166,16 +167,16 @@ class AnomalyGuard:
         budgets: dict[str, Budget] | None = None,
         tenants: Mapping[str, Budget] | None = None,
         users: Mapping[str, Budget] | None = None,
-        fleet_enforced: bool = False,
+        fleet: bool = False,
     ) -> None:
         self.spike = spike or SpikeRule()
         self._default = default_budget
         self._budgets: dict[str, Budget | None] = dict(budgets or {})
         self._enforcing()
         self._windows: dict[str, _AgentWindow] = {}  # budgets: agents with spend in the window
-        #: tenants' and users' budgets alerted on here ("*": every other one); an enforced one
-        #: is the fleet's to enforce when there is a fleet database (``fleet_enforced``)
-        self._who = {scope: _alerting(given or {}, fleet_enforced)
+        #: tenants' and users' budgets alerted on here ("*": every other one), over the
+        #: process's own spend: none where a fleet database (``fleet``) holds them all
+        self._who = {scope: {} if fleet else dict(given or {})
                      for scope, given in (("tenant", tenants), ("user", users))}  # fmt: skip
         self.alerting_who = any(self._who.values())
         self._who_windows: dict[tuple[str, str], _AgentWindow] = {}
@@ -191,7 +192,7 @@ class AnomalyGuard:
         return cls(spike=settings.spike, default_budget=settings.default_budget,
                    budgets=dict(settings.agent_budgets), tenants=settings.tenant_budgets,
                    users=settings.user_budgets,
-                   fleet_enforced=settings.ledger_url is not None)  # fmt: skip
+                   fleet=settings.ledger_url is not None)  # fmt: skip
 
     # -- configuration --------------------------------------------------------------------
     @property
@@ -331,12 +332,6 @@ class AnomalyGuard:
             budget = self.who_budget(scope, key)
             window.expire(now, budget.window_seconds if budget is not None else 0.0)
         self._who_windows = {k: w for k, w in self._who_windows.items() if w.spends}
-
-
-def _alerting(budgets: Mapping[str, Budget], fleet_enforced: bool) -> dict[str, Budget]:
-    """The budgets of ``budgets`` alerted on in the process (not those the fleet enforces)."""
-    return {key: budget for key, budget in budgets.items()
-            if not (budget.enforce and fleet_enforced)}  # fmt: skip
 
 
 def _spend(window: _AgentWindow, name: str, budget: Budget, tokens: int | None,

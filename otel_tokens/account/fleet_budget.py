@@ -68,13 +68,14 @@ class Reservation:
     database); ``placed``: the database took it (maybe after its caller gave up); ``final``:
     the figures it was settled to."""
 
-    __slots__ = ("final", "held", "id", "placed", "scopes", "tokens", "usd")
+    __slots__ = ("alerts", "final", "held", "id", "placed", "scopes", "tokens", "usd")
 
     def __init__(self, scopes: list[tuple[str, str, Budget]], usd: float, tokens: int) -> None:
         self.id, self.scopes, self.usd, self.tokens = str(uuid.uuid4()), scopes, usd, tokens
         self.held: list[list[Any]] | None = None
         self.placed = False
         self.final: tuple[float, int] | None = None
+        self.alerts: list[Anomaly] = []  # alert-only budgets it crosses (first crossings)
 
 
 class _Window:
@@ -120,10 +121,12 @@ class LocalWindows:
         window.expire(now)
         return window
 
-    def hold(self, scopes: list[tuple[str, str, Budget]], usd: float,
-             tokens: int) -> Anomaly | list[list[Any]]:  # fmt: skip
+    def hold(self, scopes: list[tuple[str, str, Budget]], usd: float, tokens: int,
+             alerts: list[Anomaly] | None = None) -> Anomaly | list[list[Any]]:  # fmt: skip
         """Room for ``usd``/``tokens`` in every budget of ``scopes``: the entries holding it,
-        or the :class:`Anomaly` of the first budget without room (nothing held then)."""
+        or the :class:`Anomaly` of the first enforced budget without room (nothing held
+        then); an alert-only budget without room is held all the same, its anomaly added to
+        ``alerts``."""
         with self._locked():
             now = time.monotonic()
             windows = [(scope, key, budget, self._window(scope, key, budget, now))
@@ -132,8 +135,13 @@ class LocalWindows:
                 for used, limit in ((window.usd + usd, budget.usd),
                                     (window.tokens + tokens, budget.tokens)):  # fmt: skip
                     if limit is not None and used > limit:
-                        return Anomaly(f"{scope}:{key}", "budget_exceeded", float(used),
-                                       float(limit), scope=scope)  # fmt: skip
+                        anomaly = Anomaly(f"{scope}:{key}", "budget_exceeded", float(used),
+                                          float(limit), scope=scope)  # fmt: skip
+                        if budget.enforce:
+                            return anomaly
+                        if alerts is not None:
+                            alerts.append(anomaly)
+                        break
             return [self._add(window, now, usd, tokens) for _, _, _, window in windows]
 
     def add(self, scopes: list[tuple[str, str, Budget]], usd: float, tokens: int) -> None:
@@ -196,6 +204,7 @@ class FleetBudgets:
         self._down = False
         self._probe_at = 0.0
         self._probing = False
+        self._over: set[tuple[str | None, str]] = set()  # alert-only budgets found over
         if any(b.enforce for named, default in self.rules.values()
                for b in (*named.values(), default) if b is not None):  # fmt: skip
             self._workers.post(_round_trip, _ignored)  # a connection ready for the first call
@@ -218,46 +227,68 @@ class FleetBudgets:
                    settings.tenant_budgets, settings.user_budgets,
                    settings.budget_reserve_output_tokens, settings.budget_db_timeout)  # fmt: skip
 
-    def applying(self, agent: str, tenant: str | None, user: str | None) -> list[tuple[str, str, Budget]]:
-        """The enforced budgets of a call, as (scope, key, budget), in lock order."""
+    def applying(self, agent: str, tenant: str | None,
+                 user: str | None) -> list[tuple[str, str, Budget]]:  # fmt: skip
+        """The fleet budgets of a call, as (scope, key, budget), in lock order: the enforced
+        ones, and its tenant's and user's alert-only ones (an agent's alert-only budget is
+        :class:`AnomalyGuard`'s, over the process's own spend)."""
         found = []
         for scope, key in (("agent", agent), ("tenant", tenant), ("user", user)):
             if key is None:
                 continue
             named, default = self.rules[scope]
             budget = named.get(key, default)
-            if budget is not None and budget.enforce:
+            if budget is not None and (budget.enforce or scope != "agent"):
                 found.append((scope, key, budget))
         return sorted(found, key=lambda s: (s[0], s[1]))
 
     # -- reserve and settle ------------------------------------------------------------------
     def reserve(self, agent: str, tenant: str | None, user: str | None, usd: float | None,
                 tokens: int) -> Reservation | None:  # fmt: skip
-        """Reserve ``usd``/``tokens`` in every enforced budget of the call; raises
-        :class:`BudgetExceeded` when one has no room; None when none applies. Waits for the
-        database at most :attr:`timeout` seconds (not at all while it is found down); then
-        the process's own budgets are enforced: the agent's by :class:`AnomalyGuard`, the
-        tenant's and user's here, in :class:`LocalWindows`."""
+        """Reserve ``usd``/``tokens`` in every budget of the call; raises
+        :class:`BudgetExceeded` when an enforced one has no room (an alert-only one without
+        room: its anomaly in :attr:`Reservation.alerts`, once per crossing); None when none
+        applies. Waits for the database at most :attr:`timeout` seconds (not at all while it
+        is found down); then the process's own budgets are enforced: the agent's by
+        :class:`AnomalyGuard`, the tenant's and user's here, in :class:`LocalWindows`."""
         scopes = self.applying(agent, tenant, user)
         if not scopes:
             return None
         self._own()
         reservation = Reservation(scopes, usd or 0.0, tokens)
-        refused = self._call(self._reserve, reservation)
-        if isinstance(refused, Anomaly):
-            raise BudgetExceeded(refused)
-        if refused is False:
-            return reservation
-        own = [s for s in scopes if s[0] != "agent"]
-        held = self.local.hold(own, reservation.usd, tokens) if own else []
-        if isinstance(held, Anomaly):
-            raise BudgetExceeded(held)
-        reservation.held = held  # settled too: the database may still take it, late
+        alerts = self._call(self._reserve, reservation)
+        if isinstance(alerts, Anomaly):
+            raise BudgetExceeded(alerts)
+        if alerts is None:  # the database did not answer in time: this process's own windows
+            own = [s for s in scopes if s[0] != "agent"]
+            alerts = []
+            held = self.local.hold(own, reservation.usd, tokens, alerts) if own else []
+            if isinstance(held, Anomaly):
+                raise BudgetExceeded(held)
+            reservation.held = held  # settled too: the database may still take it, late
+        reservation.alerts = self._crossings(scopes, alerts)
         return reservation
 
-    def _reserve(self, conn: Any, reservation: Reservation) -> Anomaly | bool:
-        """On a worker: the reservation in one transaction (False: taken), or the
-        :class:`Anomaly` of the first budget without room."""
+    def _crossings(self, scopes: list[tuple[str, str, Budget]],
+                   alerts: list[Anomaly]) -> list[Anomaly]:  # fmt: skip
+        """Of ``alerts``, those of budgets not already over in this process's last look (an
+        alert-only budget alerts once per crossing, not on every call while over it)."""
+        over = {(a.scope, a.agent) for a in alerts}
+        with self._state:
+            for scope, key, budget in scopes:
+                if not budget.enforce and (scope, f"{scope}:{key}") not in over:
+                    self._over.discard((scope, f"{scope}:{key}"))
+            new = [a for a in alerts if (a.scope, a.agent) not in self._over]
+            if len(self._over) > MAX_LOCAL_WINDOWS:
+                self._over.clear()
+            self._over.update(over)
+        return new
+
+    def _reserve(self, conn: Any, reservation: Reservation) -> Anomaly | list[Anomaly]:
+        """On a worker: the reservation in one transaction (taken: the anomalies of the
+        alert-only budgets without room), or the :class:`Anomaly` of the first enforced
+        budget without room (nothing taken)."""
+        alerts: list[Anomaly] = []
         with conn.transaction():
             now = conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()[0]
             for scope, key, budget in reservation.scopes:
@@ -269,9 +300,13 @@ class FleetBudgets:
                 for used, asked, limit in ((float(used_usd), reservation.usd, budget.usd),
                                            (int(used_tokens), reservation.tokens, budget.tokens)):
                     if limit is not None and used + asked > limit:
-                        return Anomaly(f"{scope}:{key}" if scope != "agent" else key,
-                                       "budget_exceeded", float(used + asked), float(limit),
-                                       scope=scope if scope != "agent" else None)
+                        anomaly = Anomaly(f"{scope}:{key}" if scope != "agent" else key,
+                                          "budget_exceeded", float(used + asked), float(limit),
+                                          scope=scope if scope != "agent" else None)
+                        if budget.enforce:
+                            return anomaly
+                        alerts.append(anomaly)
+                        break
             with conn.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO otel_tokens_budget_reservations (id, scope, key, ts, usd, tokens) "
@@ -279,7 +314,7 @@ class FleetBudgets:
                     [(reservation.id, scope, key, now, reservation.usd, reservation.tokens)
                      for scope, key, _ in reservation.scopes])  # fmt: skip
         self._placed(reservation)
-        return False
+        return alerts
 
     def _placed(self, reservation: Reservation) -> None:
         """The reservation is in the database: settled there by whichever comes second, the
@@ -430,7 +465,7 @@ def reserve(fleet: FleetBudgets, pricer: Any, call: Any, agent: str) -> Reservat
     from ..usage import Usage
 
     if not fleet.applying(agent, call.tenant, call.user):
-        return None  # no enforced budget: nothing to price nor reserve
+        return None  # no fleet budget: nothing to price nor reserve
     estimate = call.estimate
     input_tokens = (estimate.input_tokens or 0) if estimate is not None else 0
     limit = call.request.max_output_tokens if call.request is not None else None

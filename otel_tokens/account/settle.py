@@ -155,6 +155,8 @@ class Accountant:
                     anomalies = tuple(found) if found else ()  # none: the common case
                 except Exception as exc:
                     faults.report("internal", exc)
+            if call.reservation is not None and call.reservation.alerts:  # fleet budgets hook
+                anomalies += tuple(call.reservation.alerts)  # alert-only fleet budgets crossed
             if state is None:  # no turn (or a state fault): the figures as they are
                 try:
                     state = entry.state.figures()

@@ -156,19 +156,21 @@ def _budgets(found: Any, warnings: list[str]) -> None:
                            (("usd", budget.usd), ("tokens", budget.tokens)) if value is not None)
         click.echo(f"  {scope:<6} {name:<20} {limits} per {budget.window_seconds:g} s: "
                    f"{_mode(scope, budget, fleet)}")  # fmt: skip
+    if any(not b.enforce for _, _, b in listed):
+        click.echo("  (alerting: an anomaly when crossed; OTEL_TOKENS_BUDGET_ENFORCE=true refuses "
+                   "calls)")  # fmt: skip
     if not fleet and any(b.enforce for s, _, b in listed if s != "agent"):
         warnings.append("tenant and user budgets are enforced only with a fleet ledger "
                         "(OTEL_TOKENS_LEDGER_URL); without one they raise anomalies only")
 
 
 def _mode(scope: str, budget: Any, fleet: bool) -> str:
-    if not budget.enforce:
-        return "alerting (anomaly; OTEL_TOKENS_BUDGET_ENFORCE=true refuses calls)"
-    if fleet:
-        return "enforced across the fleet (this process's own spend while its database is down)"
-    if scope == "agent":
-        return "enforced in this process"
-    return "alerting (enforced only with OTEL_TOKENS_LEDGER_URL)"
+    """Enforced (calls refused) or alerting (an anomaly), over whose spend."""
+    spend = "the fleet's" if fleet and (budget.enforce or scope != "agent") else "this process's"
+    if budget.enforce and (fleet or scope == "agent"):
+        return f"enforced over {spend} spend"
+    why = " (enforced only with OTEL_TOKENS_LEDGER_URL)" if budget.enforce else ""
+    return f"alerting over {spend} spend{why}"
 
 
 def _fleet(found: Any, problems: list[str]) -> None:

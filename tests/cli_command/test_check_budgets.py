@@ -37,12 +37,14 @@ def test_check_lists_every_budget_enforced_or_alerting():
                  OTEL_TOKENS_USER_BUDGETS="*:tokens=1000,window=60")  # fmt: skip
     assert out.returncode == 0, out.stdout + out.stderr
     lines = _budget_lines(out.stdout)
-    alerting = "alerting (anomaly; OTEL_TOKENS_BUDGET_ENFORCE=true refuses calls)"
+    alerting = "alerting over this process's spend"
     assert lines[:5] == [f"agent * usd 5 per 600 s: {alerting}",
                          f"agent planner tokens 2000 per 600 s: {alerting}",
                          f"tenant acme usd 500 per 600 s: {alerting}",
                          f"tenant * usd 20 per 600 s: {alerting}",
                          f"user * tokens 1000 per 60 s: {alerting}"]  # fmt: skip
+    assert "(alerting: an anomaly when crossed; OTEL_TOKENS_BUDGET_ENFORCE=true refuses calls)" \
+        in out.stdout
     assert "fleet ledger: none" in out.stdout
 
 
@@ -50,9 +52,9 @@ def test_check_says_an_enforced_tenant_budget_needs_a_fleet_database():
     out = _check(OTEL_TOKENS_TENANT_BUDGETS="acme:usd=500", OTEL_TOKENS_BUDGET_ENFORCE="true",
                  OTEL_TOKENS_AGENT_BUDGETS="planner:usd=1")  # fmt: skip
     lines = _budget_lines(out.stdout)
-    assert lines[:2] == ["agent planner usd 1 per 3600 s: enforced in this process",
-                         "tenant acme usd 500 per 3600 s: alerting (enforced only with "
-                         "OTEL_TOKENS_LEDGER_URL)"]  # fmt: skip
+    assert lines[:2] == ["agent planner usd 1 per 3600 s: enforced over this process's spend",
+                         "tenant acme usd 500 per 3600 s: alerting over this process's spend "
+                         "(enforced only with OTEL_TOKENS_LEDGER_URL)"]  # fmt: skip
     assert "warning: tenant and user budgets are enforced only with a fleet ledger" in out.stdout
 
 
@@ -60,13 +62,13 @@ def test_check_shows_a_reachable_fleet_ledger_without_its_password(pg_server):  
     url = new_database(pg_server)  # trust authentication: the password is not checked
     given = url.replace("postgres@", f"postgres:{SECRET}@") + "?application_name=x"
     out = _check(OTEL_TOKENS_LEDGER_URL=given, OTEL_TOKENS_TENANT_BUDGETS="acme:usd=500",
-                 OTEL_TOKENS_BUDGET_ENFORCE="true")  # fmt: skip
+                 OTEL_TOKENS_BUDGET_ENFORCE="true", OTEL_TOKENS_USER_BUDGETS="*:usd=5")
     assert out.returncode == 0, out.stdout + out.stderr
     shown = re.sub(r"postgres(ql)?://postgres@", "postgresql://", url)
     assert f"fleet ledger: {shown} (reachable)" in out.stdout
-    assert _budget_lines(out.stdout)[0] == (
-        "tenant acme usd 500 per 3600 s: enforced across the fleet (this process's own spend "
-        "while its database is down)")
+    assert _budget_lines(out.stdout)[:2] == [
+        "tenant acme usd 500 per 3600 s: enforced over the fleet's spend",
+        "user * usd 5 per 3600 s: enforced over the fleet's spend"]
     assert "s3cr" not in out.stdout + out.stderr
 
 

@@ -1,8 +1,8 @@
 """A tenant's or a user's budget is never silent: without ``OTEL_TOKENS_BUDGET_ENFORCE`` (or,
 for an enforced one, without a fleet database to enforce it) it raises its anomaly when the
-process's spend crosses it, named ``tenant:acme``/``user:ann``, on the span event, on the
-``otel_tokens.anomalies`` count (with ``tenant.id``/``user.id``) and to callbacks; once per
-crossing. Calls are never refused by it."""
+spend crosses it (the process's own without a ledger URL, the fleet's with one), named
+``tenant:acme``/``user:ann``, on the span event, on the ``otel_tokens.anomalies`` count (with
+``tenant.id``/``user.id``) and to callbacks; once per crossing. Calls are never refused by it."""
 
 from __future__ import annotations
 
@@ -40,14 +40,11 @@ def _counts(t) -> dict[tuple, int]:
             for p in t.points("otel_tokens.anomalies")}  # fmt: skip
 
 
-@pytest.mark.parametrize("ledger", [None, "postgresql://nobody@127.0.0.1:1/none"])
-def test_a_tenant_and_a_user_budget_alert_without_enforcement(ledger):
-    """The README's ``OTEL_TOKENS_TENANT_BUDGETS`` without enforcement, with and without a
-    ledger URL (alert-only budgets are counted over the process's own spend either way)."""
+def test_a_tenant_and_a_user_budget_alert_without_enforcement():
+    """The README's ``OTEL_TOKENS_TENANT_BUDGETS`` without enforcement and without a ledger
+    URL: over the process's own spend."""
     env = {"OTEL_TOKENS_TENANT_BUDGETS": "acme:tokens=250;*:tokens=10000",
            "OTEL_TOKENS_USER_BUDGETS": "*:tokens=450"}  # fmt: skip
-    if ledger:
-        env["OTEL_TOKENS_LEDGER_URL"] = ledger
     t = _telemetry(**env)
     seen: list = []
     t.handler.guard.add_callback(seen.append)
@@ -68,9 +65,9 @@ def test_an_enforced_tenant_budget_without_a_fleet_database_alerts():
     assert _events(t) == [("tenant:acme", "budget_exceeded", 200.0, 150.0)]
 
 
-def test_an_enforced_tenant_budget_with_a_fleet_database_is_left_to_it():
-    """With a ledger URL an enforced tenant budget is reserved in the database (refusing,
-    tests/fleet/test_budget.py): not alerted on a second time here."""
+def test_with_a_fleet_database_tenant_budgets_are_left_to_it():
+    """With a ledger URL tenants' and users' budgets are reserved in the database (refusing,
+    tests/fleet/test_budget.py, or alerting, below): not alerted on a second time here."""
     guard = AnomalyGuard.from_settings(read({
         "OTEL_TOKENS_TENANT_BUDGETS": "acme:tokens=150", "OTEL_TOKENS_BUDGET_ENFORCE": "true",
         "OTEL_TOKENS_LEDGER_URL": "postgresql://nobody@127.0.0.1:1/none"}))  # fmt: skip
@@ -93,3 +90,55 @@ def test_idle_tenants_are_forgotten_past_the_bound(monkeypatch):
     time.sleep(0.02)
     guard.check_after("bot", 1, None, None, "d")
     assert list(guard._who_windows) == [("tenant", "d")]
+
+
+def test_an_alert_only_tenant_budget_counts_the_fleets_spend(ledger_db):
+    """With a ledger URL an alert-only tenant budget is reserved in the database like an
+    enforced one: the second process's call that takes the fleet over it is made (nothing
+    refused), and raises the anomaly once; while the database is down, the process's own
+    windows alert."""
+    from otel_tokens.account.anomalies import Budget
+    from otel_tokens.account.fleet_budget import FleetBudgets
+
+    alerting = {"acme": Budget(usd=1.0, window_seconds=600)}
+    one, two = (FleetBudgets(ledger_db, {}, None, alerting, {}) for _ in range(2))
+    first = one.reserve("bot", "acme", None, 0.6, 10)
+    assert first.held is None and first.alerts == []
+    one.settle(first, 0.6, 10)
+    assert one.flush()
+    second = two.reserve("bot", "acme", None, 0.6, 10)  # 0.6 spent by the other + 0.6
+    assert second.held is None
+    assert [(a.agent, a.scope, a.observed, a.threshold) for a in second.alerts] == [
+        ("tenant:acme", "tenant", pytest.approx(1.2), 1.0)]
+    assert two.reserve("bot", "acme", None, 0.1, 1).alerts == []  # still over: said once
+    assert two.reserve("bot", "beta", None, 5.0, 1) is None  # no budget for beta
+    assert one.faults == two.faults == 0
+
+
+def test_alert_only_fleet_budgets_reach_the_anomaly_metric(ledger_db, monkeypatch, tmp_path):
+    """Through the account step and the recorder, with a ledger URL: the call that takes the
+    fleet's spend of tenant acme over its alert-only budget carries the anomaly (span event,
+    count with tenant.id, callbacks)."""
+    from otel_tokens import settings
+
+    for name, value in {"OTEL_TOKENS_LEDGER_URL": ledger_db,
+                        "OTEL_TOKENS_LEDGER_SPOOL": str(tmp_path),
+                        "OTEL_TOKENS_TENANT_BUDGETS": "acme:tokens=250",
+                        "OTEL_TOKENS_BUDGET_RESERVE_OUTPUT_TOKENS": "100"}.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    try:
+        t = make_telemetry(guard=AnomalyGuard.from_settings(settings.reload()))
+        seen: list = []
+        t.handler.guard.add_callback(seen.append)
+        _calls(t, 4, "acme", "ann")  # reserved 100 each: 300 > 250 at the 3rd
+    finally:
+        monkeypatch.undo()
+        settings.reload()
+    assert _events(t) == [("tenant:acme", "budget_exceeded", 300.0, 250.0)]
+    assert [(a.agent, a.scope) for a in seen] == [("tenant:acme", "tenant")]
+    assert _counts(t) == {("acme", None, "budget_exceeded"): 1}
+    import psycopg
+
+    with psycopg.connect(ledger_db) as conn:  # the fleet's reservations, not the process's
+        assert conn.execute("SELECT count(*) FROM otel_tokens_budget_reservations "
+                            "WHERE scope='tenant' AND key='acme'").fetchone()[0] == 4
