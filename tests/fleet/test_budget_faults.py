@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import socket
 import threading
@@ -277,3 +278,66 @@ def test_a_server_that_never_answers_is_found_down_once(tmp_path):
     assert fleet.faults == 1
     assert max(t for t, _ in later) < DEADLINE / 2  # found down: nobody waits for it
     assert not any(placed for _, placed in first + later)
+
+
+CALLER = """
+import os, sys, time
+import otel_tokens
+
+otel_tokens.configure()
+otel_tokens.instrument()
+import openai
+
+client = openai.OpenAI(base_url=os.environ["FAKE_LLM_URL"], api_key="k", max_retries=0)
+took = []
+
+def call():
+    start = time.monotonic()
+    with otel_tokens.agent("worker", tenant="acme", user="ann"):
+        client.chat.completions.create(model="gpt-4o-mini", max_tokens=10, user="acme",
+                                       messages=[{"role": "user", "content": "hello"}])
+    took.append(time.monotonic() - start)
+
+for _ in range(20):
+    call()
+print("warm", flush=True)
+sys.stdin.readline()  # the database is stopped now
+end = time.monotonic() + float(sys.argv[1])
+while time.monotonic() < end:
+    call()
+print(f"calls={len(took) - 20} slowest={max(took[20:]):.3f}", flush=True)
+"""
+
+
+def test_an_instrumented_call_in_a_real_process_during_a_freeze(own_ledger_db, tenant_llm):
+    """The real openai client in a process of its own under an enforced tenant budget, the
+    database stopped for 15 s while it calls: every call made, none slower than the bound
+    (before: the first call of the freeze took the whole of it); one fault line."""
+    import subprocess
+    import sys
+
+    from ..process.conftest import clean_env
+    from .test_budget import ROOT
+
+    cluster, url = own_ledger_db
+    env = clean_env(FAKE_LLM_URL=tenant_llm.url, OTEL_TOKENS_LEDGER_URL=url,
+                    OTEL_TOKENS_BUDGET_ENFORCE="true", OTEL_TOKENS_TENANT_BUDGETS="*:usd=100",
+                    OTEL_METRICS_EXPORTER="none", OTEL_TOKENS_EXIT_TIMEOUT="1")  # fmt: skip
+    env["PYTHONPATH"] = ROOT  # this checkout's package
+    env["OTEL_TOKENS_PROVIDER_URLS"] = f"{tenant_llm.url}=openai"
+    worker = subprocess.Popen([sys.executable, "-c", CALLER, "14"], env=env, text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        assert worker.stdout.readline().strip() == "warm"
+        with frozen(cluster, 15.0):
+            worker.stdin.write("go\n")
+            worker.stdin.flush()
+            out, err = worker.communicate(timeout=120)
+    finally:
+        worker.kill()
+    assert worker.returncode == 0, err
+    calls, slowest = re.search(r"calls=(\d+) slowest=(\S+)", out).groups()
+    print(f"\nreal process, freeze: {calls} calls, slowest {float(slowest) * 1000:.0f} ms")
+    assert float(slowest) < BOUND and int(calls) > 50, out
+    assert err.count("otel_tokens: budget_fleet fault (") == 1, err
