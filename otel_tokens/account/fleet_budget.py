@@ -205,7 +205,7 @@ class FleetBudgets:
         self._probe_at = 0.0
         self._probing = False
         self._over: set[tuple[str | None, str]] = set()  # alert-only budgets found over
-        if any(b.enforce for named, default in self.rules.values()
+        if any(b.enforce or scope != "agent" for scope, (named, default) in self.rules.items()
                for b in (*named.values(), default) if b is not None):  # fmt: skip
             self._workers.post(_round_trip, _ignored)  # a connection ready for the first call
 
