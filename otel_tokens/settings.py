@@ -111,6 +111,7 @@ class Settings:
     tenant_budgets: Mapping[str, Budget] = field(default_factory=dict)
     user_budgets: Mapping[str, Budget] = field(default_factory=dict)
     budget_reserve_output_tokens: int = 4096  # reserved when a request says no max_tokens
+    budget_db_timeout: float = 0.3  # seconds a call waits for its reservation in the database
     spike: SpikeRule = field(default_factory=_default_spike)
     # capture
     capture_content: bool = False
@@ -410,6 +411,8 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
         user_budgets=_who_budgets(r, "OTEL_TOKENS_USER_BUDGETS"),
         budget_reserve_output_tokens=r.number("OTEL_TOKENS_BUDGET_RESERVE_OUTPUT_TOKENS",
                                               default=4096, low=1, accepted="a positive integer"),
+        budget_db_timeout=r.number("OTEL_TOKENS_BUDGET_DB_TIMEOUT", kind=float, default=0.3,
+                                   above=0, high=60, accepted="seconds, a number above 0, <= 60"),
         spike=spike,
         capture_content=r.boolean("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"),
         openai_include_usage=r.boolean("OTEL_TOKENS_OPENAI_INCLUDE_USAGE"),

@@ -10,6 +10,9 @@ Settings (read by :mod:`otel_tokens.settings`; defaults for every agent; code se
 ``OTEL_TOKENS_BUDGET_TOKENS``, ``OTEL_TOKENS_BUDGET_USD``, ``OTEL_TOKENS_BUDGET_WINDOW``
 (seconds, default 3600), ``OTEL_TOKENS_BUDGET_ENFORCE`` (``true``/``false``),
 ``OTEL_TOKENS_AGENT_BUDGETS`` (per agent: ``planner:usd=5,tokens=200000;coder:usd=1``),
+``OTEL_TOKENS_TENANT_BUDGETS``/``OTEL_TOKENS_USER_BUDGETS`` (without a fleet database: alerting
+here over the process's own spend, named ``tenant:acme``/``user:ann``; with one,
+:mod:`.fleet_budget` reserves them there, enforced or alerting),
 ``OTEL_TOKENS_SPIKE_FACTOR`` (k, default 3), ``OTEL_TOKENS_SPIKE_WARMUP`` (N, default 20),
 ``OTEL_TOKENS_SPIKE_WINDOW`` (requests in the rolling window, default 200).
 """
@@ -23,7 +26,7 @@ import threading
 import time
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, Mapping
 
 from ..errors import OtelTokensError
 
@@ -82,6 +85,9 @@ class Anomaly:
     observed: float
     threshold: float
     model: str | None = None
+    #: a tenant's or a user's budget: ``"tenant"`` or ``"user"`` (``agent`` then names it,
+    #: ``tenant:acme``); None: an agent's budget, or a spike
+    scope: str | None = None
 
 
 class BudgetExceeded(OtelTokensError):
@@ -125,6 +131,10 @@ class _Rolling:
             del self.sorted[bisect.bisect_left(self.sorted, old)]
 
 
+#: tenants and users whose spend is kept for their budgets (past it, those with nothing left in
+#: their window are forgotten)
+MAX_WHO_WINDOWS = 4096
+
 #: agents whose spike statistics are kept (the most recently active; an agent back after
 #: that warms up again): state per agent name must not grow for the life of the process
 MAX_SPIKE_AGENTS = 1024
@@ -155,12 +165,21 @@ class AnomalyGuard:
         spike: SpikeRule | None = None,
         default_budget: Budget | None = None,
         budgets: dict[str, Budget] | None = None,
+        tenants: Mapping[str, Budget] | None = None,
+        users: Mapping[str, Budget] | None = None,
+        fleet: bool = False,
     ) -> None:
         self.spike = spike or SpikeRule()
         self._default = default_budget
         self._budgets: dict[str, Budget | None] = dict(budgets or {})
         self._enforcing()
         self._windows: dict[str, _AgentWindow] = {}  # budgets: agents with spend in the window
+        #: tenants' and users' budgets alerted on here ("*": every other one), over the
+        #: process's own spend: none where a fleet database (``fleet``) holds them all
+        self._who = {scope: {} if fleet else dict(given or {})
+                     for scope, given in (("tenant", tenants), ("user", users))}  # fmt: skip
+        self.alerting_who = any(self._who.values())
+        self._who_windows: dict[tuple[str, str], _AgentWindow] = {}
         # spikes: (tokens, cost) rolling values of the most recently active agents only
         self._spikes: OrderedDict[str, tuple[_Rolling, _Rolling]] = OrderedDict()
         self._callbacks: list[Callable[[Anomaly], None]] = []
@@ -171,7 +190,9 @@ class AnomalyGuard:
         """Budgets and the spike rule as :mod:`otel_tokens.settings` read them
         (``OTEL_TOKENS_BUDGET_*``, ``OTEL_TOKENS_AGENT_BUDGETS``, ``OTEL_TOKENS_SPIKE_*``)."""
         return cls(spike=settings.spike, default_budget=settings.default_budget,
-                   budgets=dict(settings.agent_budgets))  # fmt: skip
+                   budgets=dict(settings.agent_budgets), tenants=settings.tenant_budgets,
+                   users=settings.user_budgets,
+                   fleet=settings.ledger_url is not None)  # fmt: skip
 
     # -- configuration --------------------------------------------------------------------
     @property
@@ -238,9 +259,11 @@ class AnomalyGuard:
             raise BudgetExceeded(Anomaly(agent, "budget_exceeded", used_usd, budget.usd))
 
     def check_after(
-        self, agent: str, tokens: int | None, cost_usd: float | None, model: str | None = None
+        self, agent: str, tokens: int | None, cost_usd: float | None, model: str | None = None,
+        tenant: str | None = None, user: str | None = None,
     ) -> list[Anomaly]:
-        """Account one completed request and return the anomalies it triggers."""
+        """Account one completed request (of ``tenant`` and ``user``, when known) and return
+        the anomalies it triggers."""
         found: list[Anomaly] = []
         budgets = self._budgets
         budget = budgets[agent] if agent in budgets else self._default
@@ -271,34 +294,68 @@ class AnomalyGuard:
                 if len(order) > values.size:
                     del ranked[bisect_left(ranked, order.popleft())]
             if budget is not None:
-                found.extend(self._spend(agent, budget, tokens, cost_usd, model))
+                window = self._windows.get(agent)
+                if window is None:
+                    window = self._windows[agent] = _AgentWindow()
+                found.extend(_spend(window, agent, budget, tokens, cost_usd, model))
+            if self.alerting_who and (tenant is not None or user is not None):
+                found.extend(self._who_spend(tenant, user, tokens, cost_usd, model))
         finally:
             lock.release()
         return found
 
-    def _spend(self, agent: str, budget: Budget, tokens: int | None, cost_usd: float | None,
-               model: str | None) -> list[Anomaly]:  # fmt: skip
-        """Add one request to the agent's budget window (under the lock); the crossings."""
+    def who_budget(self, scope: str, key: str) -> Budget | None:
+        """The ``"tenant"`` or ``"user"`` budget alerted on here for ``key`` (None: none)."""
+        named = self._who[scope]
+        return named.get(key, named.get("*"))
+
+    def _who_spend(self, tenant: str | None, user: str | None, tokens: int | None,
+                   cost_usd: float | None, model: str | None) -> list[Anomaly]:  # fmt: skip
+        """Add one request to its tenant's and user's budget windows (under the lock)."""
         found: list[Anomaly] = []
-        window = self._windows.get(agent)
-        if window is None:
-            window = self._windows[agent] = _AgentWindow()
-        now = time.monotonic()
-        window.expire(now, budget.window_seconds)
-        window.spends.append((now, tokens or 0, cost_usd or 0.0))
-        window.tokens += tokens or 0
-        window.usd += cost_usd or 0.0
-        for resource, used, limit in (
-            ("tokens", window.tokens, budget.tokens),
-            ("usd", window.usd, budget.usd),
-        ):
-            if limit is None:
+        for scope, key in (("tenant", tenant), ("user", user)):
+            budget = self.who_budget(scope, key) if key is not None else None
+            if budget is None or key is None:
                 continue
-            if used > limit:
-                if resource not in window.over:  # once per crossing, not every call
-                    window.over.add(resource)
-                    found.append(Anomaly(agent, "budget_exceeded", float(used),
-                                         float(limit), model))  # fmt: skip
-            else:
-                window.over.discard(resource)
+            window = self._who_windows.get((scope, key))
+            if window is None:
+                if len(self._who_windows) >= MAX_WHO_WINDOWS:
+                    self._forget_idle()
+                window = self._who_windows[(scope, key)] = _AgentWindow()
+            found.extend(_spend(window, f"{scope}:{key}", budget, tokens, cost_usd, model, scope))
         return found
+
+    def _forget_idle(self) -> None:
+        """Drop the tenants' and users' windows with nothing left in them (under the lock)."""
+        now = time.monotonic()
+        for (scope, key), window in self._who_windows.items():
+            budget = self.who_budget(scope, key)
+            window.expire(now, budget.window_seconds if budget is not None else 0.0)
+        self._who_windows = {k: w for k, w in self._who_windows.items() if w.spends}
+
+
+def _spend(window: _AgentWindow, name: str, budget: Budget, tokens: int | None,
+           cost_usd: float | None, model: str | None,
+           scope: str | None = None) -> list[Anomaly]:  # fmt: skip
+    """Add one request to ``window`` (under its guard's lock); the budget's crossings, once
+    each until the spend is back under it."""
+    found: list[Anomaly] = []
+    now = time.monotonic()
+    window.expire(now, budget.window_seconds)
+    window.spends.append((now, tokens or 0, cost_usd or 0.0))
+    window.tokens += tokens or 0
+    window.usd += cost_usd or 0.0
+    for resource, used, limit in (
+        ("tokens", window.tokens, budget.tokens),
+        ("usd", window.usd, budget.usd),
+    ):
+        if limit is None:
+            continue
+        if used > limit:
+            if resource not in window.over:  # once per crossing, not every call
+                window.over.add(resource)
+                found.append(Anomaly(name, "budget_exceeded", float(used), float(limit), model,
+                                     scope))  # fmt: skip
+        else:
+            window.over.discard(resource)
+    return found

@@ -8,12 +8,15 @@ plus the request's own ``max_tokens``, else ``OTEL_TOKENS_BUDGET_RESERVE_OUTPUT_
 tokens, at the model's price) in one transaction holding an advisory lock per budget, so
 concurrent callers in any process cannot both take the last room; a reservation that does not
 fit raises :class:`BudgetExceeded`. When the call ends the reservation is settled to the actual
-cost and tokens. The window rolls: only reservations of the last ``window_seconds`` (database
-clock) count. If the database cannot be reached the process's own budgets are what is enforced:
-an agent's by :class:`AnomalyGuard` (always checked), a tenant's and a user's by
-:class:`LocalWindows` (the same limits and windows over this process's own spend, which it
-keeps while the database is up too); one log line, a ``budget_fleet`` fault, and no attempt
-for the next few seconds.
+cost and tokens, in the background. The window rolls: only reservations of the last
+``window_seconds`` (database clock) count. A caller waits for the database at most
+``OTEL_TOKENS_BUDGET_DB_TIMEOUT`` (hung, slow, partitioned or down alike); past it, or if the
+database cannot be reached, the process's own budgets are what is enforced: an agent's by
+:class:`AnomalyGuard` (always checked), a tenant's and a user's by :class:`LocalWindows` (the
+same limits and windows over this process's own spend, which it keeps while the database is up
+too); one log line, a ``budget_fleet`` fault, and no caller waits again until a background
+probe finds the database answering within that deadline. A reservation the database took after
+its caller gave up is settled all the same.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .. import faults
+from . import budget_db
 from .anomalies import Anomaly, Budget, BudgetExceeded
 
 __all__ = ["FleetBudgets", "LocalWindows", "Reservation"]
@@ -45,7 +49,13 @@ _SCHEMA = (
     ("CREATE INDEX IF NOT EXISTS otel_tokens_budget_reservations_window "
      "ON otel_tokens_budget_reservations (scope, key, ts)"),
 )
-DOWN_FOR = 5.0  # seconds without an attempt after the database failed
+PROBE_EVERY = 1.0  # seconds between probes of a database found down (callers never wait)
+DB_TIMEOUT = 0.3  # seconds a caller waits for a reservation at most (OTEL_TOKENS_BUDGET_DB_TIMEOUT)
+#: TCP keepalives and a bound on unacknowledged data: a worker stuck on a partitioned server's
+#: connection is freed by the kernel (a stopped server's kernel still answers: the callers'
+#: deadline is what bounds them)
+KEEPALIVE = {"keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2,
+             "keepalives_count": 3, "tcp_user_timeout": 10_000}  # fmt: skip
 PRUNE_EVERY = 200  # settlements between deletions of reservations past every window
 
 
@@ -54,13 +64,18 @@ MAX_LOCAL_WINDOWS = 4096  # tenants and users whose own spend is kept (idle ones
 
 class Reservation:
     """What a call reserved: its id and the budgets it holds room in; ``held``: its entries in
-    this process's own windows when the database could not be reached (None: in the database)."""
+    this process's own windows when the database could not be reached in time (None: in the
+    database); ``placed``: the database took it (maybe after its caller gave up); ``final``:
+    the figures it was settled to."""
 
-    __slots__ = ("held", "id", "scopes", "tokens", "usd")
+    __slots__ = ("alerts", "final", "held", "id", "placed", "scopes", "tokens", "usd")
 
     def __init__(self, scopes: list[tuple[str, str, Budget]], usd: float, tokens: int) -> None:
         self.id, self.scopes, self.usd, self.tokens = str(uuid.uuid4()), scopes, usd, tokens
         self.held: list[list[Any]] | None = None
+        self.placed = False
+        self.final: tuple[float, int] | None = None
+        self.alerts: list[Anomaly] = []  # alert-only budgets it crosses (first crossings)
 
 
 class _Window:
@@ -106,10 +121,12 @@ class LocalWindows:
         window.expire(now)
         return window
 
-    def hold(self, scopes: list[tuple[str, str, Budget]], usd: float,
-             tokens: int) -> Anomaly | list[list[Any]]:  # fmt: skip
+    def hold(self, scopes: list[tuple[str, str, Budget]], usd: float, tokens: int,
+             alerts: list[Anomaly] | None = None) -> Anomaly | list[list[Any]]:  # fmt: skip
         """Room for ``usd``/``tokens`` in every budget of ``scopes``: the entries holding it,
-        or the :class:`Anomaly` of the first budget without room (nothing held then)."""
+        or the :class:`Anomaly` of the first enforced budget without room (nothing held
+        then); an alert-only budget without room is held all the same, its anomaly added to
+        ``alerts``."""
         with self._locked():
             now = time.monotonic()
             windows = [(scope, key, budget, self._window(scope, key, budget, now))
@@ -118,8 +135,13 @@ class LocalWindows:
                 for used, limit in ((window.usd + usd, budget.usd),
                                     (window.tokens + tokens, budget.tokens)):  # fmt: skip
                     if limit is not None and used > limit:
-                        return Anomaly(f"{scope}:{key}", "budget_exceeded", float(used),
-                                       float(limit))  # fmt: skip
+                        anomaly = Anomaly(f"{scope}:{key}", "budget_exceeded", float(used),
+                                          float(limit), scope=scope)  # fmt: skip
+                        if budget.enforce:
+                            return anomaly
+                        if alerts is not None:
+                            alerts.append(anomaly)
+                        break
             return [self._add(window, now, usd, tokens) for _, _, _, window in windows]
 
     def add(self, scopes: list[tuple[str, str, Budget]], usd: float, tokens: int) -> None:
@@ -154,70 +176,119 @@ class LocalWindows:
 
 
 class FleetBudgets:
-    """The fleet's enforced budgets in one database; thread-safe, fork-aware."""
+    """The fleet's enforced budgets in one database; thread-safe, fork-aware. No lock of this
+    process is held across a round trip: each reservation runs on a worker of its own
+    (:class:`~.budget_db.Workers`), under the database's advisory lock of each budget."""
 
     def __init__(self, url: str, agents: Mapping[str, Budget], default: Budget | None,
                  tenants: Mapping[str, Budget], users: Mapping[str, Budget],
-                 reserve_output_tokens: int = 4096) -> None:  # fmt: skip
+                 reserve_output_tokens: int = 4096,
+                 timeout: float = DB_TIMEOUT) -> None:  # fmt: skip
         self.url = url
         self.rules = {"agent": (dict(agents), default), "tenant": (dict(tenants), tenants.get("*")),
                       "user": (dict(users), users.get("*"))}  # fmt: skip
         self.reserve_output_tokens = reserve_output_tokens
+        self.timeout = timeout  # seconds a caller waits for the database at most
         self.local = LocalWindows()  # tenants' and users' budgets while the database is down
-        self._lock = threading.Lock()
-        self._conn: Any = None
-        self._pid = os.getpid()
-        self._down_until = 0.0
-        self._settled = 0
         self.faults = 0
+        self._settled = 0
+        self._schema_ready = False  # created or found by a connection of this process
+        self._fresh()
+
+    def _fresh(self) -> None:
+        """State of this process's own (at start, and in a forked child)."""
+        self._pid = os.getpid()
+        self._state = threading.Lock()  # never held across a round trip
+        self._workers = budget_db.Workers(self._connection, self._failed)
+        self._settler = budget_db.Settler(self._connection, self._settle_batch, self._failed)
+        self._down = False
+        self._probe_at = 0.0
+        self._probing = False
+        self._over: set[tuple[str | None, str]] = set()  # alert-only budgets found over
+        if any(b.enforce or scope != "agent" for scope, (named, default) in self.rules.items()
+               for b in (*named.values(), default) if b is not None):  # fmt: skip
+            self._workers.post(_round_trip, _ignored)  # a connection ready for the first call
+
+    def _own(self) -> None:
+        if self._pid != os.getpid():  # a forked child: never the parent's threads or connections
+            with budget_db.fork_lock():
+                if self._pid != os.getpid():
+                    budget_db.inherited.extend(self._workers.connections)
+                    budget_db.inherited.append(self._settler.conn)
+                    self._fresh()
 
     @classmethod
     def from_settings(cls, settings: Any) -> FleetBudgets | None:
         """The fleet budgets the settings ask for (None without a ledger URL)."""
         if settings.ledger_url is None:
             return None
+        budget_db.exit_timeout = settings.exit_timeout
         return cls(settings.ledger_url, settings.agent_budgets, settings.default_budget,
                    settings.tenant_budgets, settings.user_budgets,
-                   settings.budget_reserve_output_tokens)  # fmt: skip
+                   settings.budget_reserve_output_tokens, settings.budget_db_timeout)  # fmt: skip
 
-    def applying(self, agent: str, tenant: str | None, user: str | None) -> list[tuple[str, str, Budget]]:
-        """The enforced budgets of a call, as (scope, key, budget), in lock order."""
+    def applying(self, agent: str, tenant: str | None,
+                 user: str | None) -> list[tuple[str, str, Budget]]:  # fmt: skip
+        """The fleet budgets of a call, as (scope, key, budget), in lock order: the enforced
+        ones, and its tenant's and user's alert-only ones (an agent's alert-only budget is
+        :class:`AnomalyGuard`'s, over the process's own spend)."""
         found = []
         for scope, key in (("agent", agent), ("tenant", tenant), ("user", user)):
             if key is None:
                 continue
             named, default = self.rules[scope]
             budget = named.get(key, default)
-            if budget is not None and budget.enforce:
+            if budget is not None and (budget.enforce or scope != "agent"):
                 found.append((scope, key, budget))
         return sorted(found, key=lambda s: (s[0], s[1]))
 
     # -- reserve and settle ------------------------------------------------------------------
     def reserve(self, agent: str, tenant: str | None, user: str | None, usd: float | None,
                 tokens: int) -> Reservation | None:  # fmt: skip
-        """Reserve ``usd``/``tokens`` in every enforced budget of the call; raises
-        :class:`BudgetExceeded` when one has no room; None when none applies. When the
-        database cannot be reached the process's own budgets are enforced: the agent's by
+        """Reserve ``usd``/``tokens`` in every budget of the call; raises
+        :class:`BudgetExceeded` when an enforced one has no room (an alert-only one without
+        room: its anomaly in :attr:`Reservation.alerts`, once per crossing); None when none
+        applies. Waits for the database at most :attr:`timeout` seconds (not at all while it
+        is found down); then the process's own budgets are enforced: the agent's by
         :class:`AnomalyGuard`, the tenant's and user's here, in :class:`LocalWindows`."""
         scopes = self.applying(agent, tenant, user)
         if not scopes:
             return None
+        self._own()
         reservation = Reservation(scopes, usd or 0.0, tokens)
-        refused = self._guarded(self._reserve, reservation)
-        if isinstance(refused, Anomaly):
-            raise BudgetExceeded(refused)
-        if refused is False:
-            return reservation
-        own = [s for s in scopes if s[0] != "agent"]
-        if not own:
-            return None
-        held = self.local.hold(own, reservation.usd, tokens)
-        if isinstance(held, Anomaly):
-            raise BudgetExceeded(held)
-        reservation.held = held
+        alerts = self._call(self._reserve, reservation)
+        if isinstance(alerts, Anomaly):
+            raise BudgetExceeded(alerts)
+        if alerts is None:  # the database did not answer in time: this process's own windows
+            own = [s for s in scopes if s[0] != "agent"]
+            alerts = []
+            held = self.local.hold(own, reservation.usd, tokens, alerts) if own else []
+            if isinstance(held, Anomaly):
+                raise BudgetExceeded(held)
+            reservation.held = held  # settled too: the database may still take it, late
+        reservation.alerts = self._crossings(scopes, alerts)
         return reservation
 
-    def _reserve(self, conn: Any, reservation: Reservation) -> Anomaly | bool:
+    def _crossings(self, scopes: list[tuple[str, str, Budget]],
+                   alerts: list[Anomaly]) -> list[Anomaly]:  # fmt: skip
+        """Of ``alerts``, those of budgets not already over in this process's last look (an
+        alert-only budget alerts once per crossing, not on every call while over it)."""
+        over = {(a.scope, a.agent) for a in alerts}
+        with self._state:
+            for scope, key, budget in scopes:
+                if not budget.enforce and (scope, f"{scope}:{key}") not in over:
+                    self._over.discard((scope, f"{scope}:{key}"))
+            new = [a for a in alerts if (a.scope, a.agent) not in self._over]
+            if len(self._over) > MAX_LOCAL_WINDOWS:
+                self._over.clear()
+            self._over.update(over)
+        return new
+
+    def _reserve(self, conn: Any, reservation: Reservation) -> Anomaly | list[Anomaly]:
+        """On a worker: the reservation in one transaction (taken: the anomalies of the
+        alert-only budgets without room), or the :class:`Anomaly` of the first enforced
+        budget without room (nothing taken)."""
+        alerts: list[Anomaly] = []
         with conn.transaction():
             now = conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()[0]
             for scope, key, budget in reservation.scopes:
@@ -229,40 +300,67 @@ class FleetBudgets:
                 for used, asked, limit in ((float(used_usd), reservation.usd, budget.usd),
                                            (int(used_tokens), reservation.tokens, budget.tokens)):
                     if limit is not None and used + asked > limit:
-                        return Anomaly(f"{scope}:{key}" if scope != "agent" else key,
-                                       "budget_exceeded", float(used + asked), float(limit))
+                        anomaly = Anomaly(f"{scope}:{key}" if scope != "agent" else key,
+                                          "budget_exceeded", float(used + asked), float(limit),
+                                          scope=scope if scope != "agent" else None)
+                        if budget.enforce:
+                            return anomaly
+                        alerts.append(anomaly)
+                        break
             with conn.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO otel_tokens_budget_reservations (id, scope, key, ts, usd, tokens) "
                     "VALUES (%s, %s, %s, %s, %s, %s)",
                     [(reservation.id, scope, key, now, reservation.usd, reservation.tokens)
                      for scope, key, _ in reservation.scopes])  # fmt: skip
-        return False
+        self._placed(reservation)
+        return alerts
+
+    def _placed(self, reservation: Reservation) -> None:
+        """The reservation is in the database: settled there by whichever comes second, the
+        call's end or this (a caller that gave up waiting may have ended already)."""
+        with self._state:
+            reservation.placed = True
+            final = reservation.final
+        if final is not None:
+            self._settler.put((reservation, *final))
 
     def settle(self, reservation: Reservation, usd: float | None, tokens: int | None) -> None:
         """Replace the reservation by the call's actual cost and tokens (an unknown one keeps
         what was reserved: never less than the truth); this process's own windows of the
-        tenant and user count it too (what is enforced if the database goes down)."""
+        tenant and user count it too (what is enforced if the database goes down). The
+        database's part is queued: written in the background, never waited for."""
         usd = reservation.usd if usd is None else usd
         tokens = reservation.tokens if tokens is None else tokens
+        self._own()
+        with self._state:
+            reservation.final = (usd, tokens)
+            placed = reservation.placed
+        if placed:
+            self._settler.put((reservation, usd, tokens))
         if reservation.held is not None:
             self.local.settle(reservation.held, usd, tokens)
             return
-        self._guarded(self._settle, reservation, usd, tokens)
         own = [s for s in reservation.scopes if s[0] != "agent"]
         if own:
             self.local.add(own, usd, tokens)
 
-    def _settle(self, conn: Any, reservation: Reservation, usd: float, tokens: int) -> None:
-        with conn.transaction():
-            conn.execute("UPDATE otel_tokens_budget_reservations SET usd=%s, tokens=%s, "
-                         "settled=true WHERE id=%s", (usd, tokens, reservation.id))
-        self._settled += 1
-        if self._settled % PRUNE_EVERY == 0:
-            longest = max(b.window_seconds for _, _, b in reservation.scopes)
+    def _settle_batch(self, conn: Any, batch: list[tuple[Reservation, float, int]]) -> None:
+        """On the settling thread: settlements in one transaction; now and then, reservations
+        older than twice the longest window are deleted."""
+        with conn.transaction(), conn.cursor() as cur:
+            cur.executemany("UPDATE otel_tokens_budget_reservations SET usd=%s, tokens=%s, "
+                            "settled=true WHERE id=%s",
+                            [(usd, tokens, r.id) for r, usd, tokens in batch])  # fmt: skip
+        before, self._settled = self._settled, self._settled + len(batch)
+        if before // PRUNE_EVERY != self._settled // PRUNE_EVERY:
+            longest = max(b.window_seconds for r, _, _ in batch for _, _, b in r.scopes)
             conn.execute("DELETE FROM otel_tokens_budget_reservations WHERE ts < "
                          "extract(epoch FROM clock_timestamp()) - %s", (longest * 2,))  # fmt: skip
-            conn.commit()
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait up to ``timeout`` seconds for the queued settlements to be written."""
+        return self._settler.flush(timeout)
 
     def used(self, scope: str, key: str, window: float) -> tuple[float, int]:
         """(USD, tokens) the fleet reserved or spent in ``scope``/``key`` over ``window``."""
@@ -275,36 +373,88 @@ class FleetBudgets:
                 "ts > extract(epoch FROM clock_timestamp()) - %s", (scope, key, window)).fetchone()
         return float(row[0]), int(row[1])
 
-    # -- the connection ----------------------------------------------------------------------
-    def _guarded(self, work: Any, *args: Any) -> Any:
-        """``work(conn, *args)`` on this process's connection; None when the database is down
-        (counted and logged once; no new attempt for :data:`DOWN_FOR` seconds)."""
-        if time.monotonic() < self._down_until:
+    # -- the database: bounded waits, down and back ------------------------------------------
+    def _call(self, work: Any, *args: Any) -> Any:
+        """``work(conn, *args)`` on a worker within :attr:`timeout`; None when the database
+        is down, slow or hung (counted and logged once per outage; while it is down no caller
+        waits: a background probe finds when it is back)."""
+        if self._down:
+            self._probe()
             return None
-        if self._pid != os.getpid():  # a forked child: never the parent's connection
-            self._conn, self._pid, self._lock = None, os.getpid(), threading.Lock()
-        with self._lock:
-            try:
-                return work(self._connection(), *args)
-            except Exception as exc:
-                self._conn = None
-                self._down_until = time.monotonic() + DOWN_FOR
-                self.faults += 1
-                faults.report("budget_fleet", exc, "fleet budgets unreachable; enforcing this "
-                              "process's own budgets until it is back")  # fmt: skip
-                return None
+        try:
+            return self._workers.run(self.timeout, work, *args)
+        except budget_db.Connecting:
+            return None  # a fresh worker still connecting: this caller alone goes on without it
+        except Exception as exc:  # noqa: BLE001 - hung, slow or down alike
+            self._failed(exc)
+            return None
+
+    def _failed(self, exc: BaseException) -> None:
+        with self._state:
+            if self._down:
+                return
+            self._down, self._probe_at = True, time.monotonic() + PROBE_EVERY
+        self.faults += 1
+        faults.report("budget_fleet", exc, f"fleet budgets unreachable ({type(exc).__name__}: "
+                      f"{exc}); enforcing this process's own budgets until it is back")  # fmt: skip
+
+    def _probe(self) -> None:
+        """At most one probe at a time, every :data:`PROBE_EVERY` seconds, on a worker."""
+        with self._state:
+            if self._probing or time.monotonic() < self._probe_at:
+                return
+            self._probing, self._probe_at = True, time.monotonic() + PROBE_EVERY
+        self._workers.post(_round_trip, self._probed)
+
+    def _probed(self, outcome: tuple[bool, Any]) -> None:
+        """Back only when a round trip took less than a caller would wait (a slow database
+        stays down: callers would only pay the deadline again)."""
+        ok, took = outcome
+        with self._state:
+            self._probing = False
+            if ok and took < self.timeout:
+                self._down = False
 
     def _connection(self) -> Any:
-        if self._conn is None or self._conn.closed:
-            from .ledger.postgres import connect
+        """A new connection, the schema created (once across the fleet, under a lock)."""
+        import psycopg
 
-            conn = connect(self.url)
-            with conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock(%s)", (0x6F74_6F6B_6275_6467,))
-                for statement in _SCHEMA:
-                    conn.execute(statement)
-            self._conn = conn
-        return self._conn
+        from .ledger.postgres import CONNECT_TIMEOUT, STATEMENT_TIMEOUT_MS
+
+        conn = psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT, autocommit=True,
+                               **KEEPALIVE,
+                               options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}")
+        try:
+            if not self._schema_ready:
+                _create_schema(conn)
+                self._schema_ready = True
+        except BaseException:
+            conn.close()
+            raise
+        return conn
+
+
+def _create_schema(conn: Any) -> None:
+    """The reservations table, once across the fleet (under a lock); not again where it is
+    there (its index's lock would make the reservations under way wait)."""
+    exists = "SELECT to_regclass('otel_tokens_budget_reservations_window') IS NOT NULL"
+    if conn.execute(exists).fetchone()[0]:
+        return
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (0x6F74_6F6B_6275_6467,))
+        for statement in _SCHEMA:
+            conn.execute(statement)
+
+
+def _ignored(outcome: tuple[bool, Any]) -> None:
+    """What a warm-up gives: nothing to do (a failure is the first caller's to find)."""
+
+
+def _round_trip(conn: Any) -> float:
+    """Seconds one round trip to the database takes."""
+    start = time.monotonic()
+    conn.execute("SELECT 1").fetchone()
+    return time.monotonic() - start
 
 
 # -- the account step's hooks (settle.py) ----------------------------------------------------
@@ -315,7 +465,7 @@ def reserve(fleet: FleetBudgets, pricer: Any, call: Any, agent: str) -> Reservat
     from ..usage import Usage
 
     if not fleet.applying(agent, call.tenant, call.user):
-        return None  # no enforced budget: nothing to price nor reserve
+        return None  # no fleet budget: nothing to price nor reserve
     estimate = call.estimate
     input_tokens = (estimate.input_tokens or 0) if estimate is not None else 0
     limit = call.request.max_output_tokens if call.request is not None else None

@@ -155,10 +155,13 @@ class Accountant:
             if inp is not None or out is not None or cost is not None:  # else nothing to check
                 total = out if inp is None else inp if out is None else inp + out  # total_tokens
                 try:
-                    found = self.guard.check_after(entry.name, total, cost, response_model)
+                    found = self.guard.check_after(entry.name, total, cost, response_model,
+                                                   call.tenant, call.user)  # fmt: skip
                     anomalies = tuple(found) if found else ()  # none: the common case
                 except Exception as exc:
                     faults.report("internal", exc)
+            if call.reservation is not None and call.reservation.alerts:  # fleet budgets hook
+                anomalies += tuple(call.reservation.alerts)  # alert-only fleet budgets crossed
             if state is None:  # no turn (or a state fault): the figures as they are
                 try:
                     state = entry.state.figures()

@@ -3,7 +3,8 @@
 Prints versions, every setting that cannot be used (each is a problem), the instrumentors
 (available: their library is installed; active: turned on by ``instrument()`` in this check;
 registered for ``opentelemetry-instrument``), where telemetry goes under the current
-environment, the ledger file, and the date of the bundled genai-prices data.
+environment, the ledger file, the budgets in force (enforced or alerting), the fleet ledger and
+whether it answers, and the date of the bundled genai-prices data.
 """
 
 from __future__ import annotations
@@ -62,6 +63,8 @@ def check() -> None:
     setup = otel_tokens.configure()
     _instrumentors(otel_tokens.instrument(), problems)
     _telemetry(setup, found, problems)
+    _budgets(found, warnings)
+    _fleet(found, problems)
     _prices(found, problems, warnings)
     setup.shutdown()
     for warning in warnings:
@@ -138,6 +141,92 @@ def _telemetry(setup: Any, found: Any, problems: list[str]) -> None:
     click.echo(f"  ledger  -> {ledger}{'' if writable else ' (NOT writable)'}")
     if not writable:
         problems.append(f"OTEL_TOKENS_LEDGER_PATH {ledger!r} is not writable")
+
+
+def _budgets(found: Any, warnings: list[str]) -> None:
+    """Every budget configured: whose, its limits and window, enforced or alerting."""
+    fleet = found.ledger_url is not None
+    listed = [("agent", "*", found.default_budget)] if found.default_budget else []
+    listed += [("agent", name, b) for name, b in found.agent_budgets.items()]
+    listed += [("tenant", name, b) for name, b in found.tenant_budgets.items()]
+    listed += [("user", name, b) for name, b in found.user_budgets.items()]
+    click.echo("budgets:" if listed else "budgets: none")
+    for scope, name, budget in listed:
+        limits = ", ".join(f"{what} {value:g}" for what, value in
+                           (("usd", budget.usd), ("tokens", budget.tokens)) if value is not None)
+        click.echo(f"  {scope:<6} {name:<20} {limits} per {budget.window_seconds:g} s: "
+                   f"{_mode(scope, budget, fleet)}")  # fmt: skip
+    if any(not b.enforce for _, _, b in listed):
+        click.echo("  (alerting: an anomaly when crossed; OTEL_TOKENS_BUDGET_ENFORCE=true refuses "
+                   "calls)")  # fmt: skip
+    if not fleet and any(b.enforce for s, _, b in listed if s != "agent"):
+        warnings.append("tenant and user budgets are enforced only with a fleet ledger "
+                        "(OTEL_TOKENS_LEDGER_URL); without one they raise anomalies only")
+
+
+def _mode(scope: str, budget: Any, fleet: bool) -> str:
+    """Enforced (calls refused) or alerting (an anomaly), over whose spend."""
+    spend = "the fleet's" if fleet and (budget.enforce or scope != "agent") else "this process's"
+    if budget.enforce and (fleet or scope == "agent"):
+        return f"enforced over {spend} spend"
+    why = " (enforced only with OTEL_TOKENS_LEDGER_URL)" if budget.enforce else ""
+    return f"alerting over {spend} spend{why}"
+
+
+def _fleet(found: Any, problems: list[str]) -> None:
+    """The fleet ledger's database (no password shown) and whether it answers."""
+    url = found.ledger_url
+    if url is None:
+        click.echo("fleet ledger: none (OTEL_TOKENS_LEDGER_URL unset)")
+        return
+    shown = _without_secrets(url)
+    failure = _unreachable(url)
+    click.echo(f"fleet ledger: {shown} ({'reachable' if failure is None else 'NOT reachable'})")
+    if failure is not None:
+        click.echo(f"  {failure}")
+        problems.append(f"the fleet ledger {shown} cannot be reached ({failure})")
+
+
+def _without_secrets(url: str) -> str:
+    """``scheme://host:port/dbname`` of ``url``: no user, password or query."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        host = f"[{host}]" if ":" in host else host
+        port = f":{parts.port}" if parts.port is not None else ""
+    except ValueError:
+        return "(a URL that cannot be read)"
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def _unreachable(url: str) -> str | None:
+    """Why a connection to ``url`` fails within a few seconds (None: it answered)."""
+    try:
+        import psycopg
+    except ImportError:
+        return "psycopg is not installed: pip install 'otel-tokens[postgres]'"
+    try:
+        with psycopg.connect(url, connect_timeout=3) as conn:
+            conn.execute("SELECT 1")
+    except Exception as exc:  # noqa: BLE001 - reported, whatever it is
+        first = (str(exc).strip().splitlines() or [""])[0]
+        return _redacted(f"{type(exc).__name__}: {first}", url)
+    return None
+
+
+def _redacted(text: str, url: str) -> str:
+    """``text`` without ``url``'s password, should a driver's message quote it."""
+    from urllib.parse import unquote, urlsplit
+
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        password = None
+    for secret in {password, unquote(password)} if password else ():
+        text = text.replace(secret, "***")
+    return text
 
 
 def _prices(found: Any, problems: list[str], warnings: list[str]) -> None:

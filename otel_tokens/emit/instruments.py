@@ -70,6 +70,8 @@ ANOMALY_EVENT = "otel_tokens.anomaly"
 ANOMALY_KIND = "otel_tokens.anomaly.kind"
 ANOMALY_OBSERVED = "otel_tokens.anomaly.observed"
 ANOMALY_THRESHOLD = "otel_tokens.anomaly.threshold"
+#: a tenant's or a user's budget the anomaly is of: ``tenant:acme``, ``user:ann``
+ANOMALY_BUDGET = "otel_tokens.anomaly.budget"
 ERROR_KIND = "otel_tokens.error.kind"
 
 #: Usage field -> (span attribute, ``gen_ai.token.type`` value on ``otel_tokens.tokens``).

@@ -39,6 +39,8 @@ _ATTRIBUTE_SETS_MAX = 4096  # distinct metric attribute sets kept; past this the
 #: request shapes whose labels are kept (a gateway's or a many-agent host's shapes come and
 #: go: past this the table starts over, so what it holds stays under ~0.5 MB)
 _LABELS_MAX = 512
+#: the attribute naming a tenant's or a user's budget on an anomaly's count
+_WHO_ATTRIBUTE = {"tenant": names.TENANT_ID, "user": names.USER_ID}
 
 
 class _Emission:
@@ -373,14 +375,20 @@ class Recorder:
 
     # -- anomalies ----------------------------------------------------------------------------
     def anomaly(self, span: Any, anomaly: Anomaly, key: tuple[tuple[str, Any], ...]) -> None:
-        """An anomaly: a span event (when there is a span) and a count."""
+        """An anomaly: a span event (when there is a span) and a count; a tenant's or a
+        user's budget is named on both (``tenant:acme``; ``tenant.id``/``user.id`` on the
+        count, bounded like every outside value)."""
         try:
+            scope = getattr(anomaly, "scope", None)
             if span is not None:
-                span.add_event(names.ANOMALY_EVENT, {
-                    names.ANOMALY_KIND: anomaly.kind,
-                    names.ANOMALY_OBSERVED: anomaly.observed,
-                    names.ANOMALY_THRESHOLD: anomaly.threshold,
-                })  # fmt: skip
+                event = {names.ANOMALY_KIND: anomaly.kind, names.ANOMALY_OBSERVED: anomaly.observed,
+                         names.ANOMALY_THRESHOLD: anomaly.threshold}  # fmt: skip
+                if scope is not None:
+                    event[names.ANOMALY_BUDGET] = anomaly.agent
+                span.add_event(names.ANOMALY_EVENT, event)
+            if scope in _WHO_ATTRIBUTE:
+                named = {**dict(key), _WHO_ATTRIBUTE[scope]: anomaly.agent.partition(":")[2]}
+                key = tuple(self.cardinality.label_set(named).items())
             self.instruments.anomalies.add(1, (*key, (names.ANOMALY_KIND, anomaly.kind)))
         except Exception as exc:
             faults.report("metrics", exc)

@@ -3,6 +3,7 @@ reserved in PostgreSQL; the spend ends within 5% above it and not before 80% of 
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -13,6 +14,8 @@ from ..process.conftest import clean_env, free_port
 from .conftest import TenantLLM
 from .test_ledger import APPS
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 BUDGET = 0.01  # USD: ~300 calls of the fake server's usage at gpt-4o-mini's price
 
 
@@ -21,7 +24,7 @@ def _run(n: int, llm: TenantLLM, url: str, tmp_path, **env: str) -> list[str]:
                         OTEL_TOKENS_LEDGER_SPOOL=str(tmp_path / "spool"),
                         OTEL_METRICS_EXPORTER="none", OTEL_TOKENS_BUDGET_ENFORCE="true",
                         OTEL_TOKENS_EXIT_TIMEOUT="5", **env)  # fmt: skip
-    environ["PYTHONPATH"] = str(APPS)
+    environ["PYTHONPATH"] = os.pathsep.join((str(APPS), ROOT))  # this checkout's package
     # the fake server stands for OpenAI behind a private gateway: priced as OpenAI (a server
     # on 127.0.0.1 is otherwise self-hosted, recorded with no price)
     environ["OTEL_TOKENS_PROVIDER_URLS"] = f"{llm.url}=openai"
@@ -86,6 +89,7 @@ def test_reservations_settle_and_the_window_rolls(ledger_db):
     with pytest.raises(BudgetExceeded):
         fleet.reserve("bot", "acme", None, 0.6, 10)  # 0.6 held + 0.6 > 1.0
     fleet.settle(first, 0.3, 5)
+    assert fleet.flush()  # settlements are written in the background
     second = fleet.reserve("bot", "acme", None, 0.6, 10)  # 0.3 spent + 0.6 fits
     assert second is not None
     assert fleet.used("tenant", "acme", 1.5) == (pytest.approx(0.9), 15)

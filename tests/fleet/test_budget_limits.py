@@ -4,6 +4,7 @@ and user budgets fall back to the process's own windows when the database cannot
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -16,6 +17,8 @@ import pytest
 from ..process.conftest import clean_env, free_port, wait_for
 from .conftest import TenantLLM
 from .test_ledger import APPS
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 PROMPT = [{"role": "user", "content": "hello"}]
 
@@ -48,7 +51,7 @@ def _start(llm: TenantLLM, url: str, tmp_path, **env: str) -> subprocess.Popen:
                         OTEL_TOKENS_LEDGER_SPOOL=str(tmp_path / "spool"),
                         OTEL_METRICS_EXPORTER="none", OTEL_TOKENS_BUDGET_ENFORCE="true",
                         OTEL_TOKENS_EXIT_TIMEOUT="5", THREADS="1", **env)  # fmt: skip
-    environ["PYTHONPATH"] = str(APPS)
+    environ["PYTHONPATH"] = os.pathsep.join((str(APPS), ROOT))  # this checkout's package
     environ["OTEL_TOKENS_PROVIDER_URLS"] = f"{llm.url}=openai"  # priced as OpenAI
     return subprocess.Popen([sys.executable, str(APPS / "budget_app.py")], env=environ,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
