@@ -11,6 +11,7 @@ from its host, the host is hidden too.
 from __future__ import annotations
 
 import re
+from urllib.parse import unquote, urlsplit
 
 __all__ = ["MASK", "redact"]
 
@@ -24,10 +25,22 @@ _KEYWORD = re.compile(r"(?P<pre>\b\w*pass(?:word|wd)?\s*=\s*)(?:'(?:[^'\\]|\\.)*
                       re.IGNORECASE)  # fmt: skip
 
 
-def redact(text: object) -> str:
-    """``text`` (any value, shown by its ``str``) with every password replaced by ``***``."""
+def redact(text: object, url: str | None = None) -> str:
+    """``text`` (any value, shown by its ``str``) with every password replaced by ``***``;
+    with ``url``, its password too wherever ``text`` quotes it alone (a driver's message)."""
     shown = text if isinstance(text, str) else str(text)
+    for secret in _passwords(url) if url else ():
+        shown = shown.replace(secret, MASK)
     if ":" not in shown and "=" not in shown:
         return shown
     shown = _USERINFO.sub(lambda m: f"{m['pre']}{MASK}@", shown)
     return _KEYWORD.sub(lambda m: f"{m['pre']}{MASK}", shown)
+
+
+def _passwords(url: str) -> set[str]:
+    """``url``'s password as written and unquoted (none: an empty set)."""
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return set()
+    return {password, unquote(password)} - {""} if password else set()

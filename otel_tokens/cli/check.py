@@ -18,6 +18,8 @@ from typing import Any
 
 import click
 
+from otel_tokens.redact import redact
+
 _PACKAGES = ("otel-tokens", "opentelemetry-api", "opentelemetry-sdk",
              "opentelemetry-semantic-conventions", "opentelemetry-instrumentation",
              "opentelemetry-exporter-otlp-proto-http", "opentelemetry-exporter-otlp-proto-grpc",
@@ -179,26 +181,12 @@ def _fleet(found: Any, problems: list[str]) -> None:
     if url is None:
         click.echo("fleet ledger: none (OTEL_TOKENS_LEDGER_URL unset)")
         return
-    shown = _without_secrets(url)
+    shown = redact(url)
     failure = _unreachable(url)
     click.echo(f"fleet ledger: {shown} ({'reachable' if failure is None else 'NOT reachable'})")
     if failure is not None:
         click.echo(f"  {failure}")
         problems.append(f"the fleet ledger {shown} cannot be reached ({failure})")
-
-
-def _without_secrets(url: str) -> str:
-    """``scheme://host:port/dbname`` of ``url``: no user, password or query."""
-    from urllib.parse import urlsplit
-
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        host = f"[{host}]" if ":" in host else host
-        port = f":{parts.port}" if parts.port is not None else ""
-    except ValueError:
-        return "(a URL that cannot be read)"
-    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 def _unreachable(url: str) -> str | None:
@@ -212,21 +200,8 @@ def _unreachable(url: str) -> str | None:
             conn.execute("SELECT 1")
     except Exception as exc:  # noqa: BLE001 - reported, whatever it is
         first = (str(exc).strip().splitlines() or [""])[0]
-        return _redacted(f"{type(exc).__name__}: {first}", url)
+        return redact(f"{type(exc).__name__}: {first}", url)
     return None
-
-
-def _redacted(text: str, url: str) -> str:
-    """``text`` without ``url``'s password, should a driver's message quote it."""
-    from urllib.parse import unquote, urlsplit
-
-    try:
-        password = urlsplit(url).password
-    except ValueError:
-        password = None
-    for secret in {password, unquote(password)} if password else ():
-        text = text.replace(secret, "***")
-    return text
 
 
 def _prices(found: Any, problems: list[str], warnings: list[str]) -> None:
