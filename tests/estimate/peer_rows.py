@@ -44,6 +44,7 @@ class Row(NamedTuple):
     complete: bool
     billed: int = 0
     estimate: int = 0
+    bound: int | None = None  # otel_tokens.estimate.input_tokens_max (replayed: the span's)
 
 
 def categories(body: dict) -> frozenset[str]:
@@ -172,7 +173,7 @@ def _replay_one(path, truth, telemetry, drive) -> Row | None:  # type: ignore[no
         return None
     complete = attributes.get("otel_tokens.estimate.complete", True)
     return Row(path, truth.endpoint, categories(body), (estimate - billed) / billed, bool(complete),
-               billed, estimate)  # fmt: skip
+               billed, estimate, attributes.get("otel_tokens.estimate.input_tokens_max"))  # fmt: skip
 
 
 def figures(errors: list[float]) -> tuple[int, float, float]:

@@ -10,6 +10,7 @@ from otel_tokens.account.estimate import Estimator, Request
 from otel_tokens.capture import openai_sdk
 
 from .. import cassettes, peer
+from . import peer_rows
 
 ASK = [{"role": "user", "content": "Which release fixed the cache bug?"}]
 WEB_SEARCH = {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
@@ -68,8 +69,8 @@ def test_a_compaction_item_stands_for_the_items_before_it():
     compaction of a conversation, then one question, 298 billed; the conversation it
     compacted, put before it, adds nothing)."""
     peer.require()
-    path = peer.PEER / "pydantic-ai" / (
-        "tests__models__test_openai_responses__test_openai_responses_compact_messages.yaml")  # fmt: skip
+    name = "tests__models__test_openai_responses__test_openai_responses_compact_messages.yaml"
+    path = peer.PEER / "pydantic-ai" / name
     recorded = cassettes.load(pathlib.Path(path))
     body = recorded[3].request_body
     assert body["input"][0]["type"] == "compaction"
@@ -99,3 +100,16 @@ def test_the_bound_is_learnt_per_model_and_kind_from_actuals_and_stays_bounded()
     assert other.input_max is None  # another model learns its own
     complete = estimator.estimate(_anthropic([]), provider="anthropic")
     assert complete.complete and complete.input_max is None
+
+
+def test_the_bound_is_on_the_span_of_an_incomplete_estimate():
+    """Replayed through the real openai client with otel_tokens installed: a recording of
+    two web searches; the second call's span carries the bound its first taught, and the
+    bound holds the billed input the estimate could not know (9,703 billed)."""
+    peer.require()
+    name = "test_openai_responses__test_openai_responses_model_web_search_tool_stream.yaml"
+    files = {p: t for p, t in peer_rows.by_file(("pydantic-ai",)).items() if p.endswith(name)}
+    first, second = peer_rows.replayed(files)
+    assert not first.complete and first.bound is None  # nothing learnt yet
+    assert not second.complete and second.bound is not None
+    assert second.estimate <= second.bound and second.billed <= second.bound
