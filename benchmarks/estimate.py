@@ -13,6 +13,7 @@ import statistics
 import sys
 import tempfile
 import time
+import zlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -93,12 +94,15 @@ def accuracy() -> None:
     peer_corpus()
 
 
+def _half(path: str) -> int:
+    """The half of the recordings a file is in: a hash of its name (not of where it sits)."""
+    return zlib.crc32(pathlib.Path(path).name.encode()) % 2
+
+
 def peer_corpus() -> None:
     """The peer corpus's requests (tests/estimate/peer_rows.py, the estimator driven directly):
     by category, for the estimates that say they are complete, and on each half of the
     recordings (split by a hash of the file name: the held-out check of the constants)."""
-    import zlib
-
     from tests.estimate import peer_rows
 
     files = peer_rows.by_file()
@@ -110,7 +114,7 @@ def peer_corpus() -> None:
     complete = [r for r in rows if r.complete]
     print(peer_rows.render("the estimates that say they are complete", peer_rows.table(complete)))
     for half in (0, 1):
-        part = {p: t for p, t in files.items() if zlib.crc32(p.encode()) % 2 == half}
+        part = {p: t for p, t in files.items() if _half(p) == half}
         title = f"half {'AB'[half]} of the recordings"
         print(peer_rows.render(title, peer_rows.table(peer_rows.direct(part))))
 
@@ -162,8 +166,6 @@ def folder_rows(folder: pathlib.Path, shared: bool = False) -> list:  # type: ig
 def spread(held_out: pathlib.Path | None) -> None:
     """Issue 48's figures (requests of 256 billed input tokens or more): the peer corpus, each
     half of it, and the recordings in ``held_out`` when given."""
-    import zlib
-
     from tests.estimate import peer_rows
 
     files = peer_rows.by_file()
@@ -171,7 +173,7 @@ def spread(held_out: pathlib.Path | None) -> None:
         print(peer_rows.render_spread("\npeer corpus, >= 256 billed", peer_rows.spread(
             peer_rows.direct(files))))  # fmt: skip
         for half in (0, 1):
-            part = {p: t for p, t in files.items() if zlib.crc32(p.encode()) % 2 == half}
+            part = {p: t for p, t in files.items() if _half(p) == half}
             print(peer_rows.render_spread(f"half {'AB'[half]} of the peer corpus, >= 256 billed",
                                           peer_rows.spread(peer_rows.direct(part))))  # fmt: skip
     if held_out is not None:

@@ -115,7 +115,7 @@ def estimate_calls(path: str, calls: list[tuple],  # type: ignore[type-arg]
             continue
         error = (estimate.estimate.input_tokens - billed) / billed
         rows.append(Row(path, endpoint, categories(body), error, estimate.complete,
-                        billed, estimate.estimate.input_tokens))  # fmt: skip
+                        billed, estimate.estimate.input_tokens, estimate.input_max))  # fmt: skip
         estimator.observe(estimate, billed)
         response_id = _response_id(interaction)
         if endpoint == "openai responses" and response_id:
@@ -203,7 +203,8 @@ def spread(rows: list[Row], floor: int = 256) -> dict[str, float]:
     """Issue 48's figures over the rows of ``floor`` billed input tokens or more: how many,
     the share within 0.5x-2x of the billed input, how many above 2x, above 3x and below
     0.5x, the largest estimate/billed ratio, the share that say complete, and the median and
-    p90 |error| of those that do and of those that do not."""
+    p90 |error| of those that do and of those that do not; how many incomplete ones carry
+    a bound, and how many bounds hold the billed input."""
     rows = [r for r in rows if r.billed >= floor]
     ratios = [1 + r.error for r in rows]
     complete = [r.error for r in rows if r.complete]
@@ -217,6 +218,8 @@ def spread(rows: list[Row], floor: int = 256) -> dict[str, float]:
         "below 0.5x": sum(q < 0.5 for q in ratios), "max ratio": max(ratios, default=0.0),
         "complete share": len(complete) / n, "complete median": c_median,
         "complete p90": c_p90, "incomplete median": i_median, "incomplete p90": i_p90,
+        "incomplete bounded": sum(r.bound is not None for r in rows if not r.complete),
+        "bound >= billed": sum(r.bound is not None and r.bound >= r.billed for r in rows),
     }  # fmt: skip
 
 
