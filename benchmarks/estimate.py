@@ -13,6 +13,7 @@ import statistics
 import sys
 import tempfile
 import time
+import zlib
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -93,12 +94,15 @@ def accuracy() -> None:
     peer_corpus()
 
 
+def _half(path: str) -> int:
+    """The half of the recordings a file is in: a hash of its name (not of where it sits)."""
+    return zlib.crc32(pathlib.Path(path).name.encode()) % 2
+
+
 def peer_corpus() -> None:
     """The peer corpus's requests (tests/estimate/peer_rows.py, the estimator driven directly):
     by category, for the estimates that say they are complete, and on each half of the
     recordings (split by a hash of the file name: the held-out check of the constants)."""
-    import zlib
-
     from tests.estimate import peer_rows
 
     files = peer_rows.by_file()
@@ -110,19 +114,89 @@ def peer_corpus() -> None:
     complete = [r for r in rows if r.complete]
     print(peer_rows.render("the estimates that say they are complete", peer_rows.table(complete)))
     for half in (0, 1):
-        part = {p: t for p, t in files.items() if zlib.crc32(p.encode()) % 2 == half}
+        part = {p: t for p, t in files.items() if _half(p) == half}
         title = f"half {'AB'[half]} of the recordings"
         print(peer_rows.render(title, peer_rows.table(peer_rows.direct(part))))
+
+
+def _endpoint(uri: str) -> str | None:
+    """The peer corpus's endpoint name of a recorded OpenAI/Anthropic call (None: another)."""
+    from urllib.parse import urlparse
+
+    url = urlparse(uri)
+    path = url.path.rstrip("/")
+    if url.hostname == "api.anthropic.com" and path.endswith("/v1/messages"):
+        return "anthropic messages"
+    if url.hostname == "api.openai.com" and path.endswith("/chat/completions"):
+        return "openai chat"
+    if url.hostname == "api.openai.com" and path.endswith("/v1/responses"):
+        return "openai responses"
+    return None
+
+
+def _output_tokens(interaction) -> int | None:  # type: ignore[no-untyped-def]
+    """A recorded non-streamed response's output tokens (a chained request builds on them)."""
+    try:
+        usage = interaction.response_json().get("usage") or {}
+    except (ValueError, AttributeError):
+        return None
+    return usage.get("output_tokens") or usage.get("completion_tokens")
+
+
+def folder_rows(folder: pathlib.Path, shared: bool = False) -> list:  # type: ignore[type-arg]
+    """Rows of every OpenAI/Anthropic call recorded in ``folder``'s cassettes (recordings the
+    constants were not fitted on: not in the repository, not in the shared corpus): one
+    estimator per recording, or one for them all (``shared``: a long-lived process)."""
+    from tests import cassettes
+    from tests.estimate import peer_rows
+
+    rows = []
+    estimator = Estimator() if shared else None
+    for path in sorted(folder.rglob("*.yaml")):
+        calls = []
+        for interaction in cassettes.load(path):
+            endpoint = _endpoint(interaction.uri)
+            if endpoint is not None:
+                billed = cassettes.reported_input_tokens(interaction)
+                calls.append((interaction, endpoint, billed, _output_tokens(interaction)))
+        rows.extend(peer_rows.estimate_calls(path.name, calls, estimator))
+    return rows
+
+
+def spread(held_out: pathlib.Path | None) -> None:
+    """Issue 48's figures (requests of 256 billed input tokens or more): the peer corpus, each
+    half of it, and the recordings in ``held_out`` when given."""
+    from tests.estimate import peer_rows
+
+    files = peer_rows.by_file()
+    if files:
+        print(peer_rows.render_spread("\npeer corpus, >= 256 billed", peer_rows.spread(
+            peer_rows.direct(files))))  # fmt: skip
+        for half in (0, 1):
+            part = {p: t for p, t in files.items() if _half(p) == half}
+            print(peer_rows.render_spread(f"half {'AB'[half]} of the peer corpus, >= 256 billed",
+                                          peer_rows.spread(peer_rows.direct(part))))  # fmt: skip
+    if held_out is not None:
+        for shared in (False, True):
+            title = f"held out ({held_out}), >= 256 billed, " + (
+                "one estimator for all (a long-lived process)" if shared
+                else "one estimator per recording")  # fmt: skip
+            print(peer_rows.render_spread(title, peer_rows.spread(folder_rows(held_out, shared))))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=200)
+    parser.add_argument("--held-out", type=pathlib.Path, default=None,
+                        help="a folder of recorded cassettes the constants were not fitted on")
+    parser.add_argument("--accuracy-only", action="store_true", help="skip the throughput runs")
     args = parser.parse_args()
     load_encodings(pathlib.Path(tempfile.mkdtemp(prefix="tiktoken-")))
-    throughput(args.rounds, args.repeat)
-    accuracy()
+    if not args.accuracy_only:
+        throughput(args.rounds, args.repeat)
+        accuracy()
+    spread(args.held_out)
 
 
 if __name__ == "__main__":

@@ -111,6 +111,9 @@ class Settings:
     tenant_budgets: Mapping[str, Budget] = field(default_factory=dict)
     user_budgets: Mapping[str, Budget] = field(default_factory=dict)
     budget_reserve_output_tokens: int = 4096  # reserved when a request says no max_tokens
+    #: the input a fleet reservation holds: the estimate, or ("conservative") an incomplete
+    #: estimate's learnt upper bound (``otel_tokens.estimate.input_tokens_max``)
+    budget_reserve: str = "estimate"
     budget_db_timeout: float = 0.3  # seconds a call waits for its reservation in the database
     spike: SpikeRule = field(default_factory=_default_spike)
     # capture
@@ -194,6 +197,10 @@ class _Reader:
         if value.lower() not in options:
             return self.bad(name, value, " | ".join(options), None)
         return value.lower()
+
+
+#: what a fleet reservation holds of an incomplete estimate (OTEL_TOKENS_BUDGET_RESERVE)
+_RESERVES = ("estimate", "conservative")
 
 
 def _price_overrides(reader: _Reader) -> tuple[str | None, Mapping[str, OverridePrice]]:
@@ -413,6 +420,7 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
                                               default=4096, low=1, accepted="a positive integer"),
         budget_db_timeout=r.number("OTEL_TOKENS_BUDGET_DB_TIMEOUT", kind=float, default=0.3,
                                    above=0, high=60, accepted="seconds, a number above 0, <= 60"),
+        budget_reserve=r.choice(("OTEL_TOKENS_BUDGET_RESERVE",), _RESERVES) or "estimate",
         spike=spike,
         capture_content=r.boolean("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"),
         openai_include_usage=r.boolean("OTEL_TOKENS_OPENAI_INCLUDE_USAGE"),

@@ -183,11 +183,12 @@ class FleetBudgets:
     def __init__(self, url: str, agents: Mapping[str, Budget], default: Budget | None,
                  tenants: Mapping[str, Budget], users: Mapping[str, Budget],
                  reserve_output_tokens: int = 4096,
-                 timeout: float = DB_TIMEOUT) -> None:  # fmt: skip
+                 timeout: float = DB_TIMEOUT, conservative: bool = False) -> None:  # fmt: skip
         self.url = url
         self.rules = {"agent": (dict(agents), default), "tenant": (dict(tenants), tenants.get("*")),
                       "user": (dict(users), users.get("*"))}  # fmt: skip
         self.reserve_output_tokens = reserve_output_tokens
+        self.conservative = conservative  # reserve an incomplete estimate's upper bound
         self.timeout = timeout  # seconds a caller waits for the database at most
         self.local = LocalWindows()  # tenants' and users' budgets while the database is down
         self.faults = 0
@@ -225,7 +226,8 @@ class FleetBudgets:
         budget_db.exit_timeout = settings.exit_timeout
         return cls(settings.ledger_url, settings.agent_budgets, settings.default_budget,
                    settings.tenant_budgets, settings.user_budgets,
-                   settings.budget_reserve_output_tokens, settings.budget_db_timeout)  # fmt: skip
+                   settings.budget_reserve_output_tokens, settings.budget_db_timeout,
+                   settings.budget_reserve == "conservative")  # fmt: skip
 
     def applying(self, agent: str, tenant: str | None,
                  user: str | None) -> list[tuple[str, str, Budget]]:  # fmt: skip
@@ -459,15 +461,19 @@ def _round_trip(conn: Any) -> float:
 
 # -- the account step's hooks (settle.py) ----------------------------------------------------
 def reserve(fleet: FleetBudgets, pricer: Any, call: Any, agent: str) -> Reservation | None:
-    """Reserve the call's projected maximum: its input estimate plus the request's own output
-    limit (``max_tokens``; ``reserve_output_tokens`` when it gives none), at the request
-    model's price (USD unknown for an unpriced model: tokens only)."""
+    """Reserve the call's projected maximum: its input estimate (an incomplete estimate's
+    learnt upper bound when the settings ask for the conservative reservation) plus the
+    request's own output limit (``max_tokens``; ``reserve_output_tokens`` when it gives
+    none), at the request model's price (USD unknown for an unpriced model: tokens only)."""
     from ..usage import Usage
 
     if not fleet.applying(agent, call.tenant, call.user):
         return None  # no fleet budget: nothing to price nor reserve
     estimate = call.estimate
     input_tokens = (estimate.input_tokens or 0) if estimate is not None else 0
+    bound = getattr(call.request_estimate, "input_max", None)
+    if fleet.conservative and bound is not None:
+        input_tokens = max(input_tokens, bound)
     limit = call.request.max_output_tokens if call.request is not None else None
     output_tokens = fleet.reserve_output_tokens if limit is None else limit
     usd = None

@@ -23,6 +23,9 @@ from .pricing import PriceResult, Pricer
 from .conversation_totals import ConversationTotals
 from .fleet_budget import FleetBudgets, reserve, settle_reservation
 
+#: the span attribute of an incomplete estimate's learnt upper bound (its input tokens)
+ESTIMATE_INPUT_MAX = "otel_tokens.estimate.input_tokens_max"
+
 if TYPE_CHECKING:
     from ..call import Call
     from .agents import AgentEntry
@@ -76,6 +79,9 @@ class Accountant:
                     agent=entry.name if entry is not None else "default",
                 )  # fmt: skip
                 call.request_estimate, call.estimate = estimated, estimated.estimate
+                if estimated.input_max is not None:  # an incomplete estimate's bound, on the span
+                    call.attributes = {**(call.attributes or {}),
+                                       ESTIMATE_INPUT_MAX: estimated.input_max}  # fmt: skip
             except Exception as exc:
                 faults.report("estimate", exc)
         if entry is None:

@@ -42,6 +42,9 @@ class Row(NamedTuple):
     categories: frozenset[str]
     error: float  # (estimate - billed) / billed
     complete: bool
+    billed: int = 0
+    estimate: int = 0
+    bound: int | None = None  # otel_tokens.estimate.input_tokens_max (replayed: the span's)
 
 
 def categories(body: dict) -> frozenset[str]:
@@ -88,23 +91,35 @@ def direct(files: dict[str, list[peer.Truth]]) -> list[Row]:
     """Rows of the estimator driven directly (the readers on the recorded bodies)."""
     rows = []
     for path, truths in files.items():
-        estimator = Estimator()  # one process per recording: it learns as the calls go
-        for truth in truths:
-            interaction = peer.interaction(truth)
-            body = interaction.request_body
-            if truth.endpoint not in READERS or not isinstance(body, dict):
-                continue
-            reader, provider = READERS[truth.endpoint]
-            estimate = estimator.estimate(reader(body), provider=provider)
-            billed = _billed(truth)
-            if not billed:
-                continue
-            error = (estimate.estimate.input_tokens - billed) / billed
-            rows.append(Row(path, truth.endpoint, categories(body), error, estimate.complete))
-            estimator.observe(estimate, billed)
-            response_id = _response_id(interaction)
-            if truth.endpoint == "openai responses" and response_id:
-                estimator.remember(response_id, billed + ((truth.usage or {}).get("output") or 0))
+        calls = [(peer.interaction(t), t.endpoint, _billed(t), (t.usage or {}).get("output"))
+                 for t in truths]  # fmt: skip
+        rows.extend(estimate_calls(path, calls))
+    return rows
+
+
+def estimate_calls(path: str, calls: list[tuple],  # type: ignore[type-arg]
+                   estimator: Estimator | None = None) -> list[Row]:  # fmt: skip
+    """Rows of one recording's calls, each (interaction, endpoint, billed input or None,
+    output or None), estimated in order by one estimator that learns as the calls go (a new
+    one, as in one process per recording, unless ``estimator`` is given), as the account
+    step does."""
+    rows = []
+    estimator = estimator or Estimator()
+    for interaction, endpoint, billed, output in calls:
+        body = interaction.request_body
+        if endpoint not in READERS or not isinstance(body, dict):
+            continue
+        reader, provider = READERS[endpoint]
+        estimate = estimator.estimate(reader(body), provider=provider)
+        if not billed:
+            continue
+        error = (estimate.estimate.input_tokens - billed) / billed
+        rows.append(Row(path, endpoint, categories(body), error, estimate.complete,
+                        billed, estimate.estimate.input_tokens, estimate.input_max))  # fmt: skip
+        estimator.observe(estimate, billed)
+        response_id = _response_id(interaction)
+        if endpoint == "openai responses" and response_id:
+            estimator.remember(response_id, billed + (output or 0))
     return rows
 
 
@@ -157,7 +172,8 @@ def _replay_one(path, truth, telemetry, drive) -> Row | None:  # type: ignore[no
     if estimate is None:
         return None
     complete = attributes.get("otel_tokens.estimate.complete", True)
-    return Row(path, truth.endpoint, categories(body), (estimate - billed) / billed, bool(complete))
+    return Row(path, truth.endpoint, categories(body), (estimate - billed) / billed, bool(complete),
+               billed, estimate, attributes.get("otel_tokens.estimate.input_tokens_max"))  # fmt: skip
 
 
 def figures(errors: list[float]) -> tuple[int, float, float]:
@@ -180,4 +196,38 @@ def render(title: str, figures_by_name: dict[str, tuple[int, float, float]]) -> 
     lines = [title]
     for name, (n, median, p90) in figures_by_name.items():
         lines.append(f"  {name:32s} n={n:4d}  median {100 * median:5.1f}%  p90 {100 * p90:6.1f}%")
+    return "\n".join(lines)
+
+
+def spread(rows: list[Row], floor: int = 256) -> dict[str, float]:
+    """Issue 48's figures over the rows of ``floor`` billed input tokens or more: how many,
+    the share within 0.5x-2x of the billed input, how many above 2x, above 3x and below
+    0.5x, the largest estimate/billed ratio, the share that say complete, and the median and
+    p90 |error| of those that do and of those that do not; how many incomplete ones carry
+    a bound, and how many bounds hold the billed input."""
+    rows = [r for r in rows if r.billed >= floor]
+    ratios = [1 + r.error for r in rows]
+    complete = [r.error for r in rows if r.complete]
+    incomplete = [r.error for r in rows if not r.complete]
+    n = len(rows) or 1
+    _, c_median, c_p90 = figures(complete)
+    _, i_median, i_p90 = figures(incomplete)
+    return {
+        "n": len(rows), "within 0.5x-2x": sum(0.5 <= q <= 2 for q in ratios) / n,
+        "above 2x": sum(q > 2 for q in ratios), "above 3x": sum(q > 3 for q in ratios),
+        "below 0.5x": sum(q < 0.5 for q in ratios), "max ratio": max(ratios, default=0.0),
+        "complete share": len(complete) / n, "complete median": c_median,
+        "complete p90": c_p90, "incomplete median": i_median, "incomplete p90": i_p90,
+        "incomplete bounded": sum(r.bound is not None for r in rows if not r.complete),
+        "bound >= billed": sum(r.bound is not None and r.bound >= r.billed for r in rows),
+    }  # fmt: skip
+
+
+def render_spread(title: str, found: dict[str, float]) -> str:
+    """One line per figure of :func:`spread`."""
+    lines = [title]
+    for name, value in found.items():
+        shown = f"{100 * value:.1f}%" if isinstance(value, float) and name != "max ratio" \
+            else f"{value:.2f}x" if name == "max ratio" else str(value)  # fmt: skip
+        lines.append(f"  {name:18s} {shown}")
     return "\n".join(lines)

@@ -91,15 +91,17 @@ def test_server_run_tools_mark_the_estimate_incomplete():
     assert custom.complete and not custom.server_tools
 
 
-def test_what_server_run_tools_return_is_learnt_per_model():
+def test_what_server_run_tools_return_is_learnt_per_model_and_goes_to_the_bound():
     ask = [{"role": "user", "content": "Who won yesterday?"}]
     tools = [{"type": "web_search"}]
     estimator = Estimator()
     first = estimator.estimate(Request("openai_responses", "gpt-5", ask, tools=tools),
                                provider="openai")  # fmt: skip
-    assert first.guessed is not None and first.guessed[:2] == ("server", 1)
+    assert first.guessed is not None and first.guessed[:2] == ("server:web_search", 1)
     estimator.observe(first, first.estimate.input_tokens + 8000)  # the search results
     again = estimator.estimate(Request("openai_responses", "gpt-5", [{"role": "user", "content":
                                "And the day before?"}], tools=tools), provider="openai")  # fmt: skip
     assert not again.complete
-    assert again.guessed[2] == 8000
+    rest = again.estimate.input_tokens - again.guessed[2]
+    assert again.guessed[2] == rest  # counted at most as much as the rest of the request
+    assert again.input_max >= rest + 8000  # what the search may return: in the bound

@@ -42,6 +42,7 @@ _MAX_KEYS = 1024  # models with a calibration, (agent, provider, model) cursors:
 _JOINER = "\n"
 _SEQUENCES = (list, tuple)  # messages as the common case gives them
 _MAX_PER_PART = 100_000  # tokens one part of unknown size is learnt at, at most
+_MAX_RANGE = 1000.0  # the largest actual/estimate ratio an incomplete estimate's bound learns
 
 
 def count_text(text: str, model: str | None = None) -> int:
@@ -83,6 +84,9 @@ class RequestEstimate(NamedTuple):
     #: parts of unknown size: (kind, how many, tokens counted for them), learnt from on observe
     guessed: tuple[str, int, int] | None = None
     server_tools: bool = False  # the server may run tools: the reported input sums its rounds
+    #: an incomplete estimate's upper bound: the estimate times the largest actual/estimate
+    #: ratio of the model's recent incomplete calls of the same kind (None: none learnt yet)
+    input_max: int | None = None
 
 
 #: a named tuple made from all its fields at once, without its ``__new__``'s frame (the
@@ -329,6 +333,12 @@ class _Ratios:
         self.mean = sum(self.values) / len(self.values)
 
 
+def _range_kind(estimate: RequestEstimate) -> str:
+    """What an incomplete estimate's bound is learnt under, with its model: the kind of its
+    parts of unknown size ("image", "file", "server:web_search"...), else "incomplete"."""
+    return estimate.guessed[0] if estimate.guessed is not None else "incomplete"
+
+
 def _put(table: dict[Any, Any], key: Any, value: Any) -> None:
     """Set ``table[key]`` as its newest entry, dropping the oldest past ``_MAX_KEYS``: state
     per model and per agent stays bounded however many names a gateway forwards."""
@@ -348,6 +358,8 @@ class Estimator:
         self._cursors: dict[tuple[Any, ...], _Cursor] = {}
         self._responses: dict[str, int] = {}  # response id -> its input + output (chains)
         self._media: dict[tuple[str | None, str | None], _Ratios] = {}  # tokens per unknown part
+        #: actual/estimate of incomplete estimates, per model and kind (their upper bounds)
+        self._ranges: dict[tuple[str | None, str], _Ratios] = {}
         #: bare requests' preambles, digests, encodings (see _context)
         self._preambles: dict[tuple[Any, ...], tuple[Any, int, Any, int]] = {}
         self._lock = threading.Lock()  # writers; readers take single dict look-ups
@@ -358,12 +370,26 @@ class Estimator:
         return ratios.mean if ratios is not None else None
 
     def estimate(self, request: Request, *, provider: str, agent: str = "default") -> RequestEstimate:
+        """The best available estimate of ``request``'s input tokens; an incomplete one with
+        the upper bound learnt for its model and kind (``input_max``)."""
+        found = self._estimate(request, provider, agent)
+        if found.complete:
+            return found
+        ranges = self._ranges.get((found.model, _range_kind(found)))
+        if ranges is None or not ranges.values:
+            return found
+        tokens = found.estimate.input_tokens
+        return found._replace(input_max=max(tokens, round(tokens * max(ranges.values))))
+
+    def _estimate(self, request: Request, provider: str, agent: str) -> RequestEstimate:
         """The best available estimate of ``request``'s input tokens."""
         renderer = _renderer or _load_renderer()
         api = request.api
         model = request.model
         messages = request.messages  # a list or tuple (the common case), else made one
         messages = messages if type(messages) in _SEQUENCES else renderer.messages_of(request)
+        if api == "openai_responses":
+            messages = renderer.after_compaction(api, messages)
         found = None if request.system or request.tools or request.response_format is not None \
             else self._preambles.get((api, model, request.thinking))  # fmt: skip
         if found is None or found[3] != len(LOADED):  # once per bare request's kind
@@ -374,8 +400,9 @@ class Estimator:
         ratios = self._ratios.get(model) if encoding is None else None  # the calibration
         ratio = ratios.mean if ratios is not None else None
         cursor = self._cursors.get(key)
-        if (
+        if (  # (not after server-run tools: the reported input holds what they returned)
             cursor is not None
+            and not preamble.server
             and 0 < cursor.n_messages < n
             and cursor.preamble_digest == preamble_digest
             and _last_digest(renderer, api, messages[cursor.n_messages - 1], model)
@@ -393,7 +420,7 @@ class Estimator:
                 Estimate(max(1, tokens), "delta"), ratio, model, key, n, last_digest,
                 preamble_digest, 0, fixed, (appended is None or appended.complete)
                 and not preamble.server, kept + (appended.carried if appended is not None else 0),
-                guessed, preamble.server))  # fmt: skip
+                guessed, preamble.server, None))  # fmt: skip
 
         # the whole request, for exact or full; continuing a known Responses chain, the
         # server holds the earlier input (instructions and tools included) and output
@@ -410,7 +437,7 @@ class Estimator:
         return _new(RequestEstimate, (
             Estimate(tokens, source), ratio, model, key, n, last_digest, preamble_digest, raw,
             fixed + chained, known_chain and (rendering is None or rendering.complete),
-            rendering.carried if rendering is not None else 0, guessed, preamble.server))
+            rendering.carried if rendering is not None else 0, guessed, preamble.server, None))
 
     def _context(self, renderer: Any, request: Request) -> tuple[Any, int, Any, int]:
         """(the request's preamble, its digest, the encoding counting it (None: the
@@ -429,7 +456,12 @@ class Estimator:
 
     def _guessed(self, rendering: Any, model: str | None, tokens: int) -> tuple[Any, int]:
         """Parts of unknown size: the tokens per part learnt for ``model`` in place of the
-        renderer's per-item figure, when learnt. (what was counted for them, the total)"""
+        renderer's per-item figure, when learnt. (what was counted for them, the total)
+
+        What server-run tools return is counted at most as much as the rest of the request:
+        a call that does not run them (or whose results are already in its messages) is
+        billed about the rest, so the estimate stays within 2x of it; the bound
+        (``input_max``) carries what they may add."""
         if not rendering.unknown:
             return None, tokens
         kind = rendering.unknown_kind
@@ -437,7 +469,10 @@ class Estimator:
         if learnt is None or learnt.mean is None:
             return (kind, rendering.unknown, rendering.unknown_tokens), tokens
         applied = round(learnt.mean * rendering.unknown)
-        return (kind, rendering.unknown, applied), tokens - rendering.unknown_tokens + applied
+        known = tokens - rendering.unknown_tokens
+        if kind.startswith("server:"):  # at most what the request itself says
+            applied = min(applied, known)
+        return (kind, rendering.unknown, applied), known + applied
 
     def _chained(self, request: Request) -> tuple[int, bool]:
         """(tokens of the server-side turns a Responses request continues, whether known)."""
@@ -461,7 +496,7 @@ class Estimator:
             return
         # the estimate's fields read at once (one unpacking, not a look-up each: every call)
         (made, _, model, key, n_messages, last_digest, preamble_digest, raw, fixed, complete,
-         carried, _, _) = estimate  # fmt: skip
+         carried, _, _, _) = estimate  # fmt: skip
         cursor = _new(_Cursor, (n_messages, last_digest, preamble_digest, reported_input,
                                 carried))  # fmt: skip
         lock = self._lock
@@ -474,6 +509,8 @@ class Estimator:
             cursors[key] = cursor
             if not complete:
                 self._learn_guessed(estimate, reported_input)
+                ratio = reported_input / max(made.input_tokens, 1)
+                self._add(self._ranges, (model, _range_kind(estimate)), min(ratio, _MAX_RANGE))
             elif raw > 0 and made.source == "full":
                 ratio = (reported_input - fixed) / raw
                 low, high = _RATIO_BOUNDS  # min(max(...)), without its two calls (every call)
@@ -494,7 +531,7 @@ class Estimator:
         if estimate.guessed is None:
             return
         kind, count, counted = estimate.guessed
-        if kind == "mixed" or (estimate.server_tools and kind != "server"):
+        if kind == "mixed" or (estimate.server_tools and not kind.startswith("server:")):
             return  # what server-run tools returned is in the residual too
         rest = estimate.estimate.input_tokens - counted
         per_part = (reported_input - rest) / count

@@ -425,7 +425,10 @@ def _anthropic_message(message: Any) -> Rendering:
 def _anthropic_tools(tools: Any) -> Rendering:
     out = Rendering()
     for tool in _iter(tools):
-        out.texts.append(_as_json(tool))  # deferred ones too (measured: they cost about as much)
+        # deferred ones too (``defer_loading``), as measured: so the complete estimates of
+        # requests with deferred tools reach p90 9.6% (shared) and 11.2% (held-out
+        # recordings); counting only those a tool search loaded, 16% on both (issue 48)
+        out.texts.append(_as_json(tool))
         kind = field(tool, "type")
         if kind not in (None, "custom") and field(tool, "input_schema") is None:
             out.server, out.complete = True, False  # a server tool (web search, code execution)
@@ -553,6 +556,17 @@ def messages_of(request: Request) -> Sequence[Any]:
     return messages if isinstance(messages, Sequence) else list(_iter(messages))
 
 
+def after_compaction(api: Api, messages: Sequence[Any]) -> Sequence[Any]:
+    """The input items the model is shown: on Responses, a compaction item stands for the
+    conversation before it, which the API then drops (the items before it cost nothing)."""
+    if api != "openai_responses":
+        return messages
+    for i in range(len(messages) - 1, -1, -1):
+        if field(messages[i], "type") == "compaction":
+            return messages[i:]
+    return messages
+
+
 def render_preamble(request: Request) -> Rendering:
     """Everything but the messages: system prompt, tool definitions, request framing."""
     out = Rendering()
@@ -586,14 +600,21 @@ def render_preamble(request: Request) -> Rendering:
         _converse_blocks(request.system, out)
         for tool in _iter(request.tools):
             out.texts.append(_as_json(tool))
-    if out.server:  # what server-run tools return: learnt per model from actual usage
-        out.guess("server", 0)
+    if out.server:  # what server-run tools return: learnt per model and set of such tools
+        out.guess(server_kind(request.tools), 0)
     if request.response_format is not None:
         schema = _structured_schema(request.response_format)
         if schema is not None:
             out.texts.append(schema)
             out.fixed += STRUCTURED_OUTPUT_OVERHEAD
     return out
+
+
+def server_kind(tools: Any) -> str:
+    """The kind a request's server-run tools are learnt under: ``server:`` and their types,
+    sorted (what web search returns says nothing of what a tool search loads)."""
+    kinds = {str(field(tool, "type")) for tool in _iter(tools)}
+    return "server:" + "+".join(sorted(kinds - {"None", "function", "custom"}))
 
 
 def openai_reasoning_model(model: str | None) -> bool:
