@@ -63,12 +63,23 @@ def _body(request: Any) -> dict[str, Any] | None:
 
 def _endpoint(url: Any) -> tuple[str, str | None, int | None]:
     """(provider, server address, port) of a request's URL: its provider named by its host
-    and path (:mod:`otel_tokens.endpoints`), the query (it may hold a key) left out."""
+    and path (:mod:`otel_tokens.endpoints`), the query (it may hold a key) left out. Kept
+    per URL and settings' overrides (a request's URL is a new object each time)."""
+    base = f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{url.path}"
+    overrides = current().provider_urls
+    hit = _endpoints.get(base)
+    if hit is not None and hit[0] is overrides:
+        return hit[1]
     host = url.host or None
     port = url.port or (443 if url.scheme == "https" else 80 if url.scheme == "http" else None)
-    base = f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{url.path}"
-    found = endpoint(base, host, host or "http", None, current().provider_urls)
-    return found.provider, host, port
+    found = (endpoint(base, host, host or "http", None, overrides).provider, host, port)
+    if len(_endpoints) >= 256:  # programs reach a few endpoints: keep it small
+        _endpoints.clear()
+    _endpoints[base] = (overrides, found)
+    return found
+
+
+_endpoints: dict[str, tuple[Any, tuple[str, str | None, int | None]]] = {}
 
 
 def _start(instance: Any, args: tuple, kwargs: dict) -> tuple[Call, tuple, dict, Any] | None:
