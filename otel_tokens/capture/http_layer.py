@@ -39,39 +39,45 @@ from .stream import EMPTY_EVENT_STREAM, STREAM_END, StreamObserver
 from .wire import Wire, find
 from .wire.framing import framing_of
 
-__all__ = ["wrapper"]
+__all__ = ["Reader", "default_port", "failed", "json_object", "open_request", "read_whole",
+           "wrapper"]
 
 _MAX_BODY = 64 * 1024 * 1024  # bytes of a JSON answer kept as it passes, to read at its end
 
 
 # -- the request -------------------------------------------------------------------------------
-def _body(request: Any) -> dict[str, Any] | None:
-    """The request's JSON object, or None (a streamed upload, a form, not JSON: not a model
+def json_object(content: Any) -> dict[str, Any] | None:
+    """A request body's JSON object, or None (not read yet, a form, not JSON: not a model
     API's request)."""
-    try:
-        content = request.content
-    except Exception:  # a streamed upload, not read: nothing to read here
-        return None
-    if content[:64].lstrip()[:1] != b"{":
+    if isinstance(content, str):
+        content = content.encode("utf-8", "replace")
+    if not isinstance(content, (bytes, bytearray)) or content[:64].lstrip()[:1] != b"{":
         return None
     try:
-        body = _loads(content)
+        body = _loads(bytes(content))
     except ValueError:
         return None
     return body if type(body) is dict else None
 
 
-def _endpoint(url: Any) -> tuple[str, str | None, int | None]:
-    """(provider, server address, port) of a request's URL: its provider named by its host
-    and path (:mod:`otel_tokens.endpoints`), the query (it may hold a key) left out. Kept
-    per URL and settings' overrides (a request's URL is a new object each time)."""
-    base = f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{url.path}"
+def _body(request: Any) -> dict[str, Any] | None:
+    """An httpx request's JSON object, or None."""
+    try:
+        content = request.content
+    except Exception:  # a streamed upload, not read: nothing to read here
+        return None
+    return json_object(content)
+
+
+def _endpoint(base: str, host: str | None, port: int | None) -> tuple[str, str | None, int | None]:
+    """(provider, server address, port) of a request's URL ``base`` (scheme, host, port and
+    path: the query, which may hold a key, left out), its provider named by
+    :mod:`otel_tokens.endpoints`. Kept per URL and settings' overrides (a request's URL is a
+    new object each time)."""
     overrides = current().provider_urls
     hit = _endpoints.get(base)
     if hit is not None and hit[0] is overrides:
         return hit[1]
-    host = url.host or None
-    port = url.port or (443 if url.scheme == "https" else 80 if url.scheme == "http" else None)
     found = (endpoint(base, host, host or "http", None, overrides).provider, host, port)
     if len(_endpoints) >= 256:  # programs reach a few endpoints: keep it small
         _endpoints.clear()
@@ -82,29 +88,43 @@ def _endpoint(url: Any) -> tuple[str, str | None, int | None]:
 _endpoints: dict[str, tuple[Any, tuple[str, str | None, int | None]]] = {}
 
 
+def default_port(scheme: str, port: int | None) -> int | None:
+    return port or (443 if scheme == "https" else 80 if scheme == "http" else None)
+
+
+def open_request(wire: Wire, body: dict[str, Any], path: str, base: str, host: str | None,
+                 port: int | None) -> Call | None:  # fmt: skip
+    """Open the call of a recognised request (None: instrumentation itself failed)."""
+    try:
+        provider, address, port = _endpoint(base, host, port)
+        model = wire.model(path, body)
+        stream = wire.streams(path, body)
+    except Exception as exc:
+        faults.report("internal", exc)
+        return None
+    return open_call(partial(_describe, wire, model), body, operation=wire.operation,
+                     provider=provider, request_model=model, stream=stream,
+                     server_address=address, server_port=port)  # fmt: skip
+
+
 def _start(instance: Any, args: tuple, kwargs: dict) -> tuple[Call, tuple, dict, Any] | None:
-    """Open the call of a request to a model API's wire path (None: not one, or an SDK
-    capture records it already)."""
+    """Open the call of an httpx request to a model API's wire path (None: not one, or an
+    SDK capture records it already)."""
     try:
         request = args[0] if args else kwargs.get("request")
         if request.method != "POST" or inside_sdk.get():
             return None
         url = request.url
         wire = find(url.path)
-        if wire is None:
-            return None
-        body = _body(request)
+        body = _body(request) if wire is not None else None
         if body is None:
             return None
-        provider, address, port = _endpoint(url)
-        model = wire.model(url.path, body)
-        stream = wire.streams(url.path, body)
+        base = f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{url.path}"
+        port = default_port(url.scheme, url.port)
     except Exception as exc:
         faults.report("internal", exc)
         return None
-    call = open_call(partial(_describe, wire, model), body, operation=wire.operation,
-                     provider=provider, request_model=model, stream=stream,
-                     server_address=address, server_port=port)  # fmt: skip
+    call = open_request(wire, body, url.path, base, url.host or None, port)
     if call is None:
         return None
     return call, args, kwargs, (wire, body, kwargs.get("stream") is True)
@@ -115,7 +135,7 @@ def _describe(wire: Wire, model: str | None, body: dict[str, Any]) -> Any:
 
 
 # -- the answer --------------------------------------------------------------------------------
-class _Reader:
+class Reader:
     """One answer's body, read as it passes (decoded, framed, each event shown to the wire
     format's accumulator), and how its call ends: once, whichever ending comes first."""
 
@@ -245,19 +265,32 @@ def _decoder(package: str, headers: Any) -> Any:
     return decoders[0] if len(decoders) == 1 else module.MultiDecoder(decoders)
 
 
+def failed(call: Call, status: int) -> bool:
+    """An answer with an error status fails its call (``error.type``: the status code); its
+    body is the program's to read (an SDK raises from it). True when so."""
+    if 200 <= status < 300:
+        return False
+    call.fail(str(status))
+    return True
+
+
+def read_whole(call: Call, wire: Wire, body: dict[str, Any], headers: Any, content: bytes) -> None:
+    """End the call from a body the client has read whole (decoded)."""
+    reader = Reader(call, wire, body, headers)
+    reader.feed(content)
+    reader.end("exhausted")
+
+
 def _read(package: str, is_async: bool, call: Call, response: Any, context: Any) -> Any:
     """End the call from the answer ``send`` returned, or leave it to end as the program
     reads its stream; returns the response, unchanged but for its byte stream."""
     wire, body, streamed = context
-    status = response.status_code
-    if not 200 <= status < 300:
-        call.fail(str(status))  # the body is the program's to read (an SDK raises from it)
+    if failed(call, response.status_code):
         return response
-    reader = _Reader(call, wire, body, response.headers)
     if not streamed:  # read by send: the decoded body
-        reader.feed(response.content)
-        reader.end("exhausted")
+        read_whole(call, wire, body, response.headers, response.content)
         return response
+    reader = Reader(call, wire, body, response.headers)
     try:
         reader.decoder = _decoder(package, response.headers)
     except Exception as exc:
@@ -274,7 +307,7 @@ def _sync_tee(base: type) -> type:
     class Tee(base):  # type: ignore[misc, valid-type]
         """The response's byte stream: each chunk passed on unchanged, shown to the reader."""
 
-        def __init__(self, stream: Any, reader: _Reader) -> None:
+        def __init__(self, stream: Any, reader: Reader) -> None:
             self._stream, self._reader = stream, reader
             self._finalizer = weakref.finalize(self, reader.end, "abandoned")
 
@@ -310,7 +343,7 @@ def _async_tee(base: type) -> type:
     class AsyncTee(base):  # type: ignore[misc, valid-type]
         """The response's byte stream: each chunk passed on unchanged, shown to the reader."""
 
-        def __init__(self, stream: Any, reader: _Reader) -> None:
+        def __init__(self, stream: Any, reader: Reader) -> None:
             self._stream, self._reader = stream, reader
             self._finalizer = weakref.finalize(self, reader.end, "abandoned")
 

@@ -1,8 +1,9 @@
 """What ``instrument()`` installs for the HTTP layer: ``send`` of httpx's ``Client`` and
-``AsyncClient`` (and of httpx2's, the fork newer SDKs use), nothing per call.
+``AsyncClient`` (and of httpx2's, the fork newer SDKs use) and of ``requests.Session``,
+nothing per call.
 
 Every POST those clients send to a model API's wire path is recorded by :mod:`.http_layer`
-(imported at the first send), unless an SDK capture records it already; anything else
+(:mod:`.http_requests` for requests; imported at the first send), unless an SDK capture records it already; anything else
 passes after a test of its method and path.
 """
 
@@ -16,8 +17,8 @@ __all__ = ["BACKEND", "DEPENDENCIES", "install", "uninstall"]
 
 BACKEND = Backend(
     "HttpInstrumentor",
-    "Any client on httpx (or httpx2) posting to a model API's wire format: OpenAI, Anthropic, "
-    "Gemini, Cohere, Ollama (sync, async, streams).",
+    "Any client on httpx (or httpx2) or requests posting to a model API's wire format: "
+    "OpenAI, Anthropic, Gemini, Cohere, Ollama (sync, async, streams).",
     apis=("openai_chat", "openai_responses", "openai_embeddings", "openai_completions",
           "anthropic_messages", "gemini_contents"),
 )  # fmt: skip
@@ -32,7 +33,9 @@ def _client_patches(package: str) -> SdkPatches:
                                 (f"{package}._client", "AsyncClient", "send", factory)])  # fmt: skip
 
 
-_PATCHES = (_client_patches("httpx"), _client_patches("httpx2"))
+_PATCHES = (_client_patches("httpx"), _client_patches("httpx2"),
+            SdkPatches("requests", [("requests.sessions", "Session", "send",
+                                     deferred("otel_tokens.capture.http_requests", "send"))]))  # fmt: skip
 
 
 def install(**_: Any) -> bool:

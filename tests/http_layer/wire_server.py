@@ -114,6 +114,7 @@ def any_answer(path: str, body: Any) -> Answer:
     """Each path answered in its provider's shape (Groq's stream usage in ``x_groq`` under
     ``/openai/``, Groq's own path)."""
     body = body if isinstance(body, dict) else {}
+    path = path.partition("?")[0]
     if path.startswith("/api/"):
         return ollama_answer(path, body)
     if path.startswith(("/v2/", "/v1/embed")) and not path.endswith("/embeddings"):
