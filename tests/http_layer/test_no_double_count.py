@@ -102,6 +102,24 @@ def test_a_google_genai_stream_sent_at_its_first_read_is_recorded_once(gemini, f
     assert [a["gen_ai.provider.name"] for a in attributes(t)] == ["gcp.gemini"] * 2
 
 
+def test_google_genai_async_calls_and_streams_are_recorded_once(gemini):
+    """``client.aio`` sends with aiohttp where it is installed (else httpx): one span each."""
+    server, answer = gemini
+    usage = {"promptTokenCount": 8, "candidatesTokenCount": 4, "totalTokenCount": 12}
+    server.queue.append(answer("Hello", usage))
+    server.queue.append([answer("Hel", None, reason=None), answer("lo", usage)])
+
+    async def run(client) -> tuple:
+        whole = await client.aio.models.generate_content(model="gemini-2.5-flash", contents="hi")
+        stream = await client.aio.models.generate_content_stream(model="gemini-2.5-flash", contents="hi")
+        return whole.text, "".join([chunk.text async for chunk in stream])
+
+    with handling(http_patches, google_genai_patches) as t:
+        client = server.client()
+        assert asyncio.run(run(client)) == ("Hello", "Hello")
+    assert [tokens(a) for a in attributes(t)] == [(8, 4), (8, 4)]
+
+
 def test_the_http_layer_alone_records_google_genai_by_its_wire_format(gemini):
     server, answer = gemini
     usage = {"promptTokenCount": 8, "candidatesTokenCount": 4, "totalTokenCount": 12}
