@@ -22,14 +22,16 @@ import pathlib
 import statistics
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE.parent), str(HERE)]  # this checkout's otel_tokens, then overhead.py
 
-import otel_tokens  # noqa: E402
-from otel_tokens.capture import http_patches, openai_sdk  # noqa: E402
-from overhead import MESSAGES, handler, http, openai, setup_sdk  # noqa: E402
+from overhead import MESSAGES, handler, http, openai, setup_sdk
+
+import otel_tokens
+from otel_tokens.capture import http_patches, openai_sdk
 
 
 def timed(client: Any, kind: str, n: int) -> float:
@@ -43,7 +45,9 @@ def timed(client: Any, kind: str, n: int) -> float:
         else:
             content = "long" if kind == "stream201" else "short"
             for _chunk in client.chat.completions.create(
-                model="gpt-4o-mini", messages=[{"role": "user", "content": content}], stream=True,
+                model="gpt-4o-mini",
+                messages=[{"role": "user", "content": content}],
+                stream=True,
                 stream_options={"include_usage": True},
             ):
                 pass
@@ -52,8 +56,12 @@ def timed(client: Any, kind: str, n: int) -> float:
 
 def _variants() -> dict[str, tuple[Callable[[], Any], ...]]:
     """name -> (install, ...): what each variant has installed."""
-    return {"plain": (), "sdk": (openai_sdk.install,), "http": (http_patches.install,),
-            "both": (openai_sdk.install, http_patches.install)}  # fmt: skip
+    return {
+        "plain": (),
+        "sdk": (openai_sdk.install,),
+        "http": (http_patches.install,),
+        "both": (openai_sdk.install, http_patches.install),
+    }
 
 
 def _run(client: Any, tp: Any, kinds: dict[str, int], rounds: int) -> dict[tuple[str, str], float]:
@@ -81,26 +89,42 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
     tp = setup_sdk()
-    client = openai.OpenAI(api_key="bench", max_retries=0,
-                           http_client=http.Client(transport=http.MockTransport(handler)))  # fmt: skip
-    kinds = {"call": args.calls, "other": args.calls, "stream1": args.calls // 2,
-             "stream201": max(20, args.calls // 40)}  # fmt: skip
+    client = openai.OpenAI(
+        api_key="bench",
+        max_retries=0,
+        http_client=http.Client(transport=http.MockTransport(handler)),
+    )
+    kinds = {
+        "call": args.calls,
+        "other": args.calls,
+        "stream1": args.calls // 2,
+        "stream201": max(20, args.calls // 40),
+    }
     with otel_tokens.agent("bench", max_input_tokens=128_000):
         med = _run(client, tp, kinds, args.rounds)
-    print(f"openai {openai.__version__} on {http.__name__}, median of {args.rounds} interleaved "
-          "rounds (microseconds added to the plain client)")  # fmt: skip
+    print(
+        f"openai {openai.__version__} on {http.__name__}, median of {args.rounds} interleaved "
+        "rounds (microseconds added to the plain client)"
+    )
     plain = {kind: med[(kind, "plain")] for kind in kinds}
     print(f"  {'':<26} {'plain':>8} {'sdk':>8} {'http':>8} {'both':>8}")
-    for kind, label in (("call", "non-streamed call"), ("stream1", "streamed call, 1 chunk"),
-                        ("stream201", "streamed call, 201 chunks")):  # fmt: skip
+    for kind, label in (
+        ("call", "non-streamed call"),
+        ("stream1", "streamed call, 1 chunk"),
+        ("stream201", "streamed call, 201 chunks"),
+    ):
         added = [med[(kind, v)] - plain[kind] for v in ("sdk", "http", "both")]
         print(f"  {label:<26} {plain[kind]:8.1f} " + " ".join(f"{a:8.1f}" for a in added))
     for variant in ("sdk", "http", "both"):
-        chunk = ((med[("stream201", variant)] - plain["stream201"])
-                 - (med[("stream1", variant)] - plain["stream1"])) / 200  # fmt: skip
+        chunk = (
+            (med[("stream201", variant)] - plain["stream201"])
+            - (med[("stream1", variant)] - plain["stream1"])
+        ) / 200
         print(f"  {variant}: added per streamed chunk {chunk:.2f} us")
-    print(f"  a POST that is not a model call: {plain['other']:.1f} us plain, "
-          f"{med[('other', 'http')] - plain['other']:+.1f} us with the HTTP layer")
+    print(
+        f"  a POST that is not a model call: {plain['other']:.1f} us plain, "
+        f"{med[('other', 'http')] - plain['other']:+.1f} us with the HTTP layer"
+    )
 
 
 if __name__ == "__main__":

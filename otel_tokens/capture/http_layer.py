@@ -39,8 +39,15 @@ from .stream import EMPTY_EVENT_STREAM, STREAM_END, StreamObserver
 from .wire import Wire, find
 from .wire.framing import framing_of
 
-__all__ = ["Reader", "default_port", "failed", "json_object", "open_request", "read_whole",
-           "wrapper"]
+__all__ = [
+    "Reader",
+    "default_port",
+    "failed",
+    "json_object",
+    "open_request",
+    "read_whole",
+    "wrapper",
+]
 
 _MAX_BODY = 64 * 1024 * 1024  # bytes of a JSON answer kept as it passes, to read at its end
 
@@ -92,8 +99,9 @@ def default_port(scheme: str, port: int | None) -> int | None:
     return port or (443 if scheme == "https" else 80 if scheme == "http" else None)
 
 
-def open_request(wire: Wire, body: dict[str, Any], path: str, base: str, host: str | None,
-                 port: int | None) -> Call | None:  # fmt: skip
+def open_request(
+    wire: Wire, body: dict[str, Any], path: str, base: str, host: str | None, port: int | None
+) -> Call | None:
     """Open the call of a recognised request (None: instrumentation itself failed)."""
     try:
         provider, address, port = _endpoint(base, host, port)
@@ -102,9 +110,16 @@ def open_request(wire: Wire, body: dict[str, Any], path: str, base: str, host: s
     except Exception as exc:
         faults.report("internal", exc)
         return None
-    return open_call(partial(_describe, wire, model), body, operation=wire.operation,
-                     provider=provider, request_model=model, stream=stream,
-                     server_address=address, server_port=port)  # fmt: skip
+    return open_call(
+        partial(_describe, wire, model),
+        body,
+        operation=wire.operation,
+        provider=provider,
+        request_model=model,
+        stream=stream,
+        server_address=address,
+        server_port=port,
+    )
 
 
 def _start(instance: Any, args: tuple, kwargs: dict) -> tuple[Call, tuple, dict, Any] | None:

@@ -19,9 +19,15 @@ BACKEND = Backend(
     "HttpInstrumentor",
     "Any client on httpx (or httpx2), requests or aiohttp posting to a model API's wire format: "
     "OpenAI, Anthropic, Gemini, Cohere, Ollama (sync, async, streams).",
-    apis=("openai_chat", "openai_responses", "openai_embeddings", "openai_completions",
-          "anthropic_messages", "gemini_contents"),
-)  # fmt: skip
+    apis=(
+        "openai_chat",
+        "openai_responses",
+        "openai_embeddings",
+        "openai_completions",
+        "anthropic_messages",
+        "gemini_contents",
+    ),
+)
 DEPENDENCIES: tuple[str, ...] = BACKEND.requirements
 _LAYER = "otel_tokens.capture.http_layer"
 
@@ -29,15 +35,41 @@ _LAYER = "otel_tokens.capture.http_layer"
 def _client_patches(package: str) -> SdkPatches:
     """``Client.send`` and ``AsyncClient.send`` of httpx or its fork httpx2 (the same code)."""
     factory = deferred(_LAYER, package)
-    return SdkPatches(package, [(f"{package}._client", "Client", "send", factory),
-                                (f"{package}._client", "AsyncClient", "send", factory)])  # fmt: skip
+    return SdkPatches(
+        package,
+        [
+            (f"{package}._client", "Client", "send", factory),
+            (f"{package}._client", "AsyncClient", "send", factory),
+        ],
+    )
 
 
-_PATCHES = (_client_patches("httpx"), _client_patches("httpx2"),
-            SdkPatches("requests", [("requests.sessions", "Session", "send",
-                                     deferred("otel_tokens.capture.http_requests", "send"))]),
-            SdkPatches("aiohttp", [("aiohttp.client", "ClientSession", "_request",
-                                    deferred("otel_tokens.capture.http_aiohttp", "request"))]))  # fmt: skip
+_PATCHES = (
+    _client_patches("httpx"),
+    _client_patches("httpx2"),
+    SdkPatches(
+        "requests",
+        [
+            (
+                "requests.sessions",
+                "Session",
+                "send",
+                deferred("otel_tokens.capture.http_requests", "send"),
+            )
+        ],
+    ),
+    SdkPatches(
+        "aiohttp",
+        [
+            (
+                "aiohttp.client",
+                "ClientSession",
+                "_request",
+                deferred("otel_tokens.capture.http_aiohttp", "request"),
+            )
+        ],
+    ),
+)
 
 
 def install(**_: Any) -> bool:

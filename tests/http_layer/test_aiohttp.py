@@ -38,9 +38,11 @@ def test_a_hand_written_aiohttp_post_is_recorded_plain_and_streamed(telemetry, s
 
 def test_requests_that_are_not_a_model_call_pass_untouched(telemetry, server):
     async def run() -> None:
-        async with aiohttp.ClientSession() as session:
-            async with session.post(f"{server.url}/v1/files", json={"purpose": "batch"}) as response:
-                await response.read()
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(f"{server.url}/v1/files", json={"purpose": "batch"}) as response,
+        ):
+            await response.read()
 
     asyncio.run(run())
     assert telemetry.finished() == []
@@ -54,14 +56,22 @@ def test_azure_ai_inference_async_complete(telemetry, named):
     url = named("azure.ai.inference")
 
     async def run() -> tuple:
-        async with ChatCompletionsClient(endpoint=url, credential=AzureKeyCredential("test")) as chat:
-            answer = await chat.complete(messages=[{"role": "user", "content": "Say hello"}], model="Phi-4")
-            stream = await chat.complete(messages=[{"role": "user", "content": "Say hello"}], model="Phi-4",
-                                         stream=True)  # fmt: skip
+        async with ChatCompletionsClient(
+            endpoint=url, credential=AzureKeyCredential("test")
+        ) as chat:
+            answer = await chat.complete(
+                messages=[{"role": "user", "content": "Say hello"}], model="Phi-4"
+            )
+            stream = await chat.complete(
+                messages=[{"role": "user", "content": "Say hello"}], model="Phi-4", stream=True
+            )
             text = "".join([u.choices[0].delta.content or "" async for u in stream if u.choices])
         return answer.choices[0].message.content, text
 
     assert asyncio.run(run()) == ("Hello there", "Hello there")
     whole, stream = attributes(telemetry)
     assert tokens(whole) == tokens(stream) == (120, 30)
-    assert whole["gen_ai.provider.name"] == "azure.ai.inference" and whole["gen_ai.request.model"] == "Phi-4"
+    assert (
+        whole["gen_ai.provider.name"] == "azure.ai.inference"
+        and whole["gen_ai.request.model"] == "Phi-4"
+    )

@@ -72,10 +72,14 @@ def test_requests_that_are_not_a_model_call_pass_untouched(telemetry, server):
 
 def test_an_error_status_fails_the_call_with_its_code_and_the_body_passes(telemetry):
     error = {"error": {"message": "Rate limit reached", "type": "rate_limit"}}
-    local = LocalServer(lambda path, body: (429, "application/json", json.dumps(error).encode(), {}))
+    local = LocalServer(
+        lambda path, body: (429, "application/json", json.dumps(error).encode(), {})
+    )
     try:
         response = httpx.post(f"{local.url}/v1/chat/completions", json=CHAT)
-        with httpx.stream("POST", f"{local.url}/v1/chat/completions", json={**CHAT, "stream": True}) as r:
+        with httpx.stream(
+            "POST", f"{local.url}/v1/chat/completions", json={**CHAT, "stream": True}
+        ) as r:
             streamed = r.read()
     finally:
         local.close()
@@ -85,11 +89,21 @@ def test_an_error_status_fails_the_call_with_its_code_and_the_body_passes(teleme
 
 
 def test_a_gzipped_stream_is_read_through_its_encoding(telemetry, server):
-    first = {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": "stop"}]}
-    payload = gzip.compress(sse([first, {"id": "c", "model": "m", "choices": [], "usage": USAGE}, "[DONE]"]))
-    local = LocalServer(lambda path, body: (200, "text/event-stream", payload, {"content-encoding": "gzip"}))
+    first = {
+        "id": "c",
+        "model": "m",
+        "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": "stop"}],
+    }
+    payload = gzip.compress(
+        sse([first, {"id": "c", "model": "m", "choices": [], "usage": USAGE}, "[DONE]"])
+    )
+    local = LocalServer(
+        lambda path, body: (200, "text/event-stream", payload, {"content-encoding": "gzip"})
+    )
     try:
-        with httpx.stream("POST", f"{local.url}/v1/chat/completions", json={**CHAT, "stream": True}) as r:
+        with httpx.stream(
+            "POST", f"{local.url}/v1/chat/completions", json={**CHAT, "stream": True}
+        ) as r:
             lines = [line for line in r.iter_lines() if line]
     finally:
         local.close()
@@ -108,11 +122,20 @@ class _Gated(BaseHTTPRequestHandler):
         self.send_response(200)
         self.send_header("content-type", "text/event-stream")
         self.end_headers()
-        first = {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}]}
+        first = {
+            "id": "c",
+            "model": "m",
+            "choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}],
+        }
         self.wfile.write(sse([first]))
         self.wfile.flush()
         self.gate.wait(10)
-        last = {"id": "c", "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}], "usage": USAGE}
+        last = {
+            "id": "c",
+            "model": "m",
+            "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+            "usage": USAGE,
+        }
         self.wfile.write(sse([last, "[DONE]"]))
         self.wfile.flush()
 
@@ -149,17 +172,33 @@ def test_a_stream_closed_unread_ends_its_call_once(telemetry, server):
 
 def test_an_anthropic_shaped_call_by_hand(telemetry):
     events = [
-        {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
-                                              "model": "claude-sonnet-4-5", "content": [],
-                                              "usage": {"input_tokens": 25, "output_tokens": 1}}},
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-5",
+                "content": [],
+                "usage": {"input_tokens": 25, "output_tokens": 1},
+            },
+        },
         {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hi"}},
-        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 15}},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 15},
+        },
         {"type": "message_stop"},
-    ]  # fmt: skip
+    ]
     local = LocalServer(lambda path, body: (200, "text/event-stream", sse(events, named=True), {}))
     try:
-        body = {"model": "claude-sonnet-4-5", "max_tokens": 100, "stream": True,
-                "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
+        body = {
+            "model": "claude-sonnet-4-5",
+            "max_tokens": 100,
+            "stream": True,
+            "messages": [{"role": "user", "content": "hi"}],
+        }
         with httpx.stream("POST", f"{local.url}/v1/messages", json=body) as response:
             response.read()
     finally:
@@ -169,14 +208,27 @@ def test_an_anthropic_shaped_call_by_hand(telemetry):
 
 
 def test_a_gemini_shaped_call_by_hand_reads_its_camel_case(telemetry):
-    answer = {"candidates": [{"content": {"role": "model", "parts": [{"text": "Hi"}]}, "finishReason": "STOP"}],
-              "usageMetadata": {"promptTokenCount": 8, "candidatesTokenCount": 4, "thoughtsTokenCount": 6,
-                                "totalTokenCount": 18},
-              "modelVersion": "gemini-2.5-flash", "responseId": "r1"}  # fmt: skip
-    local = LocalServer(lambda path, body: (200, "application/json", json.dumps(answer).encode(), {}))
+    answer = {
+        "candidates": [
+            {"content": {"role": "model", "parts": [{"text": "Hi"}]}, "finishReason": "STOP"}
+        ],
+        "usageMetadata": {
+            "promptTokenCount": 8,
+            "candidatesTokenCount": 4,
+            "thoughtsTokenCount": 6,
+            "totalTokenCount": 18,
+        },
+        "modelVersion": "gemini-2.5-flash",
+        "responseId": "r1",
+    }
+    local = LocalServer(
+        lambda path, body: (200, "application/json", json.dumps(answer).encode(), {})
+    )
     try:
-        httpx.post(f"{local.url}/v1beta/models/gemini-2.5-flash:generateContent?key=secret",
-                   json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]})
+        httpx.post(
+            f"{local.url}/v1beta/models/gemini-2.5-flash:generateContent?key=secret",
+            json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+        )
     finally:
         local.close()
     attrs = only(telemetry)

@@ -24,16 +24,24 @@ def _openai_calls(base_url: str) -> list[str]:
     """A plain and a streamed chat completion, sync and async; the texts the program got."""
     openai = pytest.importorskip("openai")
     client = openai.OpenAI(api_key="test", base_url=base_url, max_retries=0)
-    texts = [client.chat.completions.create(model="gpt-4o-mini", messages=HELLO).choices[0].message.content]
+    texts = [
+        client.chat.completions.create(model="gpt-4o-mini", messages=HELLO)
+        .choices[0]
+        .message.content
+    ]
     stream = client.chat.completions.create(model="gpt-4o-mini", messages=HELLO, stream=True)
     texts.append("".join(c.choices[0].delta.content or "" for c in stream if c.choices))
 
     async def run_async() -> list[str]:
         aclient = openai.AsyncOpenAI(api_key="test", base_url=base_url, max_retries=0)
         got = await aclient.chat.completions.create(model="gpt-4o-mini", messages=HELLO)
-        astream = await aclient.chat.completions.create(model="gpt-4o-mini", messages=HELLO, stream=True)
-        return [got.choices[0].message.content,
-                "".join([c.choices[0].delta.content or "" async for c in astream if c.choices])]
+        astream = await aclient.chat.completions.create(
+            model="gpt-4o-mini", messages=HELLO, stream=True
+        )
+        return [
+            got.choices[0].message.content,
+            "".join([c.choices[0].delta.content or "" async for c in astream if c.choices]),
+        ]
 
     return texts + asyncio.run(run_async())
 
@@ -56,15 +64,23 @@ def test_the_http_layer_alone_records_the_openai_sdk(server):
     assert [tokens(a) for a in attributes(t)] == [(120, 30)] * 4
 
 
-MESSAGE = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-3-5-haiku-20241022",
-           "content": [{"type": "text", "text": "hey"}], "stop_reason": "end_turn",
-           "usage": {"input_tokens": 20, "output_tokens": 4}}  # fmt: skip
+MESSAGE = {
+    "id": "msg_1",
+    "type": "message",
+    "role": "assistant",
+    "model": "claude-3-5-haiku-20241022",
+    "content": [{"type": "text", "text": "hey"}],
+    "stop_reason": "end_turn",
+    "usage": {"input_tokens": 20, "output_tokens": 4},
+}
 
 
 @pytest.mark.parametrize("first", ["http", "sdk"])
 def test_anthropic_sdk_calls_are_recorded_once(first):
     anthropic = pytest.importorskip("anthropic")
-    local = LocalServer(lambda path, body: (200, "application/json", json.dumps(MESSAGE).encode(), {}))
+    local = LocalServer(
+        lambda path, body: (200, "application/json", json.dumps(MESSAGE).encode(), {})
+    )
     order = (http_patches, anthropic_sdk) if first == "http" else (anthropic_sdk, http_patches)
     try:
         with handling(*order) as t:
@@ -91,7 +107,11 @@ def test_a_google_genai_stream_sent_at_its_first_read_is_recorded_once(gemini, f
     usage = {"promptTokenCount": 8, "candidatesTokenCount": 4, "totalTokenCount": 12}
     server.queue.append([answer("Hel", None, reason=None), answer("lo", usage)])
     server.queue.append(answer("Hello", usage))
-    order = (http_patches, google_genai_patches) if first == "http" else (google_genai_patches, http_patches)
+    order = (
+        (http_patches, google_genai_patches)
+        if first == "http"
+        else (google_genai_patches, http_patches)
+    )
     with handling(*order) as t:
         client = server.client()
         stream = client.models.generate_content_stream(model="gemini-2.5-flash", contents="hi")
@@ -111,7 +131,9 @@ def test_google_genai_async_calls_and_streams_are_recorded_once(gemini):
 
     async def run(client) -> tuple:
         whole = await client.aio.models.generate_content(model="gemini-2.5-flash", contents="hi")
-        stream = await client.aio.models.generate_content_stream(model="gemini-2.5-flash", contents="hi")
+        stream = await client.aio.models.generate_content_stream(
+            model="gemini-2.5-flash", contents="hi"
+        )
         return whole.text, "".join([chunk.text async for chunk in stream])
 
     with handling(http_patches, google_genai_patches) as t:
@@ -144,15 +166,32 @@ def test_litellm_calls_are_recorded_once(litellm, server):
     and Anthropic's wire formats): one span each, litellm's."""
     from otel_tokens.capture import litellm_patches
 
-    anthropic = LocalServer(lambda path, body: (200, "application/json", json.dumps(MESSAGE).encode(), {}))
+    anthropic = LocalServer(
+        lambda path, body: (200, "application/json", json.dumps(MESSAGE).encode(), {})
+    )
     try:
         with handling(http_patches, openai_sdk, litellm_patches) as t:
-            litellm.completion(model="gpt-4o-mini", messages=HELLO, api_base=server.url + "/v1", api_key="k")
-            litellm.completion(model="anthropic/claude-3-5-haiku-20241022", messages=HELLO,
-                               api_base=anthropic.url, api_key="k")  # fmt: skip
-            stream = litellm.completion(model="gpt-4o-mini", messages=HELLO, api_base=server.url + "/v1",
-                                        api_key="k", stream=True, stream_options={"include_usage": True})  # fmt: skip
-            assert "".join(c.choices[0].delta.content or "" for c in stream if c.choices) == "Hello there"
+            litellm.completion(
+                model="gpt-4o-mini", messages=HELLO, api_base=server.url + "/v1", api_key="k"
+            )
+            litellm.completion(
+                model="anthropic/claude-3-5-haiku-20241022",
+                messages=HELLO,
+                api_base=anthropic.url,
+                api_key="k",
+            )
+            stream = litellm.completion(
+                model="gpt-4o-mini",
+                messages=HELLO,
+                api_base=server.url + "/v1",
+                api_key="k",
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            assert (
+                "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+                == "Hello there"
+            )
     finally:
         anthropic.close()
     assert [tokens(a) for a in attributes(t)] == [(120, 30), (20, 4), (120, 30)]

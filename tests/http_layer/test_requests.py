@@ -21,7 +21,10 @@ def test_a_hand_written_requests_post_is_recorded_plain_and_streamed(telemetry, 
     assert lines[-1] == b"data: [DONE]"
     whole, stream = attributes(telemetry)
     assert tokens(whole) == tokens(stream) == (120, 30)
-    assert whole["gen_ai.request.model"] == "gpt-4o-mini" and whole["gen_ai.provider.name"] == "127.0.0.1"
+    assert (
+        whole["gen_ai.request.model"] == "gpt-4o-mini"
+        and whole["gen_ai.provider.name"] == "127.0.0.1"
+    )
     assert stream["otel_tokens.stream.end"] == "exhausted"
 
 
@@ -32,7 +35,9 @@ def test_requests_that_are_not_a_model_call_pass_untouched(telemetry, server):
 
 
 def test_a_requests_stream_closed_unread_ends_its_call(telemetry, server):
-    response = requests.post(f"{server.url}/v1/chat/completions", json={**CHAT, "stream": True}, stream=True)
+    response = requests.post(
+        f"{server.url}/v1/chat/completions", json={**CHAT, "stream": True}, stream=True
+    )
     response.close()
     assert only(telemetry)["otel_tokens.stream.end"] == "closed"
 
@@ -44,14 +49,22 @@ def test_azure_ai_inference_complete_stream_and_embeddings(telemetry, named):
     url, key = named("azure.ai.inference"), AzureKeyCredential("test")
     chat = inference.ChatCompletionsClient(endpoint=url, credential=key)
     answer = chat.complete(messages=[{"role": "user", "content": "Say hello"}], model="Phi-4")
-    streamed = "".join(u.choices[0].delta.content or "" for u in
-                       chat.complete(messages=[{"role": "user", "content": "Say hello"}], model="Phi-4",
-                                     stream=True) if u.choices)  # fmt: skip
-    embedded = inference.EmbeddingsClient(endpoint=url, credential=key).embed(input=["hello"], model="embed-v3")
+    streamed = "".join(
+        u.choices[0].delta.content or ""
+        for u in chat.complete(
+            messages=[{"role": "user", "content": "Say hello"}], model="Phi-4", stream=True
+        )
+        if u.choices
+    )
+    embedded = inference.EmbeddingsClient(endpoint=url, credential=key).embed(
+        input=["hello"], model="embed-v3"
+    )
     assert answer.choices[0].message.content == streamed == "Hello there"
     assert embedded.usage.prompt_tokens == 9
     whole, stream, embed = attributes(telemetry)
     for attrs in (whole, stream):
         assert tokens(attrs) == (120, 30) and attrs["gen_ai.request.model"] == "Phi-4"
         assert attrs["gen_ai.provider.name"] == "azure.ai.inference"
-    assert embed["gen_ai.operation.name"] == "embeddings" and embed["gen_ai.usage.input_tokens"] == 9
+    assert (
+        embed["gen_ai.operation.name"] == "embeddings" and embed["gen_ai.usage.input_tokens"] == 9
+    )

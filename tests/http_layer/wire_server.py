@@ -38,8 +38,13 @@ def ndjson(objects: list[dict[str, Any]]) -> bytes:
 def openai_answer(path: str, body: dict[str, Any], usage_in: str = "usage") -> Answer:
     model = body.get("model") or "deployment-model"
     if path.endswith("/embeddings"):
-        data = {"id": "emb-1", "object": "list", "model": model, "usage": EMBED_USAGE,
-                "data": [{"object": "embedding", "index": 0, "embedding": [0.1, 0.2]}]}  # fmt: skip
+        data = {
+            "id": "emb-1",
+            "object": "list",
+            "model": model,
+            "usage": EMBED_USAGE,
+            "data": [{"object": "embedding", "index": 0, "embedding": [0.1, 0.2]}],
+        }
         return 200, "application/json", json.dumps(data).encode(), {}
     if body.get("stream"):
         return 200, "text/event-stream", sse(chat_events(model, USAGE, usage_in)), {}
@@ -54,35 +59,65 @@ COHERE_TOKENS = {"input_tokens": 211, "output_tokens": 5}
 def cohere_answer(path: str, body: dict[str, Any]) -> Answer:
     usage = {"billed_units": COHERE_BILLED, "tokens": COHERE_TOKENS}
     if path.endswith("/embed"):
-        data = {"id": "emb-1", "texts": body.get("texts"), "response_type": "embeddings_by_type",
-                "embeddings": {"float": [[0.1, 0.2] for _ in body.get("texts") or ()]},
-                "meta": {"api_version": {"version": "2"}, "billed_units": {"input_tokens": 4}}}  # fmt: skip
+        data = {
+            "id": "emb-1",
+            "texts": body.get("texts"),
+            "response_type": "embeddings_by_type",
+            "embeddings": {"float": [[0.1, 0.2] for _ in body.get("texts") or ()]},
+            "meta": {"api_version": {"version": "2"}, "billed_units": {"input_tokens": 4}},
+        }
         return 200, "application/json", json.dumps(data).encode(), {}
     if body.get("stream"):
         events = [
-            {"type": "message-start", "id": "co-1",
-             "delta": {"message": {"role": "assistant", "content": []}}},
-            {"type": "content-start", "index": 0,
-             "delta": {"message": {"content": {"type": "text", "text": ""}}}},
-            {"type": "content-delta", "index": 0, "delta": {"message": {"content": {"text": "Hello"}}}},
-            {"type": "content-delta", "index": 0, "delta": {"message": {"content": {"text": " there"}}}},
+            {
+                "type": "message-start",
+                "id": "co-1",
+                "delta": {"message": {"role": "assistant", "content": []}},
+            },
+            {
+                "type": "content-start",
+                "index": 0,
+                "delta": {"message": {"content": {"type": "text", "text": ""}}},
+            },
+            {
+                "type": "content-delta",
+                "index": 0,
+                "delta": {"message": {"content": {"text": "Hello"}}},
+            },
+            {
+                "type": "content-delta",
+                "index": 0,
+                "delta": {"message": {"content": {"text": " there"}}},
+            },
             {"type": "content-end", "index": 0},
             {"type": "message-end", "delta": {"finish_reason": "COMPLETE", "usage": usage}},
-        ]  # fmt: skip
+        ]
         return 200, "text/event-stream", sse(events, named=True), {}
-    data = {"id": "co-1", "finish_reason": "COMPLETE", "usage": usage,
-            "message": {"role": "assistant", "content": [{"type": "text", "text": "Hello there"}]}}  # fmt: skip
+    data = {
+        "id": "co-1",
+        "finish_reason": "COMPLETE",
+        "usage": usage,
+        "message": {"role": "assistant", "content": [{"type": "text", "text": "Hello there"}]},
+    }
     return 200, "application/json", json.dumps(data).encode(), {}
 
 
-# -- Ollama ------------------------------------------------------------------------------------------
+# -- Ollama ----------------------------------------------------------------------------------------
 OLLAMA_COUNTS = {"prompt_eval_count": 26, "eval_count": 12}
 
 
 def _ollama_last(model: str, field: str) -> dict[str, Any]:
-    last = {"model": model, "created_at": "2025-01-01T00:00:00Z", "done": True, "done_reason": "stop",
-            "total_duration": 5043500667, "load_duration": 5025959, "prompt_eval_duration": 325953000,
-            "eval_duration": 4709213000, **OLLAMA_COUNTS}  # fmt: skip
+    last = {
+        "model": model,
+        "created_at": "2025-01-01T00:00:00Z",
+        "done": True,
+        "done_reason": "stop",
+        "total_duration": 5043500667,
+        "load_duration": 5025959,
+        "prompt_eval_duration": 325953000,
+        "eval_duration": 4709213000,
+        **OLLAMA_COUNTS,
+    }
     if field == "message":
         last["message"] = {"role": "assistant", "content": ""}
     else:
@@ -93,14 +128,23 @@ def _ollama_last(model: str, field: str) -> dict[str, Any]:
 def ollama_answer(path: str, body: dict[str, Any]) -> Answer:
     model = body.get("model")
     if path.endswith("/api/embed"):
-        data = {"model": model, "embeddings": [[0.1, 0.2]], "total_duration": 14143917,
-                "load_duration": 1019500, "prompt_eval_count": 8}  # fmt: skip
+        data = {
+            "model": model,
+            "embeddings": [[0.1, 0.2]],
+            "total_duration": 14143917,
+            "load_duration": 1019500,
+            "prompt_eval_count": 8,
+        }
         return 200, "application/json", json.dumps(data).encode(), {}
     field = "message" if path.endswith("/api/chat") else "response"
     last = _ollama_last(model, field)
     if body.get("stream") is False:
-        whole = {**last, field: {"role": "assistant", "content": "Hello there"} if field == "message"
-                 else "Hello there"}  # fmt: skip
+        whole = {
+            **last,
+            field: {"role": "assistant", "content": "Hello there"}
+            if field == "message"
+            else "Hello there",
+        }
         return 200, "application/json", json.dumps(whole).encode(), {}
     parts = []
     for text in ("Hello", " there"):

@@ -13,7 +13,8 @@ from typing import Any
 
 from ...request import Request, output_limit
 from ...usage import Usage
-from ..lifecycle import Response, sdk_field as _get
+from ..lifecycle import Response
+from ..lifecycle import sdk_field as _get
 from ..stream import Accumulator
 from .base import Wire
 
@@ -27,8 +28,11 @@ def _usage(block: Any, response_id: Any) -> Usage | None:
     counts = block.get("billed_units") or block.get("tokens")
     if not isinstance(counts, dict):
         return None
-    return Usage(input_tokens=counts.get("input_tokens"), output_tokens=counts.get("output_tokens"),
-                 response_id=response_id if isinstance(response_id, str) else None)  # fmt: skip
+    return Usage(
+        input_tokens=counts.get("input_tokens"),
+        output_tokens=counts.get("output_tokens"),
+        response_id=response_id if isinstance(response_id, str) else None,
+    )
 
 
 def _reason(value: Any) -> tuple[str, ...]:
@@ -38,15 +42,21 @@ def _reason(value: Any) -> tuple[str, ...]:
 
 def _chat_request(body: dict[str, Any], model: str | None) -> Request:
     """Cohere's v2 messages are OpenAI-shaped (role, content): estimated as OpenAI chat."""
-    return Request("openai_chat", model, body.get("messages") or [], tools=body.get("tools") or (),
-                   max_output_tokens=output_limit(body.get("max_tokens")))  # fmt: skip
+    return Request(
+        "openai_chat",
+        model,
+        body.get("messages") or [],
+        tools=body.get("tools") or (),
+        max_output_tokens=output_limit(body.get("max_tokens")),
+    )
 
 
 def _chat_response(body: Any) -> Response:
     rid = _get(body, "id")
     usage = _usage(_get(body, "usage") or _get(body, "meta"), rid)
-    return Response(usage, None, rid if isinstance(rid, str) else None,
-                    _reason(_get(body, "finish_reason")))  # fmt: skip
+    return Response(
+        usage, None, rid if isinstance(rid, str) else None, _reason(_get(body, "finish_reason"))
+    )
 
 
 class _ChatAccumulator(Accumulator):
@@ -73,14 +83,21 @@ class _ChatAccumulator(Accumulator):
 
 def _embed_request(body: dict[str, Any], model: str | None) -> Request:
     texts = body.get("texts") or body.get("inputs") or []
-    return Request("openai_embeddings", model, texts if isinstance(texts, list) else [texts],
-                   max_output_tokens=0)  # fmt: skip
+    return Request(
+        "openai_embeddings",
+        model,
+        texts if isinstance(texts, list) else [texts],
+        max_output_tokens=0,
+    )
 
 
 def _embed_response(body: Any) -> Response:
     rid = _get(body, "id")
-    return Response(_usage(_get(body, "meta") or _get(body, "usage"), rid), None,
-                    rid if isinstance(rid, str) else None)  # fmt: skip
+    return Response(
+        _usage(_get(body, "meta") or _get(body, "usage"), rid),
+        None,
+        rid if isinstance(rid, str) else None,
+    )
 
 
 _CHAT = Wire("chat", _chat_request, _chat_response, lambda body: _ChatAccumulator())

@@ -55,7 +55,7 @@ class JsonLines:
         return [rest] if rest.strip() else []
 
 
-def framing_of(content_type: str) -> type[ServerSentEvents] | type[JsonLines] | None:
+def framing_of(content_type: str) -> type[ServerSentEvents | JsonLines] | None:
     """The framing a response's ``content-type`` names (None: one JSON body)."""
     kind = content_type.lower()
     if "event-stream" in kind:

@@ -50,8 +50,14 @@ def _request(body: dict[str, Any], model: str | None) -> Request:
         contents = [] if contents is None else [contents]
     config = body.get("generationConfig")
     limit = config.get("maxOutputTokens") if isinstance(config, dict) else None
-    return Request("gemini_contents", model, contents, system=body.get("systemInstruction"),
-                   tools=body.get("tools") or (), max_output_tokens=output_limit(limit))  # fmt: skip
+    return Request(
+        "gemini_contents",
+        model,
+        contents,
+        system=body.get("systemInstruction"),
+        tools=body.get("tools") or (),
+        max_output_tokens=output_limit(limit),
+    )
 
 
 def _generated(body: Any) -> Response:
@@ -64,8 +70,9 @@ def _streamed(path: str, body: dict[str, Any]) -> bool:
 
 def _embed_request(body: dict[str, Any], model: str | None) -> Request:
     content = body.get("content")
-    return Request("openai_embeddings", model, [content] if content is not None else [],
-                   max_output_tokens=0)  # fmt: skip
+    return Request(
+        "openai_embeddings", model, [content] if content is not None else [], max_output_tokens=0
+    )
 
 
 def _embedded(body: Any) -> Response:
@@ -75,12 +82,19 @@ def _embedded(body: Any) -> Response:
     return Response(Usage(input_tokens=tokens) if tokens is not None else None)
 
 
-_GENERATE = Wire("chat", _request, _generated, model=_model,
-                 streams=lambda path, body: False)  # fmt: skip
-_STREAM = Wire("chat", _request, _generated, lambda body: _Accumulator(body, body),
-               streams=_streamed, model=_model, event=snake)  # fmt: skip
-_EMBED = Wire("embeddings", _embed_request, _embedded, model=_model,
-              streams=lambda path, body: False)  # fmt: skip
+_GENERATE = Wire("chat", _request, _generated, model=_model, streams=lambda path, body: False)
+_STREAM = Wire(
+    "chat",
+    _request,
+    _generated,
+    lambda body: _Accumulator(body, body),
+    streams=_streamed,
+    model=_model,
+    event=snake,
+)
+_EMBED = Wire(
+    "embeddings", _embed_request, _embedded, model=_model, streams=lambda path, body: False
+)
 _METHODS = {"generateContent": _GENERATE, "streamGenerateContent": _STREAM, "embedContent": _EMBED}
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from ...request import Request, output_limit
 from ...usage import Usage
-from ..lifecycle import Response, sdk_field as _get
+from ..lifecycle import Response
+from ..lifecycle import sdk_field as _get
 from ..stream import Accumulator
 from .base import Wire
 
@@ -17,8 +18,11 @@ __all__ = ["SUFFIXES", "recognise"]
 
 
 def _usage(body: Any, model: Any) -> Usage:
-    return Usage(input_tokens=_get(body, "prompt_eval_count"), output_tokens=_get(body, "eval_count"),
-                 model=model if isinstance(model, str) else None)  # fmt: skip
+    return Usage(
+        input_tokens=_get(body, "prompt_eval_count"),
+        output_tokens=_get(body, "eval_count"),
+        model=model if isinstance(model, str) else None,
+    )
 
 
 def _reasons(body: Any) -> tuple[str, ...]:
@@ -29,15 +33,20 @@ def _reasons(body: Any) -> tuple[str, ...]:
 def _answer(body: Any) -> Response:
     """A whole answer (``"stream": false``), or the last object of a stream."""
     model = _get(body, "model")
-    return Response(_usage(body, model), model if isinstance(model, str) else None, None,
-                    _reasons(body))  # fmt: skip
+    return Response(
+        _usage(body, model), model if isinstance(model, str) else None, None, _reasons(body)
+    )
 
 
 def _embedded(body: Any) -> Response:
     model = _get(body, "model")
-    return Response(Usage(input_tokens=_get(body, "prompt_eval_count"),
-                          model=model if isinstance(model, str) else None),
-                    model if isinstance(model, str) else None)  # fmt: skip
+    return Response(
+        Usage(
+            input_tokens=_get(body, "prompt_eval_count"),
+            model=model if isinstance(model, str) else None,
+        ),
+        model if isinstance(model, str) else None,
+    )
 
 
 class _Accumulator(Accumulator):
@@ -65,28 +74,43 @@ def _limit(body: dict[str, Any]) -> int | None:
 
 
 def _chat_request(body: dict[str, Any], model: str | None) -> Request:
-    return Request("openai_chat", model, body.get("messages") or [], tools=body.get("tools") or (),
-                   max_output_tokens=_limit(body))  # fmt: skip
+    return Request(
+        "openai_chat",
+        model,
+        body.get("messages") or [],
+        tools=body.get("tools") or (),
+        max_output_tokens=_limit(body),
+    )
 
 
 def _generate_request(body: dict[str, Any], model: str | None) -> Request:
     prompt = body.get("prompt")
-    return Request("openai_completions", model, [prompt] if isinstance(prompt, str) else [],
-                   system=body.get("system"), max_output_tokens=_limit(body))  # fmt: skip
+    return Request(
+        "openai_completions",
+        model,
+        [prompt] if isinstance(prompt, str) else [],
+        system=body.get("system"),
+        max_output_tokens=_limit(body),
+    )
 
 
 def _embed_request(body: dict[str, Any], model: str | None) -> Request:
     given = body.get("input")
-    return Request("openai_embeddings", model, [given] if isinstance(given, str) else given or [],
-                   max_output_tokens=0)  # fmt: skip
+    return Request(
+        "openai_embeddings",
+        model,
+        [given] if isinstance(given, str) else given or [],
+        max_output_tokens=0,
+    )
 
 
 _ROUTES = {
     "/api/chat": Wire("chat", _chat_request, _answer, lambda body: _Accumulator(), _streams),
-    "/api/generate": Wire("text_completion", _generate_request, _answer, lambda body: _Accumulator(),
-                          _streams),
+    "/api/generate": Wire(
+        "text_completion", _generate_request, _answer, lambda body: _Accumulator(), _streams
+    ),
     "/api/embed": Wire("embeddings", _embed_request, _embedded, streams=lambda path, body: False),
-}  # fmt: skip
+}
 SUFFIXES = tuple(_ROUTES)
 
 

@@ -7,13 +7,22 @@ are read there (:mod:`..compatible_usage`)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ...request import Request
 from ..openai_sdk import (
-    _chat_request, _chat_response, _ChatAccumulator, _completions_request,
-    _completions_response, _CompletionsAccumulator, _embeddings_request, _embeddings_response,
-    _responses_request, _responses_response, _ResponsesAccumulator,
+    _chat_request,
+    _chat_response,
+    _ChatAccumulator,
+    _completions_request,
+    _completions_response,
+    _CompletionsAccumulator,
+    _embeddings_request,
+    _embeddings_response,
+    _responses_request,
+    _responses_response,
+    _ResponsesAccumulator,
 )
 from .base import Wire
 
@@ -25,7 +34,7 @@ def _model(path: str, body: dict[str, Any]) -> str | None:
     model = body.get("model")
     if isinstance(model, str):
         return model
-    before, found, after = path.partition("/deployments/")
+    _, found, after = path.partition("/deployments/")
     return (after.split("/", 1)[0] or None) if found else None
 
 
@@ -45,18 +54,34 @@ def _stream(kind: type) -> Callable[[dict[str, Any]], Any]:
     return lambda body: kind(body, body)
 
 
-_CHAT = Wire("chat", _described(_chat_request), _chat_response, _stream(_ChatAccumulator),
-             model=_model)  # fmt: skip
-_RESPONSES = Wire("chat", _described(_responses_request), _responses_response,
-                  _stream(_ResponsesAccumulator), model=_model)  # fmt: skip
-_EMBEDDINGS = Wire("embeddings", _described(_embeddings_request), _embeddings_response,
-                   model=_model)  # fmt: skip
-_COMPLETIONS = Wire("text_completion", _described(_completions_request), _completions_response,
-                    _stream(_CompletionsAccumulator), model=_model)  # fmt: skip
+_CHAT = Wire(
+    "chat", _described(_chat_request), _chat_response, _stream(_ChatAccumulator), model=_model
+)
+_RESPONSES = Wire(
+    "chat",
+    _described(_responses_request),
+    _responses_response,
+    _stream(_ResponsesAccumulator),
+    model=_model,
+)
+_EMBEDDINGS = Wire(
+    "embeddings", _described(_embeddings_request), _embeddings_response, model=_model
+)
+_COMPLETIONS = Wire(
+    "text_completion",
+    _described(_completions_request),
+    _completions_response,
+    _stream(_CompletionsAccumulator),
+    model=_model,
+)
 
 #: path suffix -> request shape, the more specific first
-_ROUTES = (("/chat/completions", _CHAT), ("/responses", _RESPONSES),
-           ("/embeddings", _EMBEDDINGS), ("/completions", _COMPLETIONS))  # fmt: skip
+_ROUTES = (
+    ("/chat/completions", _CHAT),
+    ("/responses", _RESPONSES),
+    ("/embeddings", _EMBEDDINGS),
+    ("/completions", _COMPLETIONS),
+)
 SUFFIXES = tuple(suffix for suffix, _ in _ROUTES)
 
 
