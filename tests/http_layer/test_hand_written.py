@@ -235,3 +235,45 @@ def test_a_gemini_shaped_call_by_hand_reads_its_camel_case(telemetry):
     assert tokens(attrs) == (8, 10) and attrs["gen_ai.request.model"] == "gemini-2.5-flash"
     assert attrs[REASONING] == 6  # thoughts: inside the output, named apart
     assert "secret" not in json.dumps(attrs)
+
+
+def test_usage_that_is_not_token_counts_is_unusable_and_the_answer_passes(telemetry):
+    """The counts as the provider sent them, held to the one rule: ``"10"`` is not a count."""
+    body = {
+        "id": "c",
+        "model": "m",
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hi"}}],
+        "usage": {"prompt_tokens": "10", "completion_tokens": 3, "total_tokens": 13},
+    }
+    local = LocalServer(lambda path, req: (200, "application/json", json.dumps(body).encode(), {}))
+    try:
+        got = httpx.post(f"{local.url}/v1/chat/completions", json=CHAT).json()
+    finally:
+        local.close()
+    assert got == body
+    assert tokens(only(telemetry)) == (None, None)
+    assert telemetry.errors() == {"usage_invalid": 1}
+
+
+def test_an_unreadable_event_is_a_fault_and_the_stream_passes_unchanged(telemetry):
+    usage = {"id": "c", "model": "m", "choices": [], "usage": USAGE}
+    payload = b"data: {not json\n\n" + sse([usage, "[DONE]"])
+    local = LocalServer(lambda path, body: (200, "text/event-stream", payload, {}))
+    try:
+        stream = {**CHAT, "stream": True}
+        with httpx.stream("POST", f"{local.url}/v1/chat/completions", json=stream) as r:
+            got = r.read()
+    finally:
+        local.close()
+    assert got == payload
+    assert tokens(only(telemetry)) == (120, 30)
+    assert telemetry.errors() == {"parse": 1}
+
+
+def test_a_connection_failure_fails_the_call_and_raises_unchanged(telemetry):
+    local = LocalServer(lambda path, body: (200, "application/json", b"{}", {}))
+    url = f"{local.url}/v1/chat/completions"
+    local.close()  # nothing listens there any more
+    with pytest.raises(httpx.ConnectError):
+        httpx.post(url, json=CHAT)
+    assert only(telemetry)["error.type"] == "httpx.ConnectError"
