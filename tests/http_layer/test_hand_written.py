@@ -277,3 +277,54 @@ def test_a_connection_failure_fails_the_call_and_raises_unchanged(telemetry):
     with pytest.raises(httpx.ConnectError):
         httpx.post(url, json=CHAT)
     assert only(telemetry)["error.type"] == "httpx.ConnectError"
+
+
+def test_a_gemini_stream_without_alt_sse_is_one_json_array(telemetry):
+    chunks = [
+        {
+            "candidates": [{"content": {"parts": [{"text": "Hel"}]}}],
+            "modelVersion": "gemini-2.5-flash",
+        },
+        {
+            "candidates": [{"content": {"parts": [{"text": "lo"}]}, "finishReason": "STOP"}],
+            "usageMetadata": {"promptTokenCount": 8, "candidatesTokenCount": 4},
+            "modelVersion": "gemini-2.5-flash",
+        },
+    ]
+    local = LocalServer(
+        lambda path, body: (200, "application/json", json.dumps(chunks).encode(), {})
+    )
+    try:
+        url = f"{local.url}/v1beta/models/gemini-2.5-flash:streamGenerateContent"
+        with httpx.stream("POST", url, json={"contents": []}) as response:
+            assert json.loads(response.read()) == chunks
+    finally:
+        local.close()
+    attrs = only(telemetry)
+    assert tokens(attrs) == (8, 4) and attrs["gen_ai.response.finish_reasons"] == ("stop",)
+
+
+def test_a_responses_stream_by_hand(telemetry):
+    response = {
+        "id": "resp_1",
+        "object": "response",
+        "model": "gpt-4.1-mini",
+        "status": "completed",
+    }
+    usage = {"input_tokens": 36, "output_tokens": 87, "total_tokens": 123,
+             "input_tokens_details": {"cached_tokens": 0},
+             "output_tokens_details": {"reasoning_tokens": 0}}  # fmt: skip
+    events = [
+        {"type": "response.created", "response": {**response, "status": "in_progress"}},
+        {"type": "response.output_text.delta", "delta": "Hi"},
+        {"type": "response.completed", "response": {**response, "usage": usage}},
+    ]
+    local = LocalServer(lambda path, body: (200, "text/event-stream", sse(events, named=True), {}))
+    try:
+        body = {"model": "gpt-4.1-mini", "input": "hi", "stream": True}
+        with httpx.stream("POST", f"{local.url}/v1/responses", json=body) as r:
+            r.read()
+    finally:
+        local.close()
+    attrs = only(telemetry)
+    assert tokens(attrs) == (36, 87) and attrs["gen_ai.response.id"] == "resp_1"
