@@ -142,7 +142,7 @@ class _ContentTee(wrapt.ObjectProxy):  # type: ignore[misc]
         self._self_reader.end(how, error)
 
 
-_REQUEST = async_wrapper(_start, _read)
+_REQUEST = async_wrapper(_start, _read, sdk=True)
 
 
 def wrapper(name: str, is_async: bool) -> Any:

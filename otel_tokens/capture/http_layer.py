@@ -402,6 +402,8 @@ def _tee_class(package: str, is_async: bool) -> type:
 
 
 def wrapper(name: str, is_async: bool) -> Any:
-    """The wrapt wrapper of ``send`` of ``name``'s (httpx, httpx2) client, on the one path."""
+    """The wrapt wrapper of ``send`` of ``name``'s (httpx, httpx2) client, on the one path; a
+    recorded request is the HTTP layer's own beneath it too (an httpx transport sending with
+    aiohttp or requests is not recorded twice)."""
     read = partial(_read, name, is_async)
-    return (async_wrapper if is_async else sync_wrapper)(_start, read)
+    return (async_wrapper if is_async else sync_wrapper)(_start, read, sdk=True)

@@ -114,7 +114,7 @@ class _RawTee(wrapt.ObjectProxy):  # type: ignore[misc]
         self._self_reader.end(how, error)
 
 
-_SEND = sync_wrapper(_start, _read)
+_SEND = sync_wrapper(_start, _read, sdk=True)
 
 
 def wrapper(name: str, is_async: bool) -> Any:

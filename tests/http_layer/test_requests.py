@@ -68,3 +68,28 @@ def test_azure_ai_inference_complete_stream_and_embeddings(telemetry, named):
     assert (
         embed["gen_ai.operation.name"] == "embeddings" and embed["gen_ai.usage.input_tokens"] == 9
     )
+
+
+def _over_requests():  # type: ignore[no-untyped-def]
+    """An httpx transport that sends with requests (as some clients' adapters do)."""
+    import httpx
+
+    class OverRequests(httpx.BaseTransport):
+        def handle_request(self, request):  # type: ignore[no-untyped-def]
+            sent = requests.post(str(request.url), data=request.read(),
+                                 headers={"content-type": "application/json"})  # fmt: skip
+            kind = sent.headers["content-type"]
+            return httpx.Response(
+                sent.status_code, headers={"content-type": kind}, content=sent.content
+            )
+
+    return OverRequests()
+
+
+def test_an_httpx_transport_sending_with_requests_is_recorded_once(telemetry, server):
+    import httpx
+
+    with httpx.Client(transport=_over_requests()) as client:
+        answer = client.post(f"{server.url}/v1/chat/completions", json=CHAT).json()
+    assert answer["usage"]["prompt_tokens"] == 120
+    assert [tokens(a) for a in attributes(telemetry)] == [(120, 30)]
