@@ -302,8 +302,10 @@ def _read(package: str, is_async: bool, call: Call, response: Any, context: Any)
     wire, body, streamed = context
     if failed(call, response.status_code):
         return response
-    if not streamed:  # read by send: the decoded body
-        read_whole(call, wire, body, response.headers, response.content)
+    # read by send, or made in memory (a mock transport's): the decoded body, read now
+    content = response.content if not streamed else getattr(response, "_content", None)
+    if content is not None:
+        read_whole(call, wire, body, response.headers, content)
         return response
     reader = Reader(call, wire, body, response.headers)
     try:

@@ -328,3 +328,26 @@ def test_a_responses_stream_by_hand(telemetry):
         local.close()
     attrs = only(telemetry)
     assert tokens(attrs) == (36, 87) and attrs["gen_ai.response.id"] == "resp_1"
+
+
+def test_a_stream_made_in_memory_by_a_mock_transport_is_read(telemetry):
+    """A response whose body the transport made in memory (httpx's MockTransport) is never
+    read from its byte stream: it is read whole when ``send`` returns it."""
+    first = {
+        "id": "c",
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "delta": {"content": "Hi"}}],
+    }
+    last = {"id": "c", "model": "gpt-4o-mini", "choices": [], "usage": USAGE}
+    payload = sse([first, last, "[DONE]"])
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=payload)
+
+    with httpx.Client(transport=httpx.MockTransport(answer)) as client:
+        body = {**CHAT, "stream": True}
+        with client.stream("POST", "https://api.openai.com/v1/chat/completions", json=body) as r:
+            assert r.read() == payload
+    attrs = only(telemetry)
+    assert tokens(attrs) == (120, 30) and attrs["gen_ai.provider.name"] == "openai"
+    assert attrs["otel_tokens.cost.usd"] > 0  # OpenAI's own API, by genai-prices' URL pattern
