@@ -232,6 +232,22 @@ def settle() -> None:
     gc.collect()
 
 
+#: ``--http``: ``instrument()`` without the HTTP layer (what it adds beneath an SDK call is
+#: otel_tokens - no_http), and the HTTP layer alone (the call recorded by its wire format)
+HTTP_VARIANTS = ("no_http", "http_layer")
+
+
+def _http_variant(variant: str) -> None:
+    import otel_tokens
+    from otel_tokens import registry
+
+    if variant == "no_http":
+        otel_tokens.instrument()
+        registry.disable("http")
+    else:
+        registry.enable("http")
+
+
 def worker(variant: str, kind: str, n: int) -> None:
     """``n`` calls of ``kind`` after a warm-up, in this process (run under callgrind)."""
     gc.disable()  # from the start, not only for the counted calls: see the module docstring
@@ -243,6 +259,8 @@ def worker(variant: str, kind: str, n: int) -> None:
         import otel_tokens
 
         otel_tokens.instrument()
+    elif variant in HTTP_VARIANTS:
+        _http_variant(variant)
     elif variant == "official":
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
@@ -335,6 +353,8 @@ def main() -> None:
     parser.add_argument("--floor-parts", action="store_true",
                         help="also the SDK floor without each of its parts (what each costs)")
     parser.add_argument("--kinds", default=",".join(KINDS), help="of " + ", ".join(KINDS))
+    parser.add_argument("--http", action="store_true",
+                        help="also instrument() without the HTTP layer, and the HTTP layer alone")
     parser.add_argument("--calling-thread", action="store_true",
                         help="count the thread making the calls alone (per chunk: the SDK's "
                              "threads' run-to-run noise is above the figure)")
@@ -348,6 +368,8 @@ def main() -> None:
     calls = tuple(int(c) for c in args.calls.split(","))
     pythons = {"bare": sys.executable, "otel_tokens": sys.executable, "floor": sys.executable,
                **({part: sys.executable for part in FLOOR_PARTS} if args.floor_parts else {})}
+    if args.http:
+        pythons.update({variant: sys.executable for variant in HTTP_VARIANTS})
     for variant, module in OTHERS.items():
         python = getattr(args, f"{variant}_python")
         if _available(python, module):
@@ -394,6 +416,10 @@ def report(table: dict[tuple[str, str], float], pythons: dict[str, str], kinds: 
             if other in chunk:
                 line += f"   {other} {chunk[other]:>10,.0f}"
         print(line)
+    for variant in HTTP_VARIANTS:
+        if (variant, kinds[0]) in table:
+            figures = ", ".join(f"{KINDS[k]} {added(variant, k):,.0f}" for k in kinds)
+            print(f"  {variant}: {figures}")
     if ("floor", "call") in table:
         floor = added("floor", "call")
         print(f"  of otel_tokens' non-streamed call: the SDK floor {floor:,.0f}, "

@@ -339,7 +339,7 @@ def _read(call: Call, result: Any, operation: str) -> Any:
 
 
 #: the one path (:mod:`.lifecycle`) around ``BaseClient._make_api_call``
-_API_CALL = sync_wrapper(_open, _read, _failure)
+_API_CALL = sync_wrapper(_open, _read, _failure, sdk=True)
 
 
 def wrapper(name: str, is_async: bool) -> Callable[..., Any]:

@@ -32,7 +32,7 @@ from ..handler import get_handler
 from ..request import Request
 from ..usage import Billing, Usage
 from .raw import RAW_TYPES, wrap_raw
-from .sent import HELD, inside_gateway, rejected
+from .sent import HELD, inside_gateway, inside_sdk, rejected
 from .stream import Accumulator, wrap_stream
 
 __all__ = ["Operation", "Response", "async_wrapper", "checked", "given", "open_call",
@@ -112,9 +112,10 @@ def _reuse_spans() -> bool:
 
 
 def sync_wrapper(start: Start, read: Read, failure: Callable[[BaseException], Any] | None = None,
-                 gateway: bool = False) -> Callable[..., Any]:  # fmt: skip
+                 gateway: bool = False, sdk: bool = False) -> Callable[..., Any]:  # fmt: skip
     """A wrapt wrapper for a synchronous backend method (``gateway``: calls made inside it
-    are its own, see :data:`inside_gateway`)."""
+    are its own, see :data:`inside_gateway`; ``sdk``: the method sends the model request
+    itself, the HTTP layer stays silent beneath it, see :data:`inside_sdk`)."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
         if type(wrapped).__name__ == _WRAPPER and _reuse_spans():  # beneath, it is the method
@@ -124,6 +125,7 @@ def sync_wrapper(start: Start, read: Read, failure: Callable[[BaseException], An
             return wrapped(*args, **kwargs)
         call, send_args, send, context = opened
         token = inside_gateway.set(context or True) if gateway else None
+        own = inside_sdk.set(True) if sdk else None
         try:
             emission = call.emission  # the span made current (call.activate(), written out)
             with emission if emission is not None else call.activate():
@@ -134,6 +136,8 @@ def sync_wrapper(start: Start, read: Read, failure: Callable[[BaseException], An
         finally:
             if token is not None:
                 inside_gateway.reset(token)
+            if own is not None:
+                inside_sdk.reset(own)
         try:
             return read(call, result, context)
         except Exception as exc:
@@ -144,7 +148,7 @@ def sync_wrapper(start: Start, read: Read, failure: Callable[[BaseException], An
 
 
 def async_wrapper(start: Start, read: Read, failure: Callable[[BaseException], Any] | None = None,
-                  gateway: bool = False) -> Callable[..., Any]:  # fmt: skip
+                  gateway: bool = False, sdk: bool = False) -> Callable[..., Any]:  # fmt: skip
     """A wrapt wrapper for an asynchronous backend method: the same path, awaited."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
@@ -157,6 +161,7 @@ def async_wrapper(start: Start, read: Read, failure: Callable[[BaseException], A
                 return await wrapped(*args, **kwargs)
             call, send_args, send, context = opened
             token = inside_gateway.set(context or True) if gateway else None
+            own = inside_sdk.set(True) if sdk else None
             try:
                 with call.activate():
                     result = await wrapped(*send_args, **send)
@@ -166,6 +171,8 @@ def async_wrapper(start: Start, read: Read, failure: Callable[[BaseException], A
             finally:
                 if token is not None:
                     inside_gateway.reset(token)
+                if own is not None:
+                    inside_sdk.reset(own)
             try:
                 return read(call, result, context)
             except Exception as exc:
@@ -355,4 +362,4 @@ def _read(op: Operation, is_async: bool, call: Call, result: Any, context: tuple
 def operation_wrapper(op: Operation, is_async: bool) -> Callable[..., Any]:
     """A wrapt wrapper for an SDK method described by ``op``, on the one path above."""
     wrap = async_wrapper if is_async else sync_wrapper
-    return wrap(partial(_open, op, is_async), partial(_read, op, is_async), op.failure)
+    return wrap(partial(_open, op, is_async), partial(_read, op, is_async), op.failure, sdk=True)

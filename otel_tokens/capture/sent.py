@@ -47,13 +47,18 @@ if TYPE_CHECKING:
     from ..call import Call
 
 __all__ = ["COST", "COST_HEADERS", "HELD", "NO_GATEWAY", "RawEvents", "Sent", "SentStream",
-           "check_converse", "expect_cost", "hold", "inside_gateway", "note", "note_header_cost",
-           "rejected", "take_cost", "unhooked", "usage_of", "wrapper"]
+           "check_converse", "expect_cost", "hold", "inside_gateway", "inside_sdk", "note",
+           "note_header_cost", "rejected", "take_cost", "unhooked", "usage_of", "wrapper"]
 
 #: set while a gateway library's call (litellm) is recorded: SDK calls it makes inside are
 #: part of that call, counted once by it. Its value is the gateway reader's context when
 #: that is an object of its own (litellm's record of what its provider sent, a :class:`Sent`)
 inside_gateway: ContextVar[Any] = ContextVar("otel_tokens_inside_gateway", default=False)
+
+#: set while an SDK-level capture records a model call (the one path's wrappers, and a stream
+#: proxy while it obtains the first item: some streams send their request then): the HTTP
+#: layer (:mod:`.http_layer`) stays silent beneath it, so the call is counted once
+inside_sdk: ContextVar[bool] = ContextVar("otel_tokens_inside_sdk", default=False)
 
 _STREAMING = "openai._streaming"  # the module of openai's Stream and AsyncStream
 _MAX_HELD = 64  # objects held at once: rejected usage is rare, and a held object is read soon

@@ -33,7 +33,7 @@ import wrapt
 from .. import faults
 from ..call import Call
 from ..usage import Billing, Usage
-from .sent import HELD, Sent, rejected
+from .sent import HELD, Sent, inside_sdk, rejected
 
 __all__ = ["Accumulator", "AsyncStreamProxy", "StreamObserver", "StreamProxy",
            "EMPTY_EVENT_STREAM", "not_an_event_stream", "wrap_stream"]
@@ -205,6 +205,48 @@ class StreamObserver:
                     self.call.stop(None)
 
 
+def _reset(token: Any) -> None:
+    """Undo :data:`inside_sdk`'s setting (a caller that runs each step of an asynchronous
+    stream in a context of its own cannot: it was set there, and goes with it)."""
+    try:
+        inside_sdk.reset(token)
+    except ValueError:
+        pass
+
+
+def _within_sdk(step: Any) -> Any:
+    """``step()`` with :data:`inside_sdk` set: an HTTP request it sends is the stream's own."""
+    token = inside_sdk.set(True)
+    try:
+        return step()
+    finally:
+        _reset(token)
+
+
+async def _awithin_sdk(step: Any) -> Any:
+    """``await step()`` with :data:`inside_sdk` set (see :func:`_within_sdk`)."""
+    token = inside_sdk.set(True)
+    try:
+        return await step()
+    finally:
+        _reset(token)
+
+
+def _first(iterator: Iterator[Any]) -> Any:
+    """The first item of a stream (:data:`_NOTHING`: none), obtained with :data:`inside_sdk`
+    set: a stream that sends its request at its first read (google-genai's, litellm's for
+    some providers) is counted by its SDK capture, not again by the HTTP layer."""
+    return _within_sdk(lambda: next(iterator, _NOTHING))
+
+
+async def _afirst(iterator: AsyncIterator[Any]) -> Any:
+    """The first item of an asynchronous stream, as :func:`_first`."""
+    try:
+        return await _awithin_sdk(iterator.__anext__)
+    except StopAsyncIteration:
+        return _NOTHING
+
+
 class _ProxyBase(wrapt.ObjectProxy):  # type: ignore[misc]
     def __init__(self, wrapped: Any, observer: StreamObserver) -> None:
         super().__init__(wrapped)
@@ -232,18 +274,21 @@ class StreamProxy(_ProxyBase):
         observer = self._self_observer
         iterator = observer.acc.items(self.__wrapped__) or self.__wrapped__.__iter__()
         try:
-            if not observer.made:
+            value = _first(iterator)  # the SDK's own (a lazily sent request too), see .sent
+            if value is _NOTHING:
+                pass
+            elif not observer.made:
                 item = observer.item
+                if item(value):
+                    yield value
                 for value in iterator:
                     if item(value):
                         yield value
             else:  # read where they were made: passed on, the hidden one left out; the
-                hidden = observer.hidden  # first, noted, in a loop of its own (no test per
-                for value in iterator:  # item), then BATCH at a time (islice), read after each
-                    observer.first(value)
-                    if not hidden or value is not hidden[-1]:
-                        yield value
-                    break
+                hidden = observer.hidden  # first, noted, on its own (no test per item),
+                observer.first(value)  # then BATCH at a time (islice), read after each
+                if not hidden or value is not hidden[-1]:
+                    yield value
                 while True:
                     value = _NOTHING
                     for value in islice(iterator, BATCH):
@@ -264,7 +309,10 @@ class StreamProxy(_ProxyBase):
         item = observer.shown if observer.made else observer.item
         while True:
             try:
-                value = wrapped.__next__()
+                if observer.call.first_chunk_at is None:  # the SDK's own request, see _first
+                    value = _within_sdk(wrapped.__next__)
+                else:
+                    value = wrapped.__next__()
             except StopIteration:
                 self._self_end("exhausted")
                 raise
@@ -302,18 +350,21 @@ class AsyncStreamProxy(_ProxyBase):
         observer = self._self_observer
         iterator = observer.acc.items(self.__wrapped__) or self.__wrapped__.__aiter__()
         try:
-            if not observer.made:
+            value = await _afirst(iterator)  # the SDK's own (a lazily sent request too)
+            if value is _NOTHING:
+                pass
+            elif not observer.made:
                 item = observer.item
+                if item(value):
+                    yield value
                 async for value in iterator:
                     if item(value):
                         yield value
             else:  # as _self_iterate (items counted: no islice for an asynchronous iterator)
                 hidden, passed = observer.hidden, 0
-                async for value in iterator:
-                    observer.first(value)
-                    if not hidden or value is not hidden[-1]:
-                        yield value
-                    break
+                observer.first(value)
+                if not hidden or value is not hidden[-1]:
+                    yield value
                 async for value in iterator:
                     if not hidden or value is not hidden[-1]:
                         yield value
@@ -333,7 +384,10 @@ class AsyncStreamProxy(_ProxyBase):
         item = observer.shown if observer.made else observer.item
         while True:
             try:
-                value = await self.__wrapped__.__anext__()
+                if observer.call.first_chunk_at is None:  # the SDK's own request, see _first
+                    value = await _awithin_sdk(self.__wrapped__.__anext__)
+                else:
+                    value = await self.__wrapped__.__anext__()
             except StopAsyncIteration:
                 self._self_end("exhausted")
                 raise

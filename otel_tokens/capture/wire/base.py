@@ -1,0 +1,48 @@
+"""The shape every wire format module describes its requests with (:class:`Wire`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from ...request import Request
+from ..lifecycle import Response
+from ..stream import Accumulator
+
+__all__ = ["Wire", "asked_to_stream", "model_in_body", "same"]
+
+
+def asked_to_stream(path: str, body: dict[str, Any]) -> bool:
+    """The request asks for a stream (``"stream": true``, as OpenAI, Anthropic and Cohere
+    spell it)."""
+    return body.get("stream") is True
+
+
+def model_in_body(path: str, body: dict[str, Any]) -> str | None:
+    """The request body's ``model`` (None: not a string)."""
+    model = body.get("model")
+    return model if isinstance(model, str) else None
+
+
+def same(event: Any) -> Any:
+    """A stream event as decoded (most formats need no change before their accumulator)."""
+    return event
+
+
+class Wire(NamedTuple):
+    """One recognised request shape.
+
+    ``operation``: ``gen_ai.operation.name``; ``request(body, model)``: what the estimate
+    reads; ``response(body)``: a whole answer (decoded JSON) read; ``accumulator(body)``: a
+    reader of stream events (None: the API does not stream); ``streams(path, body)``: the
+    request asks for a stream; ``model(path, body)``: the requested model; ``event(data)``:
+    a decoded stream event as the accumulator reads it.
+    """
+
+    operation: str
+    request: Callable[[dict[str, Any], str | None], Request | None]
+    response: Callable[[Any], Response]
+    accumulator: Callable[[dict[str, Any]], Accumulator] | None = None
+    streams: Callable[[str, dict[str, Any]], bool] = asked_to_stream
+    model: Callable[[str, dict[str, Any]], str | None] = model_in_body
+    event: Callable[[Any], Any] = same
