@@ -11,7 +11,7 @@ import argparse
 import json
 import time
 
-from otel_tokens.capture.parsers import claude, codex, copilot, gemini
+from otel_tokens.capture.agent_cli.parsers import claude, codex, copilot, gemini
 
 
 def copilot_stream(events: int) -> bytes:

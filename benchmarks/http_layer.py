@@ -31,7 +31,8 @@ sys.path[:0] = [str(HERE.parent), str(HERE)]  # this checkout's otel_tokens, the
 from overhead import MESSAGES, handler, http, openai, setup_sdk
 
 import otel_tokens
-from otel_tokens.capture import http_patches, openai_sdk
+from otel_tokens.capture.http import http_patches
+from otel_tokens.capture.sdk import openai as openai_sdk
 
 
 def timed(client: Any, kind: str, n: int) -> float:

@@ -1,4 +1,4 @@
-"""The cost of holding litellm's provider streams to the usage rule (``capture/litellm_http``):
+"""The cost of holding litellm's provider streams to the usage rule (``capture/sdk/litellm_http``):
 the time the watcher adds per streamed byte, next to litellm's own decoding of the same bytes.
 
 Streams: a Bedrock ConverseStream and an InvokeModel stream (binary frames, read with
@@ -20,7 +20,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-from otel_tokens.capture.litellm_http import _frames, _Lines  # noqa: E402
+from otel_tokens.capture.sdk.litellm_http import _frames, _Lines  # noqa: E402
 from otel_tokens.capture.sent import Sent  # noqa: E402
 from tests.sdk.bedrock_server import chunk, frame  # noqa: E402
 

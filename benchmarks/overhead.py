@@ -43,7 +43,7 @@ from opentelemetry.sdk.trace.export import (  # noqa: E402
 
 import otel_tokens  # noqa: E402
 from otel_tokens import AnomalyGuard, Handler, Pricer  # noqa: E402
-from otel_tokens.capture import openai_sdk  # noqa: E402
+from otel_tokens.capture.sdk import openai as openai_sdk  # noqa: E402
 from otel_tokens.emit.instruments import views  # noqa: E402
 from otel_tokens.handler import set_handler  # noqa: E402
 from tests.sdk.replay import http_module  # noqa: E402

@@ -34,7 +34,7 @@ def worker(variant: str, kind: str, n: int) -> None:
     import overhead as bench
 
     import otel_tokens
-    from otel_tokens.capture import openai_sdk
+    from otel_tokens.capture.sdk import openai as openai_sdk
 
     tp = bench.setup_sdk()
     client = openai.OpenAI(api_key="bench", max_retries=0, http_client=bench.http.Client(

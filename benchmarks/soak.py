@@ -172,7 +172,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     import otel_tokens
     from otel_tokens import AnomalyGuard, Handler, Pricer
-    from otel_tokens.capture import anthropic_sdk, openai_sdk
+    from otel_tokens.capture.sdk import anthropic as anthropic_sdk
+    from otel_tokens.capture.sdk import openai as openai_sdk
     from otel_tokens.emit.instruments import views
     from otel_tokens.handler import set_handler
 

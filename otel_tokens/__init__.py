@@ -24,9 +24,9 @@ if TYPE_CHECKING:
     from .account.pricing import PriceFileError, Pricer, PriceResult
     from .account.state import Display, Estimate, StreamHandle, TokenState
     from .call import Call
-    from .capture.agent_runs import last_agent_run
-    from .capture.backend import instrument_backend, uninstrument_backend
-    from .capture.parsers import AgentRun
+    from .capture.agent_cli.runs import last_agent_run
+    from .capture.methods.backend import instrument_backend, uninstrument_backend
+    from .capture.agent_cli.parsers import AgentRun
     from .emit.setup import Setup, configure
     from .errors import (
         HistoryEvictedError,
@@ -51,9 +51,9 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "account.pricing": ("PriceFileError", "Pricer", "PriceResult"),
     "account.state": ("Display", "Estimate", "StreamHandle", "TokenState"),
     "call": ("Call",),
-    "capture.agent_runs": ("last_agent_run",),
-    "capture.backend": ("instrument_backend", "uninstrument_backend"),
-    "capture.parsers": ("AgentRun",),
+    "capture.agent_cli.runs": ("last_agent_run",),
+    "capture.methods.backend": ("instrument_backend", "uninstrument_backend"),
+    "capture.agent_cli.parsers": ("AgentRun",),
     "emit.setup": ("Setup", "configure"),
     "errors": ("HistoryEvictedError", "InvalidTransitionError", "LedgerError",
                "LedgerPersistenceError", "OtelTokensError"),  # fmt: skip

@@ -21,12 +21,12 @@ A gateway's reported cost (LiteLLM proxy's ``x-litellm-response-cost`` header) i
 openai parses a response (the ``parse()`` hook above, which openai calls for every response it
 does not return raw, a stream's included, before reading any of its body; a raw response's
 when the call hands it back, :func:`note_header_cost`), for the call being read;
-:mod:`.openai_sdk` takes it once: a non-streamed result when it is read (``with_raw_response``:
+:mod:`.sdk.openai` takes it once: a non-streamed result when it is read (``with_raw_response``:
 when it is parsed or its body read), a stream when its accumulator is made
 (:class:`SentStream`). A LiteLLM proxy sends the header on a stream
 only when the cost is known before the body (a cache hit: ``0.0``); otherwise it can put the
 bill in the final usage chunk's ``usage.cost`` (``include_cost_in_streaming_usage``), read as
-a reported cost by :mod:`.compatible_usage`. A value that is not a finite, non-negative
+a reported cost by :mod:`.wire.compatible`. A value that is not a finite, non-negative
 number is no cost (the header is untrusted); a provider's own API is not read for it
 (:func:`expect_cost`).
 """
@@ -57,7 +57,7 @@ inside_gateway: ContextVar[Any] = ContextVar("otel_tokens_inside_gateway", defau
 
 #: set while an SDK-level capture records a model call (the one path's wrappers, and a stream
 #: proxy while it obtains the first item: some streams send their request then): the HTTP
-#: layer (:mod:`.http_layer`) stays silent beneath it, so the call is counted once
+#: layer (:mod:`.http.layer`) stays silent beneath it, so the call is counted once
 inside_sdk: ContextVar[bool] = ContextVar("otel_tokens_inside_sdk", default=False)
 
 _STREAMING = "openai._streaming"  # the module of openai's Stream and AsyncStream

@@ -11,9 +11,9 @@ import pytest
 import otel_tokens
 from opentelemetry.trace import StatusCode
 
-from otel_tokens.capture.backend import instrument_backend, uninstrument_backend
+from otel_tokens.capture.methods.backend import instrument_backend, uninstrument_backend
 from otel_tokens.entry_points import AgentBackendsInstrumentor as BackendInstrumentor
-from otel_tokens.capture.parsers import AgentRun
+from otel_tokens.capture.agent_cli.parsers import AgentRun
 from otel_tokens.usage import Usage
 
 TARGET = "tests.cli.test_backend:CopilotBackend.invoke"

@@ -14,7 +14,7 @@ from typing import Any
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from otel_tokens.capture.parsers import AgentRun, claude, codex, copilot, gemini
+from otel_tokens.capture.agent_cli.parsers import AgentRun, claude, codex, copilot, gemini
 from otel_tokens.usage import TOKEN_CLASSES, Usage
 
 from .conftest import OWN

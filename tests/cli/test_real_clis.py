@@ -20,7 +20,7 @@ from genai_prices import calc_price
 from opentelemetry.trace import StatusCode
 
 import otel_tokens
-from otel_tokens.capture.parsers.copilot import silent_output
+from otel_tokens.capture.agent_cli.parsers.copilot import silent_output
 
 from .conftest import ROOT
 

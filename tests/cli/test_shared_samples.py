@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from otel_tokens.capture.parsers import claude, codex, copilot, gemini
+from otel_tokens.capture.agent_cli.parsers import claude, codex, copilot, gemini
 
 
 def test_copilot_success(shared):

@@ -12,10 +12,10 @@ import pytest
 import otel_tokens
 from opentelemetry.trace import StatusCode
 
-from otel_tokens.capture.agent_runs import last_agent_run
+from otel_tokens.capture.agent_cli.runs import last_agent_run
 from otel_tokens.entry_points import AgentCliInstrumentor as SubprocessInstrumentor
-from otel_tokens.capture.agent_cli import agent_run
-from otel_tokens.capture.parsers.copilot import silent_output
+from otel_tokens.capture.agent_cli.commands import agent_run
+from otel_tokens.capture.agent_cli.parsers.copilot import silent_output
 
 from ..telemetry.conftest import handling
 from .conftest import OWN, instrumenting

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from otel_tokens.capture.parsers import PARSERS, claude, codex, copilot, gemini, get_parser
+from otel_tokens.capture.agent_cli.parsers import PARSERS, claude, codex, copilot, gemini, get_parser
 from otel_tokens.usage import Usage
 
 from .conftest import own

@@ -11,7 +11,7 @@ import sqlite3
 import pytest
 
 import otel_tokens
-from otel_tokens.capture import openai_sdk
+from otel_tokens.capture.sdk import openai as openai_sdk
 
 from .. import cassettes
 from ..sdk.replay import openai_client

@@ -15,7 +15,7 @@ import subprocess
 import pytest
 
 import otel_tokens
-from otel_tokens.capture import openai_sdk
+from otel_tokens.capture.sdk import openai as openai_sdk
 
 from ..sdk.replay import openai_client
 from ..sdk.test_full_bill import chat, served

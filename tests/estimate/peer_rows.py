@@ -19,7 +19,8 @@ from collections import defaultdict
 from typing import Iterable, NamedTuple
 
 from otel_tokens.account.estimate import Estimator
-from otel_tokens.capture import anthropic_sdk, openai_sdk
+from otel_tokens.capture.sdk import anthropic as anthropic_sdk
+from otel_tokens.capture.sdk import openai as openai_sdk
 
 from .. import peer
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pathlib
 
 from otel_tokens.account.estimate import Estimator, Request
-from otel_tokens.capture import openai_sdk
+from otel_tokens.capture.sdk import openai as openai_sdk
 
 from .. import cassettes, peer
 from . import peer_rows

@@ -14,7 +14,8 @@ pytest.importorskip("agent_framework", reason="agent-framework is an optional ex
 pytest.importorskip("agent_framework_openai", reason="the agent-framework extra brings agent-framework-openai")
 
 import otel_tokens  # noqa: E402
-from otel_tokens.capture import agent_framework_patches, openai_sdk  # noqa: E402
+from otel_tokens.capture.frameworks import agent_framework_patches
+from otel_tokens.capture.sdk import openai as openai_sdk  # noqa: E402
 
 from ..telemetry.conftest import handling  # noqa: E402
 from .chat_server import ChatServer, completion, tool_call  # noqa: E402

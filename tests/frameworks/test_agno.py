@@ -13,7 +13,8 @@ import pytest
 pytest.importorskip("agno.agent", reason="agno is an optional extra (pip install otel-tokens[agno])")
 
 import otel_tokens  # noqa: E402
-from otel_tokens.capture import agno_patches, openai_sdk  # noqa: E402
+from otel_tokens.capture.frameworks import agno_patches
+from otel_tokens.capture.sdk import openai as openai_sdk  # noqa: E402
 
 from ..telemetry.conftest import handling  # noqa: E402
 from .chat_server import ChatServer, completion, tool_call  # noqa: E402

@@ -14,7 +14,8 @@ pytest.importorskip("autogen_agentchat", reason="autogen is an optional extra (p
 pytest.importorskip("autogen_ext.models.openai", reason="the autogen extra brings autogen-ext[openai]")
 
 import otel_tokens  # noqa: E402
-from otel_tokens.capture import autogen_patches, openai_sdk  # noqa: E402
+from otel_tokens.capture.frameworks import autogen_patches
+from otel_tokens.capture.sdk import openai as openai_sdk  # noqa: E402
 
 from ..telemetry.conftest import handling  # noqa: E402
 from .chat_server import ChatServer, completion, tool_call  # noqa: E402

@@ -11,7 +11,8 @@ import pytest
 pytest.importorskip("crewai", reason="crewai is an optional extra (pip install otel-tokens[crewai])")
 
 import otel_tokens  # noqa: E402
-from otel_tokens.capture import crewai_patches, openai_sdk  # noqa: E402
+from otel_tokens.capture.frameworks import crewai_patches
+from otel_tokens.capture.sdk import openai as openai_sdk  # noqa: E402
 
 from ..telemetry.conftest import handling  # noqa: E402
 from .chat_server import ChatServer, completion, tool_call  # noqa: E402

@@ -13,7 +13,8 @@ import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 import otel_tokens
-from otel_tokens.capture import genai_agents_patches, openai_sdk
+from otel_tokens.capture.frameworks import genai_agents_patches
+from otel_tokens.capture.sdk import openai as openai_sdk
 
 from ..telemetry.conftest import handling
 from .chat_server import ChatServer, completion
@@ -201,7 +202,8 @@ if when == "before":
 from otel_tokens.account import agents
 from otel_tokens.account.anomalies import AnomalyGuard
 from otel_tokens.account.pricing import Pricer
-from otel_tokens.capture import genai_agents_patches, openai_sdk
+from otel_tokens.capture.frameworks import genai_agents_patches
+from otel_tokens.capture.sdk import openai as openai_sdk
 from otel_tokens.handler import Handler, set_handler
 
 set_handler(Handler(pricer=Pricer(), guard=AnomalyGuard()))  # otel_tokens' tracer: the global's
@@ -262,7 +264,7 @@ def test_the_global_provider_is_watched_once_a_framework_traces_with_it(when, al
 FORK = """
 import os, signal, threading
 from opentelemetry.sdk.trace import TracerProvider
-from otel_tokens.capture import genai_agents_patches as g
+from otel_tokens.capture.frameworks import genai_agents_patches as g
 
 g.install()
 held, release = threading.Event(), threading.Event()
@@ -307,7 +309,9 @@ trace.set_tracer_provider(provider)  # the application's telemetry, set up befor
 
 from otel_tokens.account.anomalies import AnomalyGuard
 from otel_tokens.account.pricing import Pricer
-from otel_tokens.capture import genai_agents_patches, litellm_patches, openai_sdk
+from otel_tokens.capture.frameworks import genai_agents_patches
+from otel_tokens.capture.sdk import litellm_patches
+from otel_tokens.capture.sdk import openai as openai_sdk
 from otel_tokens.handler import Handler, set_handler
 
 set_handler(Handler(pricer=Pricer(), guard=AnomalyGuard()))  # on the global providers

@@ -16,7 +16,9 @@ pytest.importorskip("google.adk", reason="google-adk is an optional extra (pip i
 pytest.importorskip("litellm", reason="the google-adk extra brings litellm (ADK's OpenAI-compatible models)")
 
 import otel_tokens  # noqa: E402
-from otel_tokens.capture import google_adk_patches, litellm_patches, openai_sdk  # noqa: E402
+from otel_tokens.capture.frameworks import google_adk_patches
+from otel_tokens.capture.sdk import litellm_patches
+from otel_tokens.capture.sdk import openai as openai_sdk  # noqa: E402
 
 from ..telemetry.conftest import handling  # noqa: E402
 from .chat_server import ChatServer, completion, tool_call  # noqa: E402

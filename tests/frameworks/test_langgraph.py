@@ -13,7 +13,8 @@ import pytest
 pytest.importorskip("langgraph", reason="langgraph is an optional extra (pip install otel-tokens[langgraph])")
 
 import otel_tokens  # noqa: E402
-from otel_tokens.capture import langgraph_patches, openai_sdk  # noqa: E402
+from otel_tokens.capture.frameworks import langgraph_patches
+from otel_tokens.capture.sdk import openai as openai_sdk  # noqa: E402
 
 from ..telemetry.conftest import handling  # noqa: E402
 from .test_openai_agents import Endpoint, completion  # noqa: E402

@@ -17,7 +17,8 @@ litellm = pytest.importorskip("litellm", reason="litellm is an optional extra (p
 
 import genai_prices  # noqa: E402
 
-from otel_tokens.capture import litellm_patches, openai_sdk  # noqa: E402
+from otel_tokens.capture.sdk import litellm_patches
+from otel_tokens.capture.sdk import openai as openai_sdk  # noqa: E402
 
 from ..local_server import LocalServer  # noqa: E402
 from ..telemetry.conftest import handling  # noqa: E402

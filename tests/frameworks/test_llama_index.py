@@ -15,7 +15,8 @@ pytest.importorskip("llama_index.core", reason="llama-index is an optional extra
 pytest.importorskip("llama_index.llms.openai", reason="the llama-index extra brings llama-index-llms-openai")
 
 import otel_tokens  # noqa: E402
-from otel_tokens.capture import llama_index_patches, openai_sdk  # noqa: E402
+from otel_tokens.capture.frameworks import llama_index_patches
+from otel_tokens.capture.sdk import openai as openai_sdk  # noqa: E402
 
 from ..telemetry.conftest import handling  # noqa: E402
 from .chat_server import ChatServer, completion, tool_call  # noqa: E402

@@ -12,7 +12,8 @@ import pytest
 agents = pytest.importorskip("agents", reason="openai-agents is an optional extra (pip install otel-tokens[openai-agents])")
 
 import otel_tokens  # noqa: E402
-from otel_tokens.capture import openai_agents_patches, openai_sdk  # noqa: E402
+from otel_tokens.capture.frameworks import openai_agents_patches
+from otel_tokens.capture.sdk import openai as openai_sdk  # noqa: E402
 
 from ..sdk.replay import http_module  # noqa: E402
 from ..telemetry.conftest import handling  # noqa: E402

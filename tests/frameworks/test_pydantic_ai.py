@@ -11,7 +11,8 @@ import pytest
 pytest.importorskip("pydantic_ai", reason="pydantic-ai is an optional extra (pip install otel-tokens[pydantic-ai])")
 
 import otel_tokens  # noqa: E402
-from otel_tokens.capture import openai_sdk, pydantic_ai_patches  # noqa: E402
+from otel_tokens.capture.sdk import openai as openai_sdk
+from otel_tokens.capture.frameworks import pydantic_ai_patches  # noqa: E402
 
 from ..telemetry.conftest import handling  # noqa: E402
 from .test_openai_agents import Endpoint, completion, recorded, tool_call  # noqa: E402

@@ -13,7 +13,7 @@ import types
 import pytest
 
 from otel_tokens.account.agents import FrameworkRun, current_agent
-from otel_tokens.capture.framework_names import RunScopes
+from otel_tokens.capture.frameworks.names import RunScopes
 
 from ..telemetry.conftest import handling
 

@@ -14,7 +14,8 @@ import pytest
 pytest.importorskip("semantic_kernel", reason="semantic-kernel is an optional extra (pip install otel-tokens[semantic-kernel])")
 
 import otel_tokens  # noqa: E402
-from otel_tokens.capture import openai_sdk, semantic_kernel_patches  # noqa: E402
+from otel_tokens.capture.sdk import openai as openai_sdk
+from otel_tokens.capture.frameworks import semantic_kernel_patches  # noqa: E402
 
 from ..telemetry.conftest import handling  # noqa: E402
 from .chat_server import ChatServer, completion, tool_call  # noqa: E402

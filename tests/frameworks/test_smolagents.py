@@ -10,7 +10,8 @@ import pytest
 pytest.importorskip("smolagents", reason="smolagents is an optional extra (pip install otel-tokens[smolagents])")
 
 import otel_tokens  # noqa: E402
-from otel_tokens.capture import openai_sdk, smolagents_patches  # noqa: E402
+from otel_tokens.capture.sdk import openai as openai_sdk
+from otel_tokens.capture.frameworks import smolagents_patches  # noqa: E402
 
 from ..telemetry.conftest import handling  # noqa: E402
 from .chat_server import ChatServer, completion, tool_call  # noqa: E402

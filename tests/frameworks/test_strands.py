@@ -13,7 +13,8 @@ pytest.importorskip("strands", reason="strands is an optional extra (pip install
 pytest.importorskip("strands.models.openai", reason="the strands extra brings strands-agents[openai]")
 
 import otel_tokens  # noqa: E402
-from otel_tokens.capture import openai_sdk, strands_patches  # noqa: E402
+from otel_tokens.capture.sdk import openai as openai_sdk
+from otel_tokens.capture.frameworks import strands_patches  # noqa: E402
 
 from ..telemetry.conftest import handling  # noqa: E402
 from .chat_server import ChatServer, completion, tool_call  # noqa: E402

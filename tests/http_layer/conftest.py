@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from otel_tokens import settings as otel_settings
-from otel_tokens.capture import http_patches
+from otel_tokens.capture.http import http_patches
 
 from ..telemetry.conftest import handling
 from .wire_server import WireServer

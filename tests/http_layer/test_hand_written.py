@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from otel_tokens.capture import http_patches
+from otel_tokens.capture.http import http_patches
 from otel_tokens.emit.instruments import USAGE_REASONING as REASONING
 
 from ..local_server import LocalServer

@@ -10,7 +10,10 @@ import os
 
 import pytest
 
-from otel_tokens.capture import anthropic_sdk, google_genai_patches, http_patches, openai_sdk
+from otel_tokens.capture.sdk import anthropic as anthropic_sdk
+from otel_tokens.capture.sdk import google_genai_patches
+from otel_tokens.capture.http import http_patches
+from otel_tokens.capture.sdk import openai as openai_sdk
 
 from ..local_server import LocalServer
 from ..telemetry.conftest import handling
@@ -164,7 +167,7 @@ def litellm():
 def test_litellm_calls_are_recorded_once(litellm, server):
     """Through the openai SDK (an OpenAI model) and over litellm's own httpx client (Ollama's
     and Anthropic's wire formats): one span each, litellm's."""
-    from otel_tokens.capture import litellm_patches
+    from otel_tokens.capture.sdk import litellm_patches
 
     anthropic = LocalServer(
         lambda path, body: (200, "application/json", json.dumps(MESSAGE).encode(), {})

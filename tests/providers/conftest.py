@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from otel_tokens.capture import openai_sdk
+from otel_tokens.capture.sdk import openai as openai_sdk
 
 from ..telemetry.conftest import handling
 

@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from otel_tokens.capture import anthropic_sdk
+from otel_tokens.capture.sdk import anthropic as anthropic_sdk
 
 from ..telemetry.conftest import handling
 from .hosts import Host

@@ -19,7 +19,8 @@ boto3 = pytest.importorskip("boto3", reason="boto3 is an optional extra (pip ins
 anthropic = pytest.importorskip("anthropic")
 genai_prices = pytest.importorskip("genai_prices")
 
-from otel_tokens.capture import anthropic_sdk, bedrock_patches  # noqa: E402
+from otel_tokens.capture.sdk import anthropic as anthropic_sdk
+from otel_tokens.capture.sdk import bedrock_patches  # noqa: E402
 
 from ..sdk.bedrock_server import chunk, frame  # noqa: E402
 from ..sdk.replay import http_module  # noqa: E402

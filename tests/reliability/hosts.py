@@ -209,19 +209,19 @@ def backend_call(scenario: str) -> Outcome:
 # -- switching instrumentation on and off -----------------------------------------------------
 def install(name: str) -> None:
     if name == "openai":
-        from otel_tokens.capture import openai_sdk
+        from otel_tokens.capture.sdk import openai as openai_sdk
 
         openai_sdk.install()
     elif name == "anthropic":
-        from otel_tokens.capture import anthropic_sdk
+        from otel_tokens.capture.sdk import anthropic as anthropic_sdk
 
         anthropic_sdk.install()
     elif name == "cli":
-        from otel_tokens.capture import agent_cli as sp
+        from otel_tokens.capture.agent_cli import commands as sp
 
         sp.install()
     else:
-        from otel_tokens.capture.backend import instrument_backend
+        from otel_tokens.capture.methods.backend import instrument_backend
 
         for target in BACKEND_TARGETS:
             instrument_backend(target, parser="copilot")
@@ -229,19 +229,19 @@ def install(name: str) -> None:
 
 def uninstall(name: str) -> None:
     if name == "openai":
-        from otel_tokens.capture import openai_sdk
+        from otel_tokens.capture.sdk import openai as openai_sdk
 
         openai_sdk.uninstall()
     elif name == "anthropic":
-        from otel_tokens.capture import anthropic_sdk
+        from otel_tokens.capture.sdk import anthropic as anthropic_sdk
 
         anthropic_sdk.uninstall()
     elif name == "cli":
-        from otel_tokens.capture import agent_cli as sp
+        from otel_tokens.capture.agent_cli import commands as sp
 
         sp.uninstall()
     else:
-        from otel_tokens.capture.backend import uninstrument_backend
+        from otel_tokens.capture.methods.backend import uninstrument_backend
 
         for target in BACKEND_TARGETS:
             uninstrument_backend(target)

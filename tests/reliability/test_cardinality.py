@@ -68,7 +68,7 @@ def test_bad_limit_is_one_problem_and_the_default(monkeypatch):
 def who_on_metrics(monkeypatch):
     """A fresh telemetry, with user and tenant on metric points, as the process's handler and
     the real openai client patched."""
-    from otel_tokens.capture import openai_sdk
+    from otel_tokens.capture.sdk import openai as openai_sdk
 
     monkeypatch.setenv("OTEL_TOKENS_METRIC_ATTRIBUTES", "user,tenant")
     otel_tokens.settings.reload()

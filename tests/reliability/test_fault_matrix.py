@@ -38,7 +38,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import otel_tokens
 from otel_tokens import AnomalyGuard, Handler, Pricer
-from otel_tokens.capture import anthropic_sdk, openai_sdk
+from otel_tokens.capture.sdk import anthropic as anthropic_sdk
+from otel_tokens.capture.sdk import openai as openai_sdk
 from otel_tokens.account.anomalies import Budget
 from otel_tokens.emit.exporters import GuardedMetricExporter, GuardedSpanExporter
 from otel_tokens.emit.instruments import views
@@ -264,7 +265,7 @@ def parser_raising(cell: Cell) -> tuple[set[str], str]:
     elif cell.instrumentor == "anthropic":
         mp.setattr(anthropic_sdk, "_fields", broken)  # responses and stream events alike
     else:
-        mp.setattr(importlib.import_module("otel_tokens.capture.parsers.copilot"), "parse", broken)
+        mp.setattr(importlib.import_module("otel_tokens.capture.agent_cli.parsers.copilot"), "parse", broken)
     return {"parse", "internal"}, ""
 
 

@@ -11,7 +11,8 @@ from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metr
 
 import otel_tokens
 from otel_tokens import Usage
-from otel_tokens.capture import anthropic_sdk, openai_sdk
+from otel_tokens.capture.sdk import anthropic as anthropic_sdk
+from otel_tokens.capture.sdk import openai as openai_sdk
 from otel_tokens.emit.cardinality import MAX_VALUE_LENGTH, TRUNCATED
 from otel_tokens.handler import set_handler
 

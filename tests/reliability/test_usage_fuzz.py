@@ -23,8 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import otel_tokens
-from otel_tokens.capture import anthropic_sdk, openai_sdk
-from otel_tokens.capture.backend import instrument_backend, uninstrument_backend
+from otel_tokens.capture.sdk import anthropic as anthropic_sdk
+from otel_tokens.capture.sdk import openai as openai_sdk
+from otel_tokens.capture.methods.backend import instrument_backend, uninstrument_backend
 from otel_tokens.handler import set_handler
 from otel_tokens.usage import TOKEN_CLASSES
 

@@ -32,7 +32,7 @@ CHILD = textwrap.dedent('''
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     trace.set_tracer_provider(provider)
 
-    from otel_tokens.capture import anthropic_sdk
+    from otel_tokens.capture.sdk import anthropic as anthropic_sdk
     from otel_tokens.handler import Handler, set_handler
     from otel_tokens.account.pricing import Pricer
     from otel_tokens.account.anomalies import AnomalyGuard

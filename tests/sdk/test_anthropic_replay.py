@@ -29,7 +29,7 @@ import asyncio
 
 import pytest
 
-from otel_tokens.capture import anthropic_sdk
+from otel_tokens.capture.sdk import anthropic as anthropic_sdk
 
 from .. import cassettes
 from ..telemetry.conftest import handling

@@ -11,7 +11,7 @@ import json
 import pytest
 
 import otel_tokens
-from otel_tokens.capture import anthropic_sdk
+from otel_tokens.capture.sdk import anthropic as anthropic_sdk
 from otel_tokens.handler import set_handler
 
 from .. import cassettes
@@ -479,10 +479,11 @@ def test_uninstalled_calls_make_no_span():
 
 
 def test_registered_and_entry_point():
-    from otel_tokens.capture import BACKENDS as REGISTRY, anthropic_patches
+    from otel_tokens.capture import BACKENDS as REGISTRY
+    from otel_tokens.capture.sdk import anthropic_patches
     from otel_tokens.entry_points import AnthropicInstrumentor
 
-    assert REGISTRY["anthropic"] == "otel_tokens.capture.anthropic_patches"
+    assert REGISTRY["anthropic"] == "otel_tokens.capture.sdk.anthropic_patches"
     assert anthropic_sdk.install is anthropic_patches.install  # the same patches either way
     assert AnthropicInstrumentor.name == "anthropic"
     assert list(AnthropicInstrumentor().instrumentation_dependencies()) == list(anthropic_sdk.DEPENDENCIES)

@@ -14,7 +14,7 @@ boto3 = pytest.importorskip("boto3", reason="boto3 is an optional extra (pip ins
 
 import genai_prices  # noqa: E402
 
-from otel_tokens.capture import bedrock_patches  # noqa: E402
+from otel_tokens.capture.sdk import bedrock_patches  # noqa: E402
 
 from ..telemetry.conftest import handling  # noqa: E402
 from .bedrock_server import BedrockServer, Reply, chunk, frame  # noqa: E402

@@ -17,7 +17,8 @@ import warnings
 
 import pytest
 
-from otel_tokens.capture import anthropic_sdk, openai_sdk
+from otel_tokens.capture.sdk import anthropic as anthropic_sdk
+from otel_tokens.capture.sdk import openai as openai_sdk
 
 from .. import peer
 from ..telemetry.conftest import handling

@@ -10,7 +10,8 @@ import pytest
 
 import otel_tokens
 from otel_tokens import Handler, Usage
-from otel_tokens.capture import anthropic_sdk, openai_sdk
+from otel_tokens.capture.sdk import anthropic as anthropic_sdk
+from otel_tokens.capture.sdk import openai as openai_sdk
 
 from ..telemetry.conftest import handling
 from .replay import http_module

@@ -15,13 +15,11 @@ from typing import Any
 import pydantic
 import pytest
 
-from otel_tokens.capture import (
-    anthropic_sdk,
-    bedrock_patches,
-    google_genai_patches,
-    litellm_patches,
-    openai_sdk,
-)  # fmt: skip
+from otel_tokens.capture.sdk import anthropic as anthropic_sdk
+from otel_tokens.capture.sdk import bedrock_patches
+from otel_tokens.capture.sdk import google_genai_patches
+from otel_tokens.capture.sdk import litellm_patches
+from otel_tokens.capture.sdk import openai as openai_sdk  # fmt: skip
 
 from .. import cassettes
 from ..telemetry.conftest import handling
@@ -546,7 +544,7 @@ def test_one_rule_for_a_count_on_every_path(path, name, value):
 def test_litellm_streamed_lines_are_checked_however_the_network_splits_them(value, broken):
     """litellm's own clients' streams are watched as bytes arrive: an event cut across reads
     (here every byte a read of its own, CRLF line ends) is checked once it is whole."""
-    from otel_tokens.capture.litellm_http import _Lines
+    from otel_tokens.capture.sdk.litellm_http import _Lines
     from otel_tokens.capture.sent import Sent
 
     sent = Sent()
@@ -561,7 +559,7 @@ def test_litellm_streamed_lines_are_checked_however_the_network_splits_them(valu
 def test_litellm_a_streamed_line_beyond_the_cap_is_let_go():
     """A line longer than any usage event is dropped, not kept (memory stays bounded), and the
     lines after it are read."""
-    from otel_tokens.capture import litellm_http
+    from otel_tokens.capture.sdk import litellm_http
     from otel_tokens.capture.sent import Sent
 
     sent = Sent()
@@ -582,7 +580,7 @@ def test_litellm_bedrock_frames_are_checked_however_the_network_splits_them(rout
     """Bedrock's binary frames are read (botocore's parser) as bytes arrive: a frame cut
     across reads (here every byte a read of its own) is checked once it is whole."""
     pytest.importorskip("botocore", reason="botocore's frame parser (the bedrock extra)")
-    from otel_tokens.capture.litellm_http import _frames
+    from otel_tokens.capture.sdk.litellm_http import _frames
     from otel_tokens.capture.sent import Sent
 
     sent = Sent()

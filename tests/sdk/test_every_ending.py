@@ -377,18 +377,20 @@ def driven(request, tmp_path):
         pytest.importorskip(LIBRARIES[name], reason=f"{LIBRARIES[name]} is an optional extra")
     from importlib import import_module
 
+    from otel_tokens.capture import BACKENDS
+
     driver_class = DRIVERS[name]
     patches = (
-        [import_module(f"otel_tokens.capture.{driver_class.patches}")]
+        [import_module(BACKENDS[driver_class.patches.removesuffix("_patches")])]
         if driver_class.patches
         else []
     )
     if name == "litellm":  # as under instrument(): litellm's own SDK use must not count twice
-        patches.insert(0, import_module("otel_tokens.capture.openai_patches"))
+        patches.insert(0, import_module("otel_tokens.capture.sdk.openai_patches"))
     server = Server()
     with handling(*patches) as telemetry:
         if name == "instrument_backend":
-            from otel_tokens.capture.backend import instrument_backend, uninstrument_backend
+            from otel_tokens.capture.methods.backend import instrument_backend, uninstrument_backend
 
             assert instrument_backend("tests.sdk.test_every_ending:Agent.invoke", parser="claude")
         try:
@@ -486,7 +488,8 @@ def test_async_litellm_and_openai_streams_dropped_unread_end_once():
     import litellm
     import openai
 
-    from otel_tokens.capture import litellm_patches, openai_patches
+    from otel_tokens.capture.sdk import litellm_patches
+    from otel_tokens.capture.sdk import openai_patches
 
     server = Server()
     try:

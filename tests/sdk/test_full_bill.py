@@ -17,7 +17,8 @@ import genai_prices
 import pytest
 
 import otel_tokens
-from otel_tokens.capture import anthropic_sdk, openai_sdk
+from otel_tokens.capture.sdk import anthropic as anthropic_sdk
+from otel_tokens.capture.sdk import openai as openai_sdk
 
 from .. import cassettes
 from ..telemetry.conftest import handling

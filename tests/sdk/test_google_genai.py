@@ -15,7 +15,7 @@ genai = pytest.importorskip("google.genai", reason="google-genai is an optional 
 
 import genai_prices  # noqa: E402
 
-from otel_tokens.capture import google_genai_patches  # noqa: E402
+from otel_tokens.capture.sdk import google_genai_patches  # noqa: E402
 
 from ..telemetry.conftest import handling  # noqa: E402
 from .gemini_server import GeminiServer, answer  # noqa: E402

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 import otel_tokens
-from otel_tokens.capture import openai_sdk
+from otel_tokens.capture.sdk import openai as openai_sdk
 
 from .. import cassettes
 from ..telemetry.conftest import handling

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from otel_tokens.capture.openai_sdk import _chat_response
+from otel_tokens.capture.sdk.openai import _chat_response
 
 BODY = {
     "id": "chatcmpl-own-1", "object": "chat.completion", "created": 1, "model": "gpt-4o-2024-08-06",

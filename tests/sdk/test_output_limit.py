@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 import otel_tokens
-from otel_tokens.capture import anthropic_sdk, openai_sdk
+from otel_tokens.capture.sdk import anthropic as anthropic_sdk
+from otel_tokens.capture.sdk import openai as openai_sdk
 
 from .test_capture_records import CHAT, MESSAGE, _client, recorded
 
@@ -58,7 +59,7 @@ def test_google_genai_config():
     pytest.importorskip("google.genai", reason="google-genai is an optional extra")
     from google.genai import types
 
-    from otel_tokens.capture import google_genai_patches
+    from otel_tokens.capture.sdk import google_genai_patches
 
     from .gemini_server import GeminiServer, answer
 
@@ -80,7 +81,7 @@ def test_google_genai_config():
 
 def test_bedrock_converse_inference_config():
     pytest.importorskip("boto3", reason="boto3 is an optional extra")
-    from otel_tokens.capture import bedrock_patches
+    from otel_tokens.capture.sdk import bedrock_patches
 
     from .bedrock_server import BedrockServer, Reply
     from .test_bedrock import MESSAGES, MODEL, converse_body

@@ -16,7 +16,8 @@ from __future__ import annotations
 import collections
 import warnings
 
-from otel_tokens.capture import anthropic_sdk, openai_sdk
+from otel_tokens.capture.sdk import anthropic as anthropic_sdk
+from otel_tokens.capture.sdk import openai as openai_sdk
 
 from .. import peer
 from ..telemetry.conftest import handling

@@ -15,7 +15,10 @@ import sqlite3
 import pytest
 
 import otel_tokens
-from otel_tokens.capture import anthropic_sdk, google_genai_patches, litellm_patches, openai_sdk
+from otel_tokens.capture.sdk import anthropic as anthropic_sdk
+from otel_tokens.capture.sdk import google_genai_patches
+from otel_tokens.capture.sdk import litellm_patches
+from otel_tokens.capture.sdk import openai as openai_sdk
 
 from .. import cassettes
 from ..telemetry.conftest import handling

@@ -13,7 +13,7 @@ from opentelemetry import baggage, context
 
 import otel_tokens
 from otel_tokens.handler import set_handler
-from otel_tokens.capture import openai_sdk
+from otel_tokens.capture.sdk import openai as openai_sdk
 
 from ..cli_command.conftest import clean_env
 from ..cli_command.test_terminal_report_check import otel_tokens as run_cli

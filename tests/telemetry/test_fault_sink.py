@@ -8,7 +8,7 @@ import pytest
 
 import otel_tokens
 from otel_tokens import Pricer, Usage, faults
-from otel_tokens.capture import openai_sdk
+from otel_tokens.capture.sdk import openai as openai_sdk
 from otel_tokens.handler import set_handler
 
 from ..sdk.replay import http_module

@@ -17,24 +17,24 @@ LAZY = (
     "otel_tokens.handler",
     "otel_tokens.emit", "otel_tokens.account.settle", "otel_tokens.account.estimate",
     "otel_tokens.account.state", "otel_tokens.account.ledger",
-    "otel_tokens.capture.lifecycle", "otel_tokens.capture.stream", "otel_tokens.capture.openai_sdk",
-    "otel_tokens.capture.anthropic_sdk", "otel_tokens.capture.agent_cli",
-    "otel_tokens.capture.agent_runs", "otel_tokens.capture.backend",
-    "otel_tokens.capture.parsers.run", "otel_tokens.capture.google_genai_sdk", "google.genai",
-    "otel_tokens.capture.bedrock_sdk", "botocore", "agents", "pydantic_ai", "langgraph", "langchain_core",
-    "otel_tokens.capture.litellm_sdk", "litellm",
+    "otel_tokens.capture.lifecycle", "otel_tokens.capture.stream", "otel_tokens.capture.sdk.openai",
+    "otel_tokens.capture.sdk.anthropic", "otel_tokens.capture.agent_cli.commands",
+    "otel_tokens.capture.agent_cli.runs", "otel_tokens.capture.methods.backend",
+    "otel_tokens.capture.agent_cli.parsers.run", "otel_tokens.capture.sdk.google_genai", "google.genai",
+    "otel_tokens.capture.sdk.bedrock", "botocore", "agents", "pydantic_ai", "langgraph", "langchain_core",
+    "otel_tokens.capture.sdk.litellm", "litellm",
 )  # fmt: skip
 #: loaded by the first instrumented openai call
 FIRST_SDK_CALL = (
     "genai_prices", "otel_tokens.handler", "otel_tokens.emit", "otel_tokens.account.settle",
     "otel_tokens.account.estimate", "otel_tokens.account.state", "otel_tokens.account.ledger",
     "otel_tokens.capture.lifecycle", "otel_tokens.capture.stream",
-    "otel_tokens.capture.openai_sdk",
+    "otel_tokens.capture.sdk.openai",
 )  # fmt: skip
 #: loaded by the first agent-CLI run
 FIRST_CLI_RUN = (
-    "otel_tokens.capture.agent_cli", "otel_tokens.capture.agent_runs",
-    "otel_tokens.capture.parsers.run",
+    "otel_tokens.capture.agent_cli.commands", "otel_tokens.capture.agent_cli.runs",
+    "otel_tokens.capture.agent_cli.parsers.run",
 )  # fmt: skip
 
 PRELUDE = """
@@ -85,7 +85,7 @@ def test_instrument_loads_only_the_patches_and_the_first_calls_load_the_rest():
         reply = chat()
         after_chat = loaded(LAZY)
         cli_out = claude()
-        from otel_tokens.capture.agent_runs import last_agent_run
+        from otel_tokens.capture.agent_cli.runs import last_agent_run
         run = last_agent_run()
         totals = otel_tokens.current_agent().ledger.cumulative
         print(json.dumps({"after_instrument": after_instrument, "after_chat": after_chat,
@@ -106,8 +106,8 @@ def test_instrument_loads_only_the_patches_and_the_first_calls_load_the_rest():
 
 def test_per_call_modules_that_cannot_load_are_counted_and_the_calls_go_through():
     out = run_json("""
-        sys.modules["otel_tokens.capture.openai_sdk"] = None  # import raises
-        sys.modules["otel_tokens.capture.agent_cli"] = None
+        sys.modules["otel_tokens.capture.sdk.openai"] = None  # import raises
+        sys.modules["otel_tokens.capture.agent_cli.commands"] = None
         replies = [chat(), chat()]
         cli_out = claude()
         faults = otel_tokens.get_handler().faults.counts
@@ -133,6 +133,6 @@ def test_uninstrument_before_any_call_restores_everything():
         unwrapped = all(wrapped) and not any("FunctionWrapper" in type(f).__name__ for f in targets)
         reply = chat()
         print(json.dumps({"unwrapped": unwrapped, "reply": reply,
-                          "loaded": loaded(["otel_tokens.capture.openai_sdk"])}))
+                          "loaded": loaded(["otel_tokens.capture.sdk.openai"])}))
     """)
     assert out == {"unwrapped": True, "reply": "hi", "loaded": []}

@@ -1,6 +1,6 @@
 """Anthropic's Messages API on the wire (``POST /v1/messages``), whole or streamed (named
 server-sent events: ``message_start``, ``content_block_delta``, ``message_delta``, ...). The
-readers are the ``anthropic`` SDK capture's own (:mod:`..anthropic_sdk`): cache classes,
+readers are the ``anthropic`` SDK capture's own (:mod:`..sdk.anthropic`): cache classes,
 thinking, web searches, 1-hour cache writes and the iterations billed apart."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...request import Request
-from ..anthropic_sdk import _messages_request, _messages_response, _MessagesAccumulator
+from ..sdk.anthropic import _messages_request, _messages_response, _MessagesAccumulator
 from .base import Wire
 
 __all__ = ["SUFFIXES", "recognise"]

@@ -2,7 +2,7 @@
 ``models/{model}:generateContent``, ``:streamGenerateContent`` (server-sent events with
 ``alt=sse``, else one JSON array) and ``:embedContent``. The JSON is camelCase
 (``usageMetadata.promptTokenCount``); its keys are read in the ``google-genai`` SDK's
-spelling and the SDK capture's readers (:mod:`..google_genai_sdk`) do the rest: thoughts,
+spelling and the SDK capture's readers (:mod:`..sdk.google_genai`) do the rest: thoughts,
 cached content, tool-use prompts and audio tokens."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from ...request import Request, output_limit
 from ...usage import Usage
-from ..google_genai_sdk import _Accumulator, _response
+from ..sdk.google_genai import _Accumulator, _response
 from ..lifecycle import Response
 from .base import Wire
 

@@ -1,9 +1,9 @@
 """OpenAI's wire format, spoken by most providers and gateways: chat completions, Responses,
 embeddings and legacy completions (Azure OpenAI's ``/openai/deployments/{name}/...`` paths
 too, the deployment naming the model when the body does not). The readers are the
-``openai`` SDK capture's own (:mod:`..openai_sdk`), which read decoded JSON as they read
+``openai`` SDK capture's own (:mod:`..sdk.openai`), which read decoded JSON as they read
 the SDK's objects; Groq's ``x_groq`` usage, DeepSeek's cache counts and OpenRouter's cost
-are read there (:mod:`..compatible_usage`)."""
+are read there (:mod:`.compatible`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ...request import Request
-from ..openai_sdk import (
+from ..sdk.openai import (
     _chat_request,
     _chat_response,
     _ChatAccumulator,

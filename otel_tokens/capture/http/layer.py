@@ -1,0 +1,411 @@
+"""The HTTP layer: a POST sent with httpx (or its fork httpx2) to a model API's wire path is
+recorded from the bytes as the provider sent them, whichever library built it (a provider's
+own SDK, a hand-written call, a client nobody has named).
+
+``Client.send``/``AsyncClient.send`` are wrapped (:mod:`.http_patches`). A request is
+recorded when it is a POST, its path names a wire format (:mod:`..wire`), its body is a JSON
+object and no SDK capture records it already (:data:`..sent.inside_sdk`,
+:data:`..sent.inside_gateway`): the provider is named by its URL (:mod:`otel_tokens.endpoints`),
+the model by the body (or the path), the usage by the answer. Anything else passes after a
+test of its method and path.
+
+The answer is read as the program reads it, never ahead. ``send(stream=False)`` has read the
+whole body before it returns: it is read then. With ``stream=True`` the response's byte stream
+is wrapped (:class:`_Tee`): each chunk the program pulls is passed on unchanged and decoded on
+the way (content encoding, then server-sent events or NDJSON, each event shown to the wire
+format's accumulator as it completes); a JSON body is kept as it passes and read at its end.
+The call ends once, as the stream does: read to its end, closed, failed, or dropped unread.
+An answer with an error status ends the call failed (``error.type`` = the status code), its
+body left to the program.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import threading
+import weakref
+from functools import partial
+from typing import Any
+
+from ... import faults
+from ...call import Call
+from ...endpoints import endpoint
+from ...settings import current
+from ..lifecycle import async_wrapper, open_call, stop_with, sync_wrapper, unusable
+from ..raw import _loads
+from ..sent import inside_sdk
+from ..stream import EMPTY_EVENT_STREAM, STREAM_END, StreamObserver
+from ..wire.formats import Wire, find
+from ..wire.framing import framing_of
+
+__all__ = [
+    "Reader",
+    "default_port",
+    "failed",
+    "json_object",
+    "open_request",
+    "read_whole",
+    "wrapper",
+]
+
+_MAX_BODY = 64 * 1024 * 1024  # bytes of a JSON answer kept as it passes, to read at its end
+
+
+# -- the request -------------------------------------------------------------------------------
+def json_object(content: Any) -> dict[str, Any] | None:
+    """A request body's JSON object, or None (not read yet, a form, not JSON: not a model
+    API's request)."""
+    if isinstance(content, str):
+        content = content.encode("utf-8", "replace")
+    if not isinstance(content, (bytes, bytearray)) or content[:64].lstrip()[:1] != b"{":
+        return None
+    try:
+        body = _loads(bytes(content))
+    except ValueError:
+        return None
+    return body if type(body) is dict else None
+
+
+def _body(request: Any) -> dict[str, Any] | None:
+    """An httpx request's JSON object, or None."""
+    try:
+        content = request.content
+    except Exception:  # a streamed upload, not read: nothing to read here
+        return None
+    return json_object(content)
+
+
+def _endpoint(base: str, host: str | None, port: int | None) -> tuple[str, str | None, int | None]:
+    """(provider, server address, port) of a request's URL ``base`` (scheme, host, port and
+    path: the query, which may hold a key, left out), its provider named by
+    :mod:`otel_tokens.endpoints`. Kept per URL and settings' overrides (a request's URL is a
+    new object each time)."""
+    overrides = current().provider_urls
+    hit = _endpoints.get(base)
+    if hit is not None and hit[0] is overrides:
+        return hit[1]
+    found = (endpoint(base, host, host or "http", None, overrides).provider, host, port)
+    if len(_endpoints) >= 256:  # programs reach a few endpoints: keep it small
+        _endpoints.clear()
+    _endpoints[base] = (overrides, found)
+    return found
+
+
+_endpoints: dict[str, tuple[Any, tuple[str, str | None, int | None]]] = {}
+
+
+def default_port(scheme: str, port: int | None) -> int | None:
+    return port or (443 if scheme == "https" else 80 if scheme == "http" else None)
+
+
+def open_request(
+    wire: Wire, body: dict[str, Any], path: str, base: str, host: str | None, port: int | None
+) -> Call | None:
+    """Open the call of a recognised request (None: instrumentation itself failed)."""
+    try:
+        provider, address, port = _endpoint(base, host, port)
+        model = wire.model(path, body)
+        stream = wire.streams(path, body)
+    except Exception as exc:
+        faults.report("internal", exc)
+        return None
+    return open_call(
+        partial(_describe, wire, model),
+        body,
+        operation=wire.operation,
+        provider=provider,
+        request_model=model,
+        stream=stream,
+        server_address=address,
+        server_port=port,
+    )
+
+
+def _start(instance: Any, args: tuple, kwargs: dict) -> tuple[Call, tuple, dict, Any] | None:
+    """Open the call of an httpx request to a model API's wire path (None: not one, or an
+    SDK capture records it already)."""
+    try:
+        request = args[0] if args else kwargs.get("request")
+        if request.method != "POST" or inside_sdk.get():
+            return None
+        url = request.url
+        wire = find(url.path)
+        body = _body(request) if wire is not None else None
+        if body is None:
+            return None
+        base = f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{url.path}"
+        port = default_port(url.scheme, url.port)
+    except Exception as exc:
+        faults.report("internal", exc)
+        return None
+    call = open_request(wire, body, url.path, base, url.host or None, port)
+    if call is None:
+        return None
+    return call, args, kwargs, (wire, body, kwargs.get("stream") is True)
+
+
+def _describe(wire: Wire, model: str | None, body: dict[str, Any]) -> Any:
+    return wire.request(body, model)
+
+
+# -- the answer --------------------------------------------------------------------------------
+class Reader:
+    """One answer's body, read as it passes (decoded, framed, each event shown to the wire
+    format's accumulator), and how its call ends: once, whichever ending comes first."""
+
+    def __init__(self, call: Call, wire: Wire, body: dict[str, Any], headers: Any) -> None:
+        self.call, self.wire = call, wire
+        framing = framing_of(headers.get("content-type") or "")
+        self.framing = framing() if framing is not None and wire.accumulator is not None else None
+        self.observer = StreamObserver(call, wire.accumulator(body)) if self.framing else None
+        self.body = body
+        self.decoder: Any = None  # the content encoding's, for bytes as sent
+        self.kept: list[bytes] = []  # a JSON answer's bytes, as they passed
+        self.size = 0
+        self.broken = False  # the body could not be read: the call ends without usage
+        self._lock = threading.Lock()
+        self._ended = False
+
+    def feed(self, chunk: bytes) -> None:
+        """One chunk as the program got it; never raises into the program."""
+        if self.broken or self._ended:
+            return
+        try:
+            if self.decoder is not None:
+                chunk = self.decoder.decode(chunk)
+            if self.observer is not None:
+                self._events(self.framing.feed(chunk))
+            else:
+                self._keep(chunk)
+        except Exception as exc:
+            faults.report("parse", exc)
+            self.broken = True
+
+    def _keep(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if self.size > _MAX_BODY:
+            faults.report("parse", detail="an answer too large to read for its usage")
+            self.broken, self.kept = True, []
+            return
+        self.kept.append(chunk)
+
+    def _events(self, payloads: list[bytes]) -> None:
+        for payload in payloads:
+            if payload == b"[DONE]":
+                continue
+            try:
+                event = _loads(payload)
+            except ValueError:
+                faults.report("parse", detail="an unreadable stream event")
+                continue
+            self.observer.item(self.wire.event(event))  # type: ignore[union-attr]
+
+    def _flush(self) -> None:
+        """What the decoder and the framing still hold at the body's end."""
+        if self.broken:
+            return
+        try:
+            if self.decoder is not None:
+                rest, self.decoder = self.decoder.flush(), None
+                if rest:
+                    self.feed(rest)
+            if self.observer is not None:
+                self._events(self.framing.end())  # type: ignore[union-attr]
+        except Exception as exc:
+            faults.report("parse", exc)
+
+    def end(self, how: str, error: BaseException | str | None = None) -> None:
+        """The body ended ``how`` (``exhausted``, ``closed``, ``error``, ``abandoned``): the call
+        ends with what it said, once."""
+        with self._lock:
+            if self._ended:
+                return
+            self._ended = True
+        try:
+            if how == "exhausted":
+                self._flush()
+            if self.observer is not None:
+                self._end_stream(self.observer, how, error)
+            else:
+                self._end_body(how, error)
+        except Exception as exc:
+            faults.report("internal", exc)
+            if not self.call.ended:
+                self.call.stop(None)
+
+    def _end_stream(self, observer: StreamObserver, how: str, error: Any) -> None:
+        if error is None and how == "exhausted" and self.call.first_chunk_at is None:
+            faults.report("parse", detail="a stream ended without a single event")
+            how, error = "error", EMPTY_EVENT_STREAM
+        observer.end(how, error)
+
+    def _end_body(self, how: str, error: Any) -> None:
+        """A JSON answer: read at its end (one object; a JSON array of stream chunks, as
+        Gemini sends a stream without ``alt=sse``)."""
+        if error is not None:
+            self.call.fail(error, attributes={STREAM_END: how})
+            return
+        if how != "exhausted" or self.broken:
+            self.call.stop(None, attributes={STREAM_END: how} if how != "exhausted" else None)
+            return
+        data, self.kept = b"".join(self.kept), []
+        try:
+            answer = _loads(data)
+        except ValueError:
+            faults.report("parse", detail="an answer that is not JSON")
+            self.call.stop(None)
+            return
+        if type(answer) is list and self.wire.accumulator is not None:
+            observer = StreamObserver(self.call, self.wire.accumulator(self.body))
+            for item in answer:
+                observer.item(self.wire.event(item))
+            self._end_stream(observer, "exhausted", None)
+            return
+        try:
+            stop_with(self.call, self.wire.response(answer))
+        except Exception as exc:
+            unusable(self.call, exc)
+
+
+def _decoder(package: str, headers: Any) -> Any:
+    """A decoder of the body's content encoding (gzip, br, ...), the client library's own;
+    None for identity."""
+    names = [name.strip().lower() for name in (headers.get("content-encoding") or "").split(",")]
+    names = [name for name in names if name and name != "identity"]
+    if not names:
+        return None
+    module = importlib.import_module(f"{package}._decoders")
+    decoders = [module.SUPPORTED_DECODERS[name]() for name in reversed(names)]
+    return decoders[0] if len(decoders) == 1 else module.MultiDecoder(decoders)
+
+
+def failed(call: Call, status: int) -> bool:
+    """An answer with an error status fails its call (``error.type``: the status code); its
+    body is the program's to read (an SDK raises from it). True when so."""
+    if 200 <= status < 300:
+        return False
+    call.fail(str(status))
+    return True
+
+
+def read_whole(call: Call, wire: Wire, body: dict[str, Any], headers: Any, content: bytes) -> None:
+    """End the call from a body the client has read whole (decoded)."""
+    reader = Reader(call, wire, body, headers)
+    reader.feed(content)
+    reader.end("exhausted")
+
+
+def _read(package: str, is_async: bool, call: Call, response: Any, context: Any) -> Any:
+    """End the call from the answer ``send`` returned, or leave it to end as the program
+    reads its stream; returns the response, unchanged but for its byte stream."""
+    wire, body, streamed = context
+    if failed(call, response.status_code):
+        return response
+    # read by send, or made in memory (a mock transport's): the decoded body, read now
+    content = response.content if not streamed else getattr(response, "_content", None)
+    if content is not None:
+        read_whole(call, wire, body, response.headers, content)
+        return response
+    reader = Reader(call, wire, body, response.headers)
+    try:
+        reader.decoder = _decoder(package, response.headers)
+    except Exception as exc:
+        faults.report("parse", exc)
+        reader.broken = True
+    response.stream = _tee_class(package, is_async)(response.stream, reader)
+    return response
+
+
+# -- the response's byte stream, passed on as the program reads it ------------------------------
+def _sync_tee(base: type) -> type:
+    """A ``SyncByteStream`` (of the client library ``base`` is from) around a response's own."""
+
+    class Tee(base):  # type: ignore[misc, valid-type]
+        """The response's byte stream: each chunk passed on unchanged, shown to the reader."""
+
+        def __init__(self, stream: Any, reader: Reader) -> None:
+            self._stream, self._reader = stream, reader
+            self._finalizer = weakref.finalize(self, reader.end, "abandoned")
+
+        def __iter__(self) -> Any:
+            feed = self._reader.feed
+            try:
+                for chunk in self._stream:
+                    feed(chunk)
+                    yield chunk
+            except GeneratorExit:  # the program stopped reading: not an ending
+                raise
+            except BaseException as exc:
+                self._end("error", exc)
+                raise
+            self._end("exhausted")
+
+        def close(self) -> None:
+            try:
+                self._stream.close()
+            finally:
+                self._end("closed")
+
+        def _end(self, how: str, error: BaseException | None = None) -> None:
+            self._finalizer.detach()
+            self._reader.end(how, error)
+
+    return Tee
+
+
+def _async_tee(base: type) -> type:
+    """An ``AsyncByteStream`` around a response's own, as :func:`_sync_tee`."""
+
+    class AsyncTee(base):  # type: ignore[misc, valid-type]
+        """The response's byte stream: each chunk passed on unchanged, shown to the reader."""
+
+        def __init__(self, stream: Any, reader: Reader) -> None:
+            self._stream, self._reader = stream, reader
+            self._finalizer = weakref.finalize(self, reader.end, "abandoned")
+
+        async def __aiter__(self) -> Any:
+            feed = self._reader.feed
+            try:
+                async for chunk in self._stream:
+                    feed(chunk)
+                    yield chunk
+            except GeneratorExit:
+                raise
+            except BaseException as exc:
+                self._end("error", exc)
+                raise
+            self._end("exhausted")
+
+        async def aclose(self) -> None:
+            try:
+                await self._stream.aclose()
+            finally:
+                self._end("closed")
+
+        def _end(self, how: str, error: BaseException | None = None) -> None:
+            self._finalizer.detach()
+            self._reader.end(how, error)
+
+    return AsyncTee
+
+
+_tees: dict[tuple[str, bool], type] = {}
+
+
+def _tee_class(package: str, is_async: bool) -> type:
+    """The tee for ``package``'s (httpx, httpx2) streams, made once."""
+    found = _tees.get((package, is_async))
+    if found is None:
+        module = sys.modules[package]
+        found = _async_tee(module.AsyncByteStream) if is_async else _sync_tee(module.SyncByteStream)
+        _tees[(package, is_async)] = found
+    return found
+
+
+def wrapper(name: str, is_async: bool) -> Any:
+    """The wrapt wrapper of ``send`` of ``name``'s (httpx, httpx2) client, on the one path; a
+    recorded request is the HTTP layer's own beneath it too (an httpx transport sending with
+    aiohttp or requests is not recorded twice)."""
+    read = partial(_read, name, is_async)
+    return (async_wrapper if is_async else sync_wrapper)(_start, read, sdk=True)

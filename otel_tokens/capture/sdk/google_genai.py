@@ -1,0 +1,211 @@
+"""The ``google-genai`` SDK: Gemini API and Vertex AI, sync (``client.models``) and async
+(``client.aio.models``), whole responses and streams; one call per billed request.
+
+Usage from ``usage_metadata`` (what genai-prices' own Google extractor reads, and the
+semantic conventions' meaning, see :mod:`otel_tokens.usage`):
+
+* input = ``prompt_token_count`` (cached content included) + ``tool_use_prompt_token_count``;
+  cache read = ``cached_content_token_count``;
+* output = ``candidates_token_count`` + ``thoughts_token_count``, reasoning =
+  ``thoughts_token_count`` (inside output);
+* the API leaves zero counts out of its JSON (proto3): with ``usage_metadata`` present, an
+  absent prompt or candidates count is 0; cache and reasoning are recorded when reported;
+* streams: every chunk carries the running totals, the last one wins;
+* audio tokens (``*_tokens_details`` with modality ``AUDIO``) are billed units
+  (:class:`~otel_tokens.usage.Billing`), priced at the model's audio rates.
+
+The response model is ``model_version``; ``gen_ai.provider.name`` is ``gcp.vertex_ai`` for a
+Vertex AI client, else ``gcp.gemini``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+from urllib.parse import urlsplit
+
+from ...call import Call
+from ...request import Request, output_limit
+from ...usage import Billing, Usage
+from ..lifecycle import Operation, Response, operation_wrapper, sdk_field
+from ..stream import Accumulator
+
+__all__ = ["wrapper"]
+
+_get = sdk_field
+
+
+# -- the client ---------------------------------------------------------------------------
+def _provider(instance: Any) -> str:
+    return "gcp.vertex_ai" if getattr(getattr(instance, "_api_client", None), "vertexai", False) else "gcp.gemini"
+
+
+_servers: dict[str, tuple[str | None, int | None]] = {}
+
+
+def _server(instance: Any) -> tuple[str | None, int | None]:
+    """(address, port) of the client's base URL (cached per URL string)."""
+    options = getattr(getattr(instance, "_api_client", None), "_http_options", None)
+    url = getattr(options, "base_url", None)
+    if not isinstance(url, str):
+        return None, None
+    found = _servers.get(url)
+    if found is None:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80 if parts.scheme == "http" else None)
+        if len(_servers) >= 64:
+            _servers.clear()
+        found = _servers[url] = (parts.hostname or None, port)
+    return found
+
+
+# -- the request ---------------------------------------------------------------------------
+def _request(kwargs: dict[str, Any]) -> Request:
+    """``contents`` and the config's system instruction, tools and response schema."""
+    config = kwargs.get("config")
+    contents = kwargs.get("contents")
+    if contents is None or isinstance(contents, (str, dict)) or not isinstance(contents, (list, tuple)):
+        contents = [] if contents is None else [contents]
+    schema = _get(config, "response_json_schema") or _get(config, "response_schema")
+    return Request(
+        "gemini_contents", _model_name(kwargs.get("model")), contents,
+        system=_get(config, "system_instruction"), tools=_get(config, "tools") or (),
+        response_format={"type": "json_schema", "schema": schema} if isinstance(schema, dict) else None,
+        max_output_tokens=output_limit(_get(config, "max_output_tokens")),
+    )  # fmt: skip
+
+
+def _model_name(model: Any) -> str | None:
+    """The model id of ``models/gemini-x`` or a Vertex resource name (``.../models/gemini-x``)."""
+    if not isinstance(model, str):
+        return None
+    return model.rsplit("/", 1)[-1] if "/" in model else model
+
+
+# -- the response --------------------------------------------------------------------------
+def _usage(meta: Any, model: str | None, response_id: str | None,
+           final: bool = True) -> Usage | None:  # fmt: skip
+    """Usage of one ``usage_metadata`` (None: the response had none). Of a stream chunk
+    before the last (not ``final``: no finish reason yet), an absent output count is not yet
+    known (the stream may be cut before its last chunk), not 0."""
+    if meta is None:
+        return None
+    prompt, tool = _get(meta, "prompt_token_count"), _get(meta, "tool_use_prompt_token_count")
+    candidates, thoughts = _get(meta, "candidates_token_count"), _get(meta, "thoughts_token_count")
+    if prompt is None and candidates is None and thoughts is None and _get(meta, "total_token_count") is None:
+        return Usage(model=model, response_id=response_id)  # nothing reported
+    known = final or candidates is not None or thoughts is not None
+    output = _sum(candidates, thoughts) if known else None
+    return Usage(
+        input_tokens=_sum(prompt, tool), output_tokens=output,
+        cache_read_tokens=_get(meta, "cached_content_token_count"), reasoning_tokens=thoughts,
+        model=model, response_id=response_id,  # the provider: the call's (Gemini API or Vertex)
+    )  # fmt: skip
+
+
+def _sum(a: Any, b: Any) -> Any:
+    """a + b where an absent count (left out of the JSON) is 0; a non-count goes through as is
+    (the usage record rejects it)."""
+    if b is None:
+        return 0 if a is None else a
+    if a is None:
+        return b
+    if type(a) is int and type(b) is int:
+        return a + b
+    return a if type(a) is not int else b  # the invalid one, for the usage record to reject
+
+
+def _audio(details: Any) -> Any:
+    """Audio tokens of a modality breakdown (``[{modality: AUDIO, token_count: n}, ...]``)."""
+    total = None
+    for entry in details or ():
+        modality = _get(entry, "modality")
+        if str(getattr(modality, "value", modality)).upper() == "AUDIO":
+            total = (total or 0) + (_get(entry, "token_count") or 0)
+    return total
+
+
+def _billing(meta: Any) -> Billing | None:
+    if meta is None:
+        return None
+    heard = _audio(_get(meta, "prompt_tokens_details"))
+    cached = _audio(_get(meta, "cache_tokens_details"))
+    spoken = _audio(_get(meta, "candidates_tokens_details"))
+    if not heard and not cached and not spoken:
+        return None
+    return Billing.of(None, {"input_audio_tokens": heard, "cache_audio_read_tokens": cached,
+                             "output_audio_tokens": spoken})  # fmt: skip
+
+
+def _reason(value: Any) -> str | None:
+    """A finish reason as the API names it, lower case (``STOP`` -> ``stop``)."""
+    if value is None:
+        return None
+    value = getattr(value, "value", value)
+    return str(value).lower() if value else None
+
+
+def _response(result: Any) -> Response:
+    model, rid = _get(result, "model_version"), _get(result, "response_id")
+    reasons = tuple(r for r in (_reason(_get(c, "finish_reason")) for c in _get(result, "candidates") or ()) if r)
+    meta = _get(result, "usage_metadata")
+    return Response(_usage(meta, model, rid), model, rid, reasons, _billing(meta))
+
+
+class _Accumulator(Accumulator):
+    """Stream chunks: running usage (the last chunk's wins), model, id, text, finish reasons."""
+
+    def __init__(self, given: dict[str, Any], sent: dict[str, Any]) -> None:
+        super().__init__()
+        self._meta: Any = None  # the last usage_metadata
+
+    def add(self, chunk: Any) -> bool:
+        self.model = _get(chunk, "model_version") or self.model
+        self.response_id = _get(chunk, "response_id") or self.response_id
+        final = False
+        for candidate in _get(chunk, "candidates") or ():
+            for part in _get(_get(candidate, "content"), "parts") or ():
+                text = _get(part, "text")
+                if isinstance(text, str) and text:
+                    self.text.append(text)
+            reason = _reason(_get(candidate, "finish_reason"))
+            if reason:
+                self.finish_reasons, final = [reason], True
+        meta = _get(chunk, "usage_metadata")
+        if meta is not None:
+            self.usage, self._meta = _usage(meta, self.model, self.response_id, final), meta
+            self.billing = _billing(meta)
+        return True
+
+    def end_call(self, call: Call, how: str, error: BaseException | str | None = None,
+                 once: str | None = None) -> None:  # fmt: skip
+        """A stream's request is sent at its first read: an HTTP failure ends it here. A
+        stream read to its end without a finish reason: its last usage is the whole."""
+        if isinstance(error, BaseException):
+            error = _failure(error)
+        elif error is None and how == "exhausted" and self._meta is not None and not self.invalid \
+                and self.usage is not None and self.usage.output_tokens is None:  # fmt: skip
+            self.usage = _usage(self._meta, self.model, self.response_id)
+        super().end_call(call, how, error, once)
+
+
+def _always(_kwargs: dict[str, Any]) -> bool:
+    return True
+
+
+def _failure(exc: BaseException) -> BaseException | str:
+    """The SDK raises one ``ClientError``/``ServerError`` for every status: ``error.type`` is
+    the HTTP status (``429``, ``503``), as the alerts on rate limits and server errors read it."""
+    code = getattr(exc, "code", None)
+    return str(code) if type(code) is int and 400 <= code <= 599 else exc
+
+
+_OPERATIONS = {
+    "generate": Operation("chat", _provider, _server, _request, _response, failure=_failure),
+    "generate_stream": Operation("chat", _provider, _server, _request, _response, _Accumulator,
+                                 is_stream=_always, failure=_failure),  # fmt: skip
+}
+
+
+def wrapper(name: str, is_async: bool) -> Callable[..., Any]:
+    """The wrapt wrapper of one patched method (:mod:`.google_genai_patches` installs it)."""
+    return operation_wrapper(_OPERATIONS[name], is_async)

@@ -1,0 +1,50 @@
+"""What ``instrument()`` installs for the ``google-genai`` SDK: the patch table, nothing per call.
+
+Each billed request is patched, not the public method around it: ``Models.generate_content``
+may send several requests (automatic function calling, continuation hops), each billed and
+each reported with its own ``usage_metadata``; ``_generate_content`` and
+``_generate_content_stream`` (and their ``AsyncModels`` twins behind ``client.aio``) send one
+each. The per-call machinery is :mod:`.google_genai`, imported at the first call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..patching import Backend, SdkPatches, deferred
+
+__all__ = ["BACKEND", "DEPENDENCIES", "install", "uninstall"]
+
+BACKEND = Backend(
+    "GoogleGenAIInstrumentor",
+    "The ``google-genai`` SDK: ``models.generate_content`` and ``generate_content_stream``, sync and async, Gemini API and Vertex AI (each billed request).",
+    requirements=("google-genai >= 1.0, < 4",),
+    extra="google-genai",
+    apis=("gemini_contents",),
+)
+DEPENDENCIES: tuple[str, ...] = BACKEND.requirements
+_SDK = "otel_tokens.capture.sdk.google_genai"
+_CALL, _STREAM = deferred(_SDK, "generate"), deferred(_SDK, "generate_stream")
+
+#: (module, class, method, wrapper factory)
+_TARGETS: tuple[tuple[str, str, str, Any], ...] = (
+    ("google.genai.models", "Models", "_generate_content", _CALL),
+    ("google.genai.models", "AsyncModels", "_generate_content", _CALL),
+    ("google.genai.models", "Models", "_generate_content_stream", _STREAM),
+    ("google.genai.models", "AsyncModels", "_generate_content_stream", _STREAM),
+    # every response and chunk, as sent, where the SDK makes its object of it (see .sent)
+    ("google.genai.types", "GenerateContentResponse", "_from_response",
+     deferred("otel_tokens.capture.sent", "genai")),
+)
+
+_PATCHES = SdkPatches("google.genai", _TARGETS)
+
+
+def install(**_: Any) -> bool:
+    """Patch the SDK now if it is imported, else as soon as the application imports it."""
+    return _PATCHES.install()
+
+
+def uninstall() -> None:
+    """Restore the original SDK methods (identity checks hold)."""
+    _PATCHES.uninstall()

@@ -1,0 +1,67 @@
+"""What ``instrument()`` installs for the ``openai`` SDK: the patch table, nothing per call.
+
+The methods are wrapped as described in :mod:`.openai`, which holds the per-call
+machinery and is imported at the first patched call (start-up cost).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..patching import Backend, SdkPatches, deferred
+
+__all__ = ["BACKEND", "DEPENDENCIES", "install", "uninstall"]
+
+BACKEND = Backend(
+    "OpenAIInstrumentor",
+    "The ``openai`` SDK: chat completions, Responses, embeddings (sync, async, streams).",
+    requirements=("openai >= 1.40, < 4",),
+    extra="openai",
+    apis=("openai_chat", "openai_responses", "openai_embeddings", "openai_completions"),
+)
+DEPENDENCIES: tuple[str, ...] = BACKEND.requirements
+_SDK = "otel_tokens.capture.sdk.openai"
+_CHAT, _RESPONSES = deferred(_SDK, "chat"), deferred(_SDK, "responses")
+_RETRIEVE, _EMBEDDINGS = deferred(_SDK, "retrieve"), deferred(_SDK, "embeddings")
+_COMPLETIONS, _AUDIO = deferred(_SDK, "completions"), deferred(_SDK, "transcriptions")
+_RUNS, _RUNS_STREAM = deferred(_SDK, "runs"), deferred(_SDK, "runs_stream")
+_RUNS_MODULE = "openai.resources.beta.threads.runs.runs"
+#: every body and stream event, as sent, where the client makes its object of it (see .sent)
+_SENT = ("openai._base_client", "BaseClient", "_process_response_data",
+         deferred("otel_tokens.capture.sent", "openai"))
+#: ... and where a response object's ``parse()`` rebuilds that object (``.parse()`` methods);
+#: a gateway's cost header (LiteLLM proxy) is read there too, before the body (see .sent)
+_PARSE = deferred("otel_tokens.capture.sent", "parse")
+
+
+def _both(module: str, cls: str, methods: tuple[str, ...], factory: object) -> list:
+    """The sync class and its ``Async`` twin, for each method."""
+    return [(module, name, method, factory) for name in (cls, f"Async{cls}") for method in methods]
+
+
+_PATCHES = SdkPatches("openai", [
+    *_both("openai.resources.chat.completions", "Completions", ("create", "parse"), _CHAT),
+    *_both("openai.resources.responses", "Responses", ("create", "parse", "compact"), _RESPONSES),
+    *_both("openai.resources.responses", "Responses", ("retrieve",), _RETRIEVE),
+    *_both("openai.resources.embeddings", "Embeddings", ("create",), _EMBEDDINGS),
+    *_both("openai.resources.completions", "Completions", ("create",), _COMPLETIONS),
+    *_both("openai.resources.audio.transcriptions", "Transcriptions", ("create",), _AUDIO),
+    *_both("openai.resources.audio.translations", "Translations", ("create",), _AUDIO),
+    *_both(_RUNS_MODULE, "Runs", ("create", "retrieve", "submit_tool_outputs"), _RUNS),
+    *_both(_RUNS_MODULE, "Runs", ("stream", "create_and_stream", "submit_tool_outputs_stream"),
+           _RUNS_STREAM),
+    _SENT,
+    ("openai._response", "APIResponse", "parse", _PARSE),
+    ("openai._response", "AsyncAPIResponse", "parse", _PARSE),
+    ("openai._legacy_response", "LegacyAPIResponse", "parse", _PARSE),
+])  # fmt: skip
+
+
+def install(**_: Any) -> bool:
+    """Patch the SDK now if it is imported, else as soon as the application imports it."""
+    return _PATCHES.install()
+
+
+def uninstall() -> None:
+    """Restore the original SDK methods (identity checks hold)."""
+    _PATCHES.uninstall()

@@ -1,0 +1,26 @@
+"""Which wire format a POST path speaks: the formats in the order they are tried."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import anthropic, cohere, gemini, ollama, openai
+from .base import Wire
+
+__all__ = ["Wire", "find"]
+
+#: the more specific paths first: OpenAI's suffixes are the most general
+_FORMATS: tuple[Any, ...] = (gemini, ollama, anthropic, cohere, openai)
+_SUFFIXES = tuple(suffix for module in _FORMATS for suffix in module.SUFFIXES)
+
+
+def find(path: str) -> Wire | None:
+    """The wire format a POST to ``path`` speaks, or None (nearly every request: one test of
+    the path's end, and one for Gemini's ``:method`` paths)."""
+    if not path.endswith(_SUFFIXES) and ":" not in path:
+        return None
+    for module in _FORMATS:
+        wire = module.recognise(path)
+        if wire is not None:
+            return wire
+    return None
