@@ -135,6 +135,16 @@ def _host_matches(pattern: str, url: _Parsed) -> bool:
     return found is not None and found.end() > len(url.origin) and re.escape(domain) in pattern
 
 
+def _azure_ai_inference(url: _Parsed, found: str | None) -> bool:
+    """Azure AI model inference (Foundry's ``/models`` route, serverless
+    ``*.inference.ai.azure.com``), which Azure OpenAI's ``/openai`` routes on the same hosts
+    are not."""
+    if url.host.endswith(".inference.ai.azure.com"):
+        return True
+    path = url.full[len(url.origin):].lstrip(":0123456789")
+    return found == "azure" and (path == "/models" or path.startswith("/models/"))
+
+
 def _resolve(url: str, host: str | None, default: str, platform: str | None,
              overrides: Any) -> Endpoint:  # fmt: skip
     parsed = _parsed(url)
@@ -147,6 +157,8 @@ def _resolve(url: str, host: str | None, default: str, platform: str | None,
     if found == "google":
         vertex = host is not None and "aiplatform" in host
         return Endpoint("gcp.vertex_ai" if vertex else "gcp.gemini", price_id=found)
+    if parsed is not None and _azure_ai_inference(parsed, found):
+        return Endpoint("azure.ai.inference", price_id="azure")
     if found is not None:
         return Endpoint(SEMCONV_NAMES.get(found, found), price_id=found)
     if not host:

@@ -380,3 +380,24 @@ def test_a_provider_url_prefix_matches_up_to_a_boundary():
                     overrides=rules).provider == "gw.corp.evil.example"  # fmt: skip
     assert endpoint("https://gw.corp@evil.example/v1", "evil.example", "openai",
                     overrides=rules).provider == "evil.example"  # fmt: skip
+
+
+@pytest.mark.parametrize(("url", "provider"), [
+    ("https://res.services.ai.azure.com/models", "azure.ai.inference"),
+    ("https://res.services.ai.azure.com:443/models/chat/completions", "azure.ai.inference"),
+    ("https://llama.eastus2.inference.ai.azure.com/v1", "azure.ai.inference"),
+    ("https://res.services.ai.azure.com/openai/v1", "azure.ai.openai"),
+    ("https://res.openai.azure.com/openai/deployments/gpt", "azure.ai.openai"),
+    ("https://evil.example/models", "evil.example"),
+])  # fmt: skip
+def test_azure_ai_model_inference_is_named_apart_from_azure_openai(url, provider):
+    """azure-ai-inference's routes (Foundry ``/models``, serverless ``*.inference.ai.azure.com``)
+    are ``azure.ai.inference``, priced at Azure; Azure OpenAI's on the same host are not."""
+    from urllib.parse import urlsplit
+
+    from otel_tokens.endpoints import clear_cache, endpoint
+
+    clear_cache()
+    found = endpoint(url, urlsplit(url).hostname, "openai")
+    assert found.provider == provider
+    assert found.price_id == ("azure" if "azure" in url else None)
