@@ -123,6 +123,9 @@ class Settings:
     copilot_usage_file: bool = True  # exact Copilot usage through --usage-output-file
     cli_names: Mapping[str, str] = field(default_factory=dict)
     backends: tuple[tuple[str, str], ...] = ()
+    #: entry points ``opentelemetry-instrument`` does not load (OTEL_PYTHON_DISABLED_INSTRUMENTATIONS;
+    #: "*": none), shown by ``otel-tokens check``
+    disabled_instrumentations: frozenset[str] = frozenset()
     #: base-URL prefix (lower case) -> provider name, for private gateways (OTEL_TOKENS_PROVIDER_URLS)
     provider_urls: tuple[tuple[str, str], ...] = ()
     debug: bool = False
@@ -353,6 +356,12 @@ def _backends(reader: _Reader) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def _comma_list(reader: _Reader, name: str) -> frozenset[str]:
+    """A comma-separated list of names (blank entries dropped)."""
+    raw = reader.text(name) or ""
+    return frozenset(filter(None, (entry.strip() for entry in raw.split(","))))
+
+
 def _provider_urls(reader: _Reader) -> tuple[tuple[str, str], ...]:
     """``OTEL_TOKENS_PROVIDER_URLS``: ``base-url=provider`` entries separated by ``;``."""
     pairs = []
@@ -428,6 +437,7 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
         copilot_usage_file=r.boolean("OTEL_TOKENS_COPILOT_USAGE_FILE", default=True),
         cli_names=_cli_names(r),
         backends=_backends(r),
+        disabled_instrumentations=_comma_list(r, "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"),
         provider_urls=_provider_urls(r),
         debug=r.boolean("OTEL_TOKENS_DEBUG"),
         problems=tuple(r.problems),
