@@ -356,10 +356,14 @@ def _backends(reader: _Reader) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def _comma_list(reader: _Reader, name: str) -> frozenset[str]:
-    """A comma-separated list of names (blank entries dropped)."""
-    raw = reader.text(name) or ""
-    return frozenset(filter(None, (entry.strip() for entry in raw.split(","))))
+def _instrumentation(reader: _Reader) -> dict[str, Any]:
+    """What is wrapped beyond the backends, and which entry points ``opentelemetry-instrument``
+    skips (OTEL_PYTHON_DISABLED_INSTRUMENTATIONS: comma-separated, ``*`` all)."""
+    skipped = reader.text("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS") or ""
+    return {
+        "backends": _backends(reader),
+        "disabled_instrumentations": frozenset(filter(None, map(str.strip, skipped.split(",")))),
+    }
 
 
 def _provider_urls(reader: _Reader) -> tuple[tuple[str, str], ...]:
@@ -436,8 +440,7 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
         copilot_json=r.boolean("OTEL_TOKENS_COPILOT_JSON"),
         copilot_usage_file=r.boolean("OTEL_TOKENS_COPILOT_USAGE_FILE", default=True),
         cli_names=_cli_names(r),
-        backends=_backends(r),
-        disabled_instrumentations=_comma_list(r, "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS"),
+        **_instrumentation(r),
         provider_urls=_provider_urls(r),
         debug=r.boolean("OTEL_TOKENS_DEBUG"),
         problems=tuple(r.problems),
