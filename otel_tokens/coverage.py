@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["CLIENTS", "NOT_RECORDED", "Client", "installed", "normalise"]
+__all__ = ["CLIENTS", "NOT_RECORDED", "Client", "installed_distributions", "normalise"]
 
 #: how every row that records nothing starts its ``recorded`` text
 NOT_RECORDED = "not recorded"
@@ -165,7 +165,7 @@ def normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def installed() -> dict[str, str]:
+def installed_distributions() -> dict[str, str]:
     """Every distribution on ``sys.path``: normalised name -> version (read from the
     metadata; nothing is imported)."""
     from importlib import metadata

@@ -3,8 +3,8 @@
 Prints versions, every setting that cannot be used (each is a problem), the instrumentors
 (available: their library is installed; active: turned on by ``instrument()`` in this check;
 registered for ``opentelemetry-instrument``), the model clients installed and whether each is
-recorded (:mod:`otel_tokens.coverage`; one that is not is said, not a problem), where telemetry goes under the current
-environment, the ledger file, the budgets in force (enforced or alerting), the fleet ledger and
+recorded (:mod:`otel_tokens.coverage`; one that is not is said, not a problem), where
+telemetry goes under the current environment, the ledger file, the budgets in force (enforced or alerting), the fleet ledger and
 whether it answers, and the date of the bundled genai-prices data.
 """
 
@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from otel_tokens.coverage import CLIENTS, Client, installed_distributions, normalise
 from otel_tokens.redact import redact
 
 _PACKAGES = ("otel-tokens", "opentelemetry-api", "opentelemetry-sdk",
@@ -126,9 +127,7 @@ def _clients(active: list[str], found: Any) -> None:
     """Every model client installed here (package metadata: nothing is imported) and whether
     and how it is recorded under the current settings. Information, never a problem: a
     client otel_tokens cannot record is still the application's to use."""
-    from otel_tokens.coverage import CLIENTS, installed, normalise
-
-    present = installed()
+    present = installed_distributions()
     rows = [client for client in CLIENTS if normalise(client.distribution) in present]
     if not rows:
         click.echo("model clients: none that otel_tokens knows of is installed")
@@ -144,19 +143,17 @@ def _clients(active: list[str], found: Any) -> None:
                    "telemetry)")  # fmt: skip
 
 
-def _label(client: Any, present: dict[str, str]) -> str:
+def _label(client: Client, present: dict[str, str]) -> str:
     """A row's name, with the installed version on the library's own row."""
-    from otel_tokens.coverage import normalise
-
     if client.name != client.distribution:
         return str(client.name)
     return f"{client.name} {_printable(present[normalise(client.distribution)])}"
 
 
-def _verdict(client: Any, active: list[str], disabled: frozenset[str]) -> str:
+def _verdict(client: Client, active: list[str], disabled: frozenset[str]) -> str:
     """Whether ``client`` is recorded here: by what, or why not."""
     if not client.is_recorded:
-        return client.recorded.replace("not recorded", "NOT recorded", 1)
+        return "NOT" + client.recorded.removeprefix("not")  # "NOT recorded ...": it stands out
     off = [name for name in client.backends if name not in active]
     if off:
         return f"NOT recorded: the {', '.join(off)} instrumentor is off (see instrumentors)"
