@@ -38,6 +38,7 @@ class Client:
 
 _SDK = "yes: its SDK capture"
 _ANY = "yes: the HTTP layer, any POST in the OpenAI, Anthropic, Gemini, Cohere or Ollama format"
+_GRPC_DEFAULT = f"{NOT_RECORDED} yet: gRPC, its default transport"
 _NAMES = "agent names (its calls: its model client's row)"
 
 
@@ -107,9 +108,8 @@ CLIENTS: tuple[Client, ...] = (
            _ANY, ("http",)),
     # provider SDKs not recorded
     Client("google-cloud-aiplatform", "google-cloud-aiplatform",
-           "`vertexai` `GenerativeModel.generate_content`", f"{NOT_RECORDED} yet: gRPC", ()),
-    Client("vertexai", "vertexai", "`GenerativeModel.generate_content`",
-           f"{NOT_RECORDED} yet: gRPC", ()),
+           "`vertexai` `GenerativeModel.generate_content`", _GRPC_DEFAULT, ()),
+    Client("vertexai", "vertexai", "`GenerativeModel.generate_content`", _GRPC_DEFAULT, ()),
     Client("google-generativeai", "google-generativeai", "`GenerativeModel.generate_content`",
            f"{NOT_RECORDED}: gRPC (a deprecated SDK: use google-genai)", ()),
     Client("ibm-watsonx-ai", "ibm-watsonx-ai", "`ModelInference` chat, generate",
@@ -117,7 +117,7 @@ CLIENTS: tuple[Client, ...] = (
     Client("xai-sdk", "xai-sdk", "`chat.create`, `sample`, `stream`",
            f"{NOT_RECORDED} yet: gRPC", ()),
     Client("replicate", "replicate", "`run`, predictions",
-           f"{NOT_RECORDED}: predictions report no tokens", ()),
+           f"{NOT_RECORDED}: its predictions API is no known wire format", ()),
     # recorded through another library's capture
     Client("claude-agent-sdk", "claude-agent-sdk", "`query`, `ClaudeSDKClient`",
            _through("the Claude Code CLI parser (exact)"), ("agent_cli",)),

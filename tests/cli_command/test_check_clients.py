@@ -77,7 +77,7 @@ def test_a_client_that_is_not_recorded_is_said_and_is_no_failure(tmp_path):
     assert rows["xai-sdk 1.4.0"] == "NOT recorded yet: gRPC"
     (replicate,) = [label for label in rows if label.startswith("replicate ")]
     assert "\x1b" not in replicate and len(replicate) < 60
-    assert rows[replicate] == "NOT recorded: predictions report no tokens"
+    assert rows[replicate] == "NOT recorded: its predictions API is no known wire format"
     assert "installed, not recorded: their calls are missing from the telemetry" in done.stdout
 
 
