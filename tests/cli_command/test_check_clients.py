@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import clean_env
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,10 +50,27 @@ def fake_distribution(folder: Path, name: str, version: str) -> Path:
     return folder
 
 
-def test_the_installed_clients_are_listed_with_how_each_is_recorded():
-    done = check()
-    assert done.returncode == 0, done.stderr
-    rows = clients(done.stdout)
+@pytest.fixture(scope="module")
+def made_up(tmp_path_factory) -> Path:
+    """A folder of distributions as pip records them: xai-sdk (gRPC: nothing records it),
+    replicate with an untrusted version (escape codes, 10 kB), claude-agent-sdk, and crewai's
+    metadata without its package (a broken install: its instrumentor cannot turn on)."""
+    folder = tmp_path_factory.mktemp("site")
+    fake_distribution(folder, "xai-sdk", "1.4.0")
+    fake_distribution(folder, "replicate", "1.0\x1b[31m" + "9" * 10_000)
+    fake_distribution(folder, "claude-agent-sdk", "0.1.0")
+    fake_distribution(folder, "crewai", "1.2.0")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def checked(made_up) -> subprocess.CompletedProcess:
+    return check(made_up)
+
+
+def test_the_installed_clients_are_listed_with_how_each_is_recorded(checked):
+    assert checked.returncode == 0, checked.stderr
+    rows = clients(checked.stdout)
     for name, verdict in (("groq", "yes: the HTTP layer (OpenAI format)"),
                           ("mistralai", "yes: the HTTP layer (OpenAI format)"),
                           ("cohere", "yes: the HTTP layer (Cohere format)"),
@@ -63,34 +82,33 @@ def test_the_installed_clients_are_listed_with_how_each_is_recorded():
     assert rows["openai Realtime"] == "NOT recorded yet"
     assert rows["anthropic Message Batches results"] == "NOT recorded yet"
     assert rows["huggingface_hub text_generation"] == "NOT recorded: not a known wire format"
-    assert "xai-sdk" not in done.stdout  # not installed here: not listed
+    assert rows["claude-agent-sdk 0.1.0"] == "yes: through the Claude Code CLI parser (exact)"
 
 
-def test_a_client_that_is_not_recorded_is_said_and_is_no_failure(tmp_path):
-    """xai-sdk speaks gRPC: nothing records it. The check says so and still passes; a version
-    string from the metadata is untrusted (escape codes, 10 kB) and printed bounded."""
-    fake_distribution(tmp_path, "xai-sdk", "1.4.0")
-    fake_distribution(tmp_path, "replicate", "1.0\x1b[31m" + "9" * 10_000)
-    done = check(tmp_path)
-    assert done.returncode == 0, done.stderr
-    rows = clients(done.stdout)
+def test_a_client_that_is_not_recorded_is_said_and_is_no_failure(checked):
+    """xai-sdk speaks gRPC: nothing records it. The check says so and still passes; the
+    version string from the metadata is printed bounded, without its escape codes."""
+    assert checked.returncode == 0, checked.stderr
+    rows = clients(checked.stdout)
     assert rows["xai-sdk 1.4.0"] == "NOT recorded yet: gRPC"
     (replicate,) = [label for label in rows if label.startswith("replicate ")]
     assert "\x1b" not in replicate and len(replicate) < 60
     assert rows[replicate] == "NOT recorded: its predictions API is no known wire format"
-    assert "installed, not recorded: their calls are missing from the telemetry" in done.stdout
+    assert "installed, not recorded: their calls are missing from the telemetry" in checked.stdout
 
 
-def test_a_capture_disabled_for_opentelemetry_instrument_is_said(tmp_path):
+def test_a_client_whose_instrumentor_cannot_turn_on_is_not_recorded(checked):
+    """The check says crewai's calls go unnamed rather than listing it as covered."""
+    assert clients(checked.stdout)["crewai 1.2.0"] == (
+        "NOT recorded: the crewai instrumentor is off (see instrumentors)"
+    )
+
+
+def test_a_capture_disabled_for_opentelemetry_instrument_is_said(made_up):
     """claude-agent-sdk is recorded through the Claude Code CLI parser, groq by the HTTP layer:
     with their entry points disabled, ``opentelemetry-instrument`` records neither."""
-    fake_distribution(tmp_path, "claude-agent-sdk", "0.1.0")
-    done = check(tmp_path)
-    assert clients(done.stdout)["claude-agent-sdk 0.1.0"] == (
-        "yes: through the Claude Code CLI parser (exact)"
-    )
     done = check(
-        tmp_path, OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=" otel_tokens_agent_cli,otel_tokens_http"
+        made_up, OTEL_PYTHON_DISABLED_INSTRUMENTATIONS=" otel_tokens_agent_cli,otel_tokens_http"
     )
     assert done.returncode == 0, done.stderr
     rows = clients(done.stdout)
@@ -103,15 +121,5 @@ def test_a_capture_disabled_for_opentelemetry_instrument_is_said(tmp_path):
         "OTEL_PYTHON_DISABLED_INSTRUMENTATIONS (otel_tokens_http)"
     )
     assert rows[f"openai {md.version('openai')}"] == "yes: its SDK capture"
-    everything = check(tmp_path, OTEL_PYTHON_DISABLED_INSTRUMENTATIONS="*")
+    everything = check(made_up, OTEL_PYTHON_DISABLED_INSTRUMENTATIONS="*")
     assert "disabled by" in clients(everything.stdout)[f"openai {md.version('openai')}"]
-
-
-def test_a_client_whose_instrumentor_cannot_turn_on_is_not_recorded(tmp_path):
-    """crewai's metadata without its package (a broken install): its instrumentor stays off,
-    and the check says its calls go unnamed rather than listing it as covered."""
-    fake_distribution(tmp_path, "crewai", "1.2.0")
-    done = check(tmp_path)
-    assert clients(done.stdout)["crewai 1.2.0"] == (
-        "NOT recorded: the crewai instrumentor is off (see instrumentors)"
-    )
