@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["CLIENTS", "NOT_RECORDED", "Client", "installed_distributions", "normalise"]
+__all__ = ["CLIENTS", "NOT_RECORDED", "Client", "installed_versions", "normalise"]
 
 #: how every row that records nothing starts its ``recorded`` text
 NOT_RECORDED = "not recorded"
@@ -59,7 +59,8 @@ def _framework(name: str, backend: str, styles: str = "its agents' model calls")
 CLIENTS: tuple[Client, ...] = (
     # provider SDKs with a capture of their own
     Client("openai", "openai", "chat completions, Responses, completions, embeddings, "
-           "transcriptions, Assistants runs; sync, async, streams, raw responses", _SDK, ("openai",)),
+           "transcriptions, Assistants runs; sync, async, streams, raw responses", _SDK,
+           ("openai",)),
     Client("openai images", "openai", "`images.generate`, `images.edit`",
            f"{NOT_RECORDED} yet", ()),
     Client("openai audio.speech", "openai", "`audio.speech.create`", f"{NOT_RECORDED} yet", ()),
@@ -165,23 +166,25 @@ def normalise(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def installed_distributions() -> dict[str, str]:
-    """Every distribution on ``sys.path``: normalised name -> version (read from the
-    metadata; nothing is imported)."""
-    from importlib import metadata
-
+def installed_versions() -> dict[str, str]:
+    """distribution -> installed version, for each distribution :data:`CLIENTS` names that is
+    installed (read from its metadata, found as pip and ``import`` find it; nothing imported)."""
     found: dict[str, str] = {}
-    for dist in metadata.distributions():
-        name = _name_of(dist)
-        if name:
-            found.setdefault(normalise(name), str(dist.version or "?"))
+    for name in dict.fromkeys(client.distribution for client in CLIENTS):
+        version = _version_of(name)
+        if version is not None:
+            found[name] = version
     return found
 
 
-def _name_of(dist: object) -> str | None:
-    """A distribution's declared name, or None (metadata that cannot be read: left out)."""
+def _version_of(name: str) -> str | None:
+    """The version of distribution ``name``; None when it is not installed."""
+    from importlib import metadata
+
     try:
-        name = dist.metadata["Name"]  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001 - a broken install must not break the listing
+        version = metadata.version(name)
+    except metadata.PackageNotFoundError:
         return None
-    return name if isinstance(name, str) else None
+    except Exception:  # noqa: BLE001 - metadata that cannot be read: installed, version unknown
+        return "?"
+    return version if isinstance(version, str) else "?"

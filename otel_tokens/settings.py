@@ -123,8 +123,8 @@ class Settings:
     copilot_usage_file: bool = True  # exact Copilot usage through --usage-output-file
     cli_names: Mapping[str, str] = field(default_factory=dict)
     backends: tuple[tuple[str, str], ...] = ()
-    #: entry points ``opentelemetry-instrument`` does not load (OTEL_PYTHON_DISABLED_INSTRUMENTATIONS;
-    #: "*": none), shown by ``otel-tokens check``
+    #: entry points ``opentelemetry-instrument`` does not load ("*": none), shown by
+    #: ``otel-tokens check`` (OTEL_PYTHON_DISABLED_INSTRUMENTATIONS)
     disabled_instrumentations: frozenset[str] = frozenset()
     #: base-URL prefix (lower case) -> provider name, for private gateways (OTEL_TOKENS_PROVIDER_URLS)
     provider_urls: tuple[tuple[str, str], ...] = ()

@@ -4,8 +4,9 @@ Prints versions, every setting that cannot be used (each is a problem), the inst
 (available: their library is installed; active: turned on by ``instrument()`` in this check;
 registered for ``opentelemetry-instrument``), the model clients installed and whether each is
 recorded (:mod:`otel_tokens.coverage`; one that is not is said, not a problem), where
-telemetry goes under the current environment, the ledger file, the budgets in force (enforced or alerting), the fleet ledger and
-whether it answers, and the date of the bundled genai-prices data.
+telemetry goes under the current environment, the ledger file, the budgets in force (enforced
+or alerting), the fleet ledger and whether it answers, and the date of the bundled
+genai-prices data.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 
 import click
 
-from otel_tokens.coverage import CLIENTS, Client, installed_distributions, normalise
+from otel_tokens.coverage import CLIENTS, Client, installed_versions
 from otel_tokens.redact import redact
 
 _PACKAGES = ("otel-tokens", "opentelemetry-api", "opentelemetry-sdk",
@@ -124,11 +125,11 @@ def _instrumentors(active: list[str], problems: list[str]) -> None:
 
 
 def _clients(active: list[str], found: Any) -> None:
-    """Every model client installed here (package metadata: nothing is imported) and whether
+    """Every model client installed here (its package metadata: nothing is imported) and whether
     and how it is recorded under the current settings. Information, never a problem: a
     client otel_tokens cannot record is still the application's to use."""
-    present = installed_distributions()
-    rows = [client for client in CLIENTS if normalise(client.distribution) in present]
+    present = installed_versions()
+    rows = [client for client in CLIENTS if client.distribution in present]
     if not rows:
         click.echo("model clients: none that otel_tokens knows of is installed")
         return
@@ -147,7 +148,7 @@ def _label(client: Client, present: dict[str, str]) -> str:
     """A row's name, with the installed version on the library's own row."""
     if client.name != client.distribution:
         return str(client.name)
-    return f"{client.name} {_printable(present[normalise(client.distribution)])}"
+    return f"{client.name} {_printable(present[client.distribution])}"
 
 
 def _verdict(client: Client, active: list[str], disabled: frozenset[str]) -> str:
