@@ -123,6 +123,9 @@ class Settings:
     copilot_usage_file: bool = True  # exact Copilot usage through --usage-output-file
     cli_names: Mapping[str, str] = field(default_factory=dict)
     backends: tuple[tuple[str, str], ...] = ()
+    #: entry points ``opentelemetry-instrument`` does not load ("*": none), shown by
+    #: ``otel-tokens check`` (OTEL_PYTHON_DISABLED_INSTRUMENTATIONS)
+    disabled_instrumentations: frozenset[str] = frozenset()
     #: base-URL prefix (lower case) -> provider name, for private gateways (OTEL_TOKENS_PROVIDER_URLS)
     provider_urls: tuple[tuple[str, str], ...] = ()
     debug: bool = False
@@ -353,6 +356,16 @@ def _backends(reader: _Reader) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def _instrumentation(reader: _Reader) -> dict[str, Any]:
+    """What is wrapped beyond the backends, and which entry points ``opentelemetry-instrument``
+    skips (OTEL_PYTHON_DISABLED_INSTRUMENTATIONS: comma-separated, ``*`` all)."""
+    skipped = reader.text("OTEL_PYTHON_DISABLED_INSTRUMENTATIONS") or ""
+    return {
+        "backends": _backends(reader),
+        "disabled_instrumentations": frozenset(filter(None, map(str.strip, skipped.split(",")))),
+    }
+
+
 def _provider_urls(reader: _Reader) -> tuple[tuple[str, str], ...]:
     """``OTEL_TOKENS_PROVIDER_URLS``: ``base-url=provider`` entries separated by ``;``."""
     pairs = []
@@ -427,7 +440,7 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
         copilot_json=r.boolean("OTEL_TOKENS_COPILOT_JSON"),
         copilot_usage_file=r.boolean("OTEL_TOKENS_COPILOT_USAGE_FILE", default=True),
         cli_names=_cli_names(r),
-        backends=_backends(r),
+        **_instrumentation(r),
         provider_urls=_provider_urls(r),
         debug=r.boolean("OTEL_TOKENS_DEBUG"),
         problems=tuple(r.problems),

@@ -2,9 +2,11 @@
 
 Prints versions, every setting that cannot be used (each is a problem), the instrumentors
 (available: their library is installed; active: turned on by ``instrument()`` in this check;
-registered for ``opentelemetry-instrument``), where telemetry goes under the current
-environment, the ledger file, the budgets in force (enforced or alerting), the fleet ledger and
-whether it answers, and the date of the bundled genai-prices data.
+registered for ``opentelemetry-instrument``), the model clients installed and whether each is
+recorded (:mod:`otel_tokens.coverage`; one that is not is said, not a problem), where
+telemetry goes under the current environment, the ledger file, the budgets in force (enforced
+or alerting), the fleet ledger and whether it answers, and the date of the bundled
+genai-prices data.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 
 import click
 
+from otel_tokens.coverage import CLIENTS, Client, installed_versions
 from otel_tokens.redact import redact
 
 _PACKAGES = ("otel-tokens", "opentelemetry-api", "opentelemetry-sdk",
@@ -63,7 +66,9 @@ def check() -> None:
     found = settings.current()
     _settings(found, problems)
     setup = otel_tokens.configure()
-    _instrumentors(otel_tokens.instrument(), problems)
+    active = otel_tokens.instrument()
+    _instrumentors(active, problems)
+    _clients(active, found)
     _telemetry(setup, found, problems)
     _budgets(found, warnings)
     _fleet(found, problems)
@@ -117,6 +122,54 @@ def _instrumentors(active: list[str], problems: list[str]) -> None:
         click.echo(f"  {name:<16} {state}{ep_text}")
     if not [n for n in active if n not in ("agent_backends",)]:
         problems.append("no instrumentor is active")
+
+
+def _clients(active: list[str], found: Any) -> None:
+    """Every model client installed here (its package metadata: nothing is imported) and whether
+    and how it is recorded under the current settings. Information, never a problem: a
+    client otel_tokens cannot record is still the application's to use."""
+    present = installed_versions()
+    rows = [client for client in CLIENTS if client.distribution in present]
+    if not rows:
+        click.echo("model clients: none that otel_tokens knows of is installed")
+        return
+    click.echo("model clients (installed; how each is recorded):")
+    labels = [_label(client, present) for client in rows]
+    width = max(map(len, labels)) + 2
+    for client, label in zip(rows, labels):
+        click.echo(f"  {label:<{width}}{_verdict(client, active, found.disabled_instrumentations)}")
+    silent = sum(not client.is_recorded for client in rows)
+    if silent:
+        click.echo(f"  ({silent} installed, not recorded: their calls are missing from the "
+                   "telemetry)")  # fmt: skip
+
+
+def _label(client: Client, present: dict[str, str]) -> str:
+    """A row's name, with the installed version on the library's own row."""
+    if client.name != client.distribution:
+        return str(client.name)
+    return f"{client.name} {_printable(present[client.distribution])}"
+
+
+def _verdict(client: Client, active: list[str], disabled: frozenset[str]) -> str:
+    """Whether ``client`` is recorded here: by what, or why not."""
+    if not client.is_recorded:
+        return "NOT" + client.recorded.removeprefix("not")  # "NOT recorded ...": it stands out
+    off = [name for name in client.backends if name not in active]
+    if off:
+        return f"NOT recorded: the {', '.join(off)} instrumentor is off (see instrumentors)"
+    named = [f"otel_tokens_{name}" for name in client.backends
+             if "*" in disabled or f"otel_tokens_{name}" in disabled]  # fmt: skip
+    if named:
+        return (f"NOT recorded under opentelemetry-instrument: disabled by "
+                f"OTEL_PYTHON_DISABLED_INSTRUMENTATIONS ({', '.join(named)}); "
+                f"instrument() and otel-tokens run: {client.recorded}")  # fmt: skip
+    return client.recorded
+
+
+def _printable(text: str, limit: int = 40) -> str:
+    """A version string from package metadata, safe to print (untrusted: any characters)."""
+    return "".join(ch if ch.isprintable() else "?" for ch in text[:limit])
 
 
 def _telemetry(setup: Any, found: Any, problems: list[str]) -> None:
