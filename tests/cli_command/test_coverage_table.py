@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from otel_tokens.capture import BACKENDS
-from otel_tokens.capture.wire import _FORMATS
+from otel_tokens.capture.wire.formats import _FORMATS
 from otel_tokens.coverage import CLIENTS, NOT_RECORDED, normalise
 
 README = Path(__file__).resolve().parents[2] / "README.md"
