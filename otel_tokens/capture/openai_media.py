@@ -1,0 +1,133 @@
+"""The ``openai`` SDK's image and speech endpoints (sync and async), on the one path of
+:mod:`.lifecycle` with the client, provider and cost header read as in :mod:`.openai_sdk`.
+
+* ``images.generate`` and ``images.edit``: the GPT image models report ``usage`` (input
+  tokens, text and image ones apart in ``input_tokens_details``; output tokens, image and
+  text apart in ``output_tokens_details`` where given), recorded as reported, the image
+  tokens as billed units priced at the model's image rates (genai-prices'
+  ``input_image_tokens``, ``output_image_tokens``). A streamed generation or edit
+  (``stream=True``, ``partial_images``) reports it once, on its ``*.completed`` event; the
+  partial images pass through unread. DALL-E 2 and 3 report none: the call is recorded with
+  its usage unknown (``usage_missing``), never 0. ``images.create_variation`` (DALL-E 2
+  only) likewise.
+* ``audio.speech.create``: the audio comes back with no usage (unknown, marked); with
+  ``stream_format="sse"`` the ``speech.audio.done`` event reports the tokens, read from the
+  body the SDK has already read. A ``with_streaming_response`` body is not read here
+  (unknown).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..usage import Billing, Usage
+from .lifecycle import Operation, Response, operation_wrapper, sdk_field
+from .openai_sdk import _client, _costed, _provider, _run_request, _server
+from .raw import _loads
+from .sent import note_header_cost
+from .stream import Accumulator
+
+__all__ = ["wrapper"]
+
+_get = sdk_field
+
+
+# -- images ------------------------------------------------------------------------------------
+def _image_usage(usage: Any, model: str | None) -> tuple[Usage | None, Billing | None]:
+    """(usage, image tokens billed apart) of an image endpoint's ``usage`` block."""
+    if usage is None:
+        return None, None
+    found = Usage(input_tokens=_get(usage, "input_tokens"),
+                  output_tokens=_get(usage, "output_tokens"), model=model)  # fmt: skip
+    heard = _get(_get(usage, "input_tokens_details"), "image_tokens")
+    drawn = _get(_get(usage, "output_tokens_details"), "image_tokens")
+    return found, Billing.of(None, {"input_image_tokens": heard, "output_image_tokens": drawn})
+
+
+def _svg_usage(usage: Any) -> Usage | None:
+    """An SVG generation's own usage (its model named, reasoning inside output)."""
+    if usage is None:
+        return None
+    return Usage(input_tokens=_get(usage, "input_tokens"),
+                 output_tokens=_get(usage, "output_tokens"),
+                 reasoning_tokens=_get(usage, "reasoning_tokens"), model=_get(usage, "model"))  # fmt: skip
+
+
+def _images_response(result: Any) -> Response:
+    """An ``ImagesResponse``: its token usage (GPT image models), else none (DALL-E)."""
+    usage, billing = _image_usage(_get(result, "usage"), None)
+    if usage is None:
+        usage = _svg_usage(_get(result, "svg_usage"))
+    return Response(usage, usage.model if usage is not None else None, billing=billing)
+
+
+class _ImagesAccumulator(Accumulator):
+    """A streamed generation or edit: the usage of its ``*.completed`` event (the last one
+    seen, should several come); partial images carry none."""
+
+    def __init__(self, given: dict[str, Any], sent: dict[str, Any]) -> None:
+        super().__init__()
+
+    def add(self, event: Any) -> bool:
+        kind = _get(event, "type")
+        if isinstance(kind, str) and kind.endswith(".completed"):
+            self.usage, self.billing = _image_usage(_get(event, "usage"), None)
+            self.finish_reasons = ["completed"]
+        return True
+
+
+# -- speech ------------------------------------------------------------------------------------
+_SPEECH_DONE = "speech.audio.done"
+_DONE = _SPEECH_DONE.encode()
+
+
+def _speech_events(body: bytes) -> Any:
+    """The ``data:`` payload of the last ``speech.audio.done`` event in a server-sent-events
+    body (None: none)."""
+    found = None
+    for line in body.splitlines():
+        if line.startswith(b"data:") and _DONE in line:
+            try:
+                event = _loads(line[5:].strip())
+            except ValueError:
+                continue  # not JSON: not the event
+            if _get(event, "type") == _SPEECH_DONE:
+                found = event
+    return found
+
+
+def _speech_response(result: Any) -> Response:
+    """The speech body the SDK read: events (``stream_format="sse"``) report usage on
+    ``speech.audio.done``; audio bytes report none."""
+    response = getattr(result, "response", None)
+    if type(result).__name__ != "HttpxBinaryResponseContent" or response is None:
+        return Response(None)  # a body not read yet (with_streaming_response): not read here
+    kind = response.headers.get("content-type") or ""
+    if "text/event-stream" not in kind:
+        return Response(None)  # audio: no usage
+    event = _speech_events(response.content)
+    usage = _get(event, "usage") if event is not None else None
+    if usage is None:
+        return Response(None)
+    return Response(Usage(input_tokens=_get(usage, "input_tokens"),
+                          output_tokens=_get(usage, "output_tokens")))  # fmt: skip
+
+
+def _never(_kwargs: dict[str, Any]) -> bool:
+    return False
+
+
+#: every openai operation's: its client read in one step, a raw response's cost header read
+_OPENAI: dict[str, Any] = {"client": _client, "raw_headers": note_header_cost}
+_OPERATIONS = {
+    "images": Operation("generate_content", _provider, _server, _run_request,
+                        _costed(_images_response), _ImagesAccumulator, **_OPENAI),
+    "speech": Operation("generate_content", _provider, _server, _run_request,
+                        _costed(_speech_response), is_stream=_never, **_OPENAI),
+}  # fmt: skip
+
+
+def wrapper(name: str, is_async: bool) -> Callable[..., Any]:
+    """The wrapt wrapper of one operation (:mod:`.openai_patches` installs it)."""
+    return operation_wrapper(_OPERATIONS[name], is_async)
