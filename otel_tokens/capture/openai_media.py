@@ -10,21 +10,34 @@
   partial images pass through unread. DALL-E 2 and 3 report none: the call is recorded with
   its usage unknown (``usage_missing``), never 0. ``images.create_variation`` (DALL-E 2
   only) likewise.
-* ``audio.speech.create``: the audio comes back with no usage (unknown, marked); with
-  ``stream_format="sse"`` the ``speech.audio.done`` event reports the tokens, read from the
-  body the SDK has already read. A ``with_streaming_response`` body is not read here
-  (unknown).
+* ``audio.speech.create``: the audio comes back with no usage (unknown, marked; its bytes
+  are never read here); with ``stream_format="sse"`` the ``speech.audio.done`` event reports
+  the tokens: read from the body the SDK has read, or, through ``with_raw_response`` and
+  ``with_streaming_response``, from the events as the program reads them (:mod:`.raw`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
+from ..call import Call
 from ..usage import Billing, Usage
-from .lifecycle import Operation, Response, operation_wrapper, sdk_field
+from .lifecycle import (
+    Operation,
+    Response,
+    _open,
+    _read,
+    async_wrapper,
+    checked,
+    operation_wrapper,
+    sdk_field,
+    stop_with,
+    sync_wrapper,
+)
 from .openai_sdk import _client, _costed, _provider, _run_request, _server
-from .raw import _loads
+from .raw import RAW_TYPES, AsyncRawResponseProxy, RawEnding, RawResponseProxy, _loads
 from .sent import note_header_cost
 from .stream import Accumulator
 
@@ -114,8 +127,49 @@ def _speech_response(result: Any) -> Response:
                           output_tokens=_get(usage, "output_tokens")))  # fmt: skip
 
 
-def _never(_kwargs: dict[str, Any]) -> bool:
-    return False
+class _SpeechAccumulator(Accumulator):
+    """Speech events read as the program reads them: the usage of ``speech.audio.done``."""
+
+    def __init__(self, given: dict[str, Any], sent: dict[str, Any]) -> None:
+        super().__init__()
+
+    def add(self, event: Any) -> bool:
+        if _get(event, "type") == _SPEECH_DONE:
+            usage = _get(event, "usage")
+            if usage is not None:
+                self.usage = Usage(input_tokens=_get(usage, "input_tokens"),
+                                   output_tokens=_get(usage, "output_tokens"))  # fmt: skip
+        return True
+
+
+def _as_events(kwargs: dict[str, Any]) -> bool:
+    """Speech streamed as server-sent events (``stream_format="sse"``), its usage in them."""
+    return kwargs.get("stream_format") == "sse"
+
+
+_STREAMED = ("StreamedBinaryAPIResponse", "AsyncStreamedBinaryAPIResponse")
+
+
+def _speech_read(op: Operation, is_async: bool, call: Call, result: Any, context: tuple) -> Any:
+    """A speech answer: audio ends the call with its usage unknown, unread (a raw response
+    too); events are read as the program reads them (``with_streaming_response``'s body
+    too, which the one path leaves to the SDK's raw types); else the one path's reading."""
+    name = type(result).__name__
+    if not call.stream and (name in RAW_TYPES or name in _STREAMED):
+        call.stop(None)  # audio: no usage in it
+        return result
+    if name not in _STREAMED:
+        return _read(op, is_async, call, result, context)
+    if op.raw_headers is not None:
+        op.raw_headers(result)
+    finish = partial(_finish, op, call)
+    ending = RawEnding(call, finish, _SpeechAccumulator({}, {}), is_async, None)
+    proxy = AsyncRawResponseProxy if name.startswith("Async") else RawResponseProxy
+    return proxy(result, ending)
+
+
+def _finish(op: Operation, call: Call, parsed: Any) -> None:
+    stop_with(call, checked(op.response(parsed), parsed))
 
 
 #: every openai operation's: its client read in one step, a raw response's cost header read
@@ -124,10 +178,16 @@ _OPERATIONS = {
     "images": Operation("generate_content", _provider, _server, _run_request,
                         _costed(_images_response), _ImagesAccumulator, **_OPENAI),
     "speech": Operation("generate_content", _provider, _server, _run_request,
-                        _costed(_speech_response), is_stream=_never, **_OPENAI),
+                        _costed(_speech_response), _SpeechAccumulator, is_stream=_as_events,
+                        **_OPENAI),
 }  # fmt: skip
 
 
 def wrapper(name: str, is_async: bool) -> Callable[..., Any]:
     """The wrapt wrapper of one operation (:mod:`.openai_patches` installs it)."""
-    return operation_wrapper(_OPERATIONS[name], is_async)
+    op = _OPERATIONS[name]
+    if name != "speech":
+        return operation_wrapper(op, is_async)
+    wrap = async_wrapper if is_async else sync_wrapper
+    return wrap(partial(_open, op, is_async), partial(_speech_read, op, is_async), op.failure,
+                sdk=True)  # fmt: skip

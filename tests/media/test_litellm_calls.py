@@ -20,7 +20,7 @@ from .conftest import price, spans, tokens
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no network at import
 litellm = pytest.importorskip("litellm")
-from otel_tokens.capture import litellm_patches  # noqa: E402
+from otel_tokens.capture import litellm_patches
 
 EMBEDDED = {"prompt_tokens": 8, "total_tokens": 8}
 COMPLETED = {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12}

@@ -180,6 +180,38 @@ def test_speech_tokens_from_its_events_and_unknown_for_plain_audio(url):
         )
 
 
+def test_speech_through_raw_and_streaming_responses(url):
+    """The events read as the program reads them; audio passed through unread."""
+    speech = {"model": "gpt-4o-mini-tts", "voice": "coral", "input": "Hello there"}
+
+    async def run_async() -> bytes:
+        aclient = openai.AsyncOpenAI(api_key="test", base_url=url + "/v1", max_retries=0)
+        async with aclient.audio.speech.with_streaming_response.create(
+            **speech, stream_format="sse"
+        ) as response:
+            return b"".join([chunk async for chunk in response.iter_bytes()])
+
+    with handling(openai_sdk) as t:
+        client = openai.OpenAI(api_key="test", base_url=url + "/v1", max_retries=0)
+        raw = client.audio.speech.with_raw_response.create(**speech, stream_format="sse")
+        parsed = raw.parse().content
+        read = client.audio.speech.with_raw_response.create(**speech, stream_format="sse").content
+        with client.audio.speech.with_streaming_response.create(
+            **speech, stream_format="sse"
+        ) as response:
+            lines = list(response.iter_lines())
+        async_body = asyncio.run(run_async())
+        with client.audio.speech.with_streaming_response.create(**speech) as response:
+            audio = response.read()
+    assert parsed == read == async_body and b"speech.audio.done" in parsed
+    assert any("speech.audio.done" in line for line in lines)
+    assert audio == AUDIO  # passed through unchanged
+    *events, plain = spans(t)
+    assert [tokens(a) for a in events] == [(14, 101)] * 4
+    assert tokens(plain) == (None, None)
+    assert t.errors() == {"usage_missing": 1}  # the audio's; nothing else went wrong
+
+
 @pytest.mark.parametrize("order", ["http-first", "sdk-first"])
 def test_no_double_count_with_the_http_layer(url, order):
     patches = (http_patches, openai_sdk) if order == "http-first" else (openai_sdk, http_patches)
