@@ -70,8 +70,15 @@ def _response_events(body: dict) -> list:
     ]  # fmt: skip
 
 
+MESSAGE = {"id": "msg_1", "type": "message", "role": "assistant", "stop_reason": "end_turn",
+           "model": "claude-3-5-haiku-20241022", "content": [{"type": "text", "text": "hey"}],
+           "usage": {"input_tokens": 20, "output_tokens": 4}}  # fmt: skip
+
+
 def _answer(path: str, body) -> tuple:
     streamed = body.get("stream") is True
+    if path.endswith("/v1/messages"):  # Anthropic's, where litellm.responses goes by completion
+        return 200, "application/json", json.dumps(MESSAGE).encode(), {}
     if path.endswith("/embeddings"):
         return 200, "application/json", json.dumps(_embeddings(body)).encode(), {}
     if path.endswith("/completions") and streamed:
@@ -121,12 +128,16 @@ def test_each_call_is_recorded_once_under_litellms_routing_and_priced(server, or
         vector = litellm.embedding(model="text-embedding-3-small", input=["Hello"], **base)
         text = litellm.text_completion(model="gpt-3.5-turbo-instruct", prompt="Hi", **base)
         answer = litellm.responses(model="openai/gpt-4o-mini", input="Hi", **base)
+        litellm.responses(model="anthropic/claude-3-5-haiku-20241022", input="Hi",
+                          api_base=server.url, api_key="k")  # fmt: skip
     assert vector.data[0]["embedding"] == [0.0023, -0.0093]  # passed through
     assert text.choices[0].text == " there" and answer.output[0].content[0].text == "Hello there"
-    assert _recorded(t) == EXPECTED
+    assert _recorded(t) == EXPECTED + [("chat", "claude-3-5-haiku-20241022", (20, 4))]
     found = spans(t)
-    assert [a["gen_ai.provider.name"] for a in found] == ["openai"] * 3
-    assert [a["otel_tokens.cost.usd"] for a in found] == pytest.approx(COSTS)
+    assert [a["gen_ai.provider.name"] for a in found] == ["openai"] * 3 + ["anthropic"]
+    assert [a["otel_tokens.cost.usd"] for a in found] == pytest.approx(
+        COSTS + [price("claude-3-5-haiku-20241022", "anthropic", input_tokens=20, output_tokens=4)]
+    )
     assert t.errors() == {}
 
 

@@ -45,6 +45,9 @@ def _image_events(kind: str, usage: dict) -> bytes:
 def _answer(path: str, body) -> tuple:
     """OpenAI's answers; a path under ``/stream/`` streams (an edit's form says nothing)."""
     streamed = path.startswith("/stream/") or (isinstance(body, dict) and body.get("stream"))
+    if path.endswith("/images/variations"):  # DALL-E 2 only: no usage
+        answer = {"created": 1, "data": [{"url": "https://img.test/2.png"}]}
+        return 200, "application/json", json.dumps(answer).encode(), {}
     if path.endswith(("/images/generations", "/images/edits")):
         kind = "image_generation" if path.endswith("generations") else "image_edit"
         usage = GENERATED if kind == "image_generation" else EDITED
@@ -141,6 +144,7 @@ def test_dall_e_is_recorded_with_its_usage_unknown_never_zero(url):
     async def run_async() -> None:
         aclient = openai.AsyncOpenAI(api_key="test", base_url=url + "/v1", max_retries=0)
         await aclient.images.generate(model="dall-e-2", prompt="a fox")
+        await aclient.images.create_variation(model="dall-e-2", image=PNG)
 
     with handling(openai_sdk) as t:
         client = openai.OpenAI(api_key="test", base_url=url + "/v1", max_retries=0)
@@ -148,11 +152,11 @@ def test_dall_e_is_recorded_with_its_usage_unknown_never_zero(url):
         asyncio.run(run_async())
     assert made.data[0].url == "https://img.test/1.png"
     found = spans(t)
-    assert [a["gen_ai.request.model"] for a in found] == ["dall-e-3", "dall-e-2"]
+    assert [a["gen_ai.request.model"] for a in found] == ["dall-e-3", "dall-e-2", "dall-e-2"]
     assert all("gen_ai.usage.input_tokens" not in a and "otel_tokens.cost.usd" not in a
                for a in found)  # fmt: skip
     assert t.point("otel_tokens.usage.missing", gen_ai__request__model="dall-e-3").value == 1
-    assert t.errors() == {"usage_missing": 2}
+    assert t.errors() == {"usage_missing": 3}
 
 
 def test_speech_tokens_from_its_events_and_unknown_for_plain_audio(url):
