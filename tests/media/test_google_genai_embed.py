@@ -103,3 +103,15 @@ def test_vertex_embed_content_is_exact_priced_and_counted_once(server, order):
         assert attrs["otel_tokens.cost.usd"] == pytest.approx(
             price("gemini-embedding-001", "google", input_tokens=7)
         )
+
+
+def test_a_count_that_is_not_whole_is_unusable(server):
+    predicted = {
+        "predictions": [{"embeddings": {"statistics": {"token_count": 6.5}, "values": VALUES}}]
+    }
+    server.queue += [predicted, predicted]
+    with handling(google_genai_patches) as t:
+        vectors = _embed_both(server, "text-embedding-005", vertexai=True, contents="Hello")
+    assert vectors == [[VALUES]] * 2
+    assert [tokens(a) for a in spans(t)] == [(None, None)] * 2
+    assert t.errors() == {"usage_invalid": 2}

@@ -54,6 +54,8 @@ def _answer(path: str, body) -> tuple:
         if streamed:
             return 200, "text/event-stream", _image_events(kind, usage), {}
         dalle = isinstance(body, dict) and str(body.get("model", "")).startswith("dall-e")
+        if isinstance(body, dict) and body.get("prompt") == "untrusted":
+            usage = {**usage, "output_tokens": "4160", "input_tokens": True}
         answer = {"created": 1, "data": [{"b64_json": "ZnVsbA=="}], "size": "1024x1024"}
         if dalle:
             answer = {"created": 1, "data": [{"url": "https://img.test/1.png",
@@ -157,6 +159,16 @@ def test_dall_e_is_recorded_with_its_usage_unknown_never_zero(url):
                for a in found)  # fmt: skip
     assert t.point("otel_tokens.usage.missing", gen_ai__request__model="dall-e-3").value == 1
     assert t.errors() == {"usage_missing": 3}
+
+
+def test_usage_that_is_not_token_counts_is_unusable_and_the_answer_passes(url):
+    with handling(openai_sdk) as t:
+        client = openai.OpenAI(api_key="test", base_url=url + "/v1", max_retries=0)
+        made = client.images.generate(model="gpt-image-1", prompt="untrusted")
+    assert (made.usage.input_tokens, made.usage.output_tokens) == (1, 4160)  # the SDK coerced them
+    (attrs,) = spans(t)
+    assert tokens(attrs) == (None, None) and "otel_tokens.cost.usd" not in attrs
+    assert t.errors() == {"usage_invalid": 1}
 
 
 def test_speech_tokens_from_its_events_and_unknown_for_plain_audio(url):
