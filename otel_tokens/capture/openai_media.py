@@ -47,12 +47,16 @@ _get = sdk_field
 
 
 # -- images ------------------------------------------------------------------------------------
-def _image_usage(usage: Any, model: str | None) -> tuple[Usage | None, Billing | None]:
+def _tokens(usage: Any) -> Usage:
+    """Input and output tokens of a ``usage`` block (images, speech)."""
+    return Usage(input_tokens=_get(usage, "input_tokens"), output_tokens=_get(usage, "output_tokens"))
+
+
+def _image_usage(usage: Any) -> tuple[Usage | None, Billing | None]:
     """(usage, image tokens billed apart) of an image endpoint's ``usage`` block."""
     if usage is None:
         return None, None
-    found = Usage(input_tokens=_get(usage, "input_tokens"),
-                  output_tokens=_get(usage, "output_tokens"), model=model)  # fmt: skip
+    found = _tokens(usage)
     heard = _get(_get(usage, "input_tokens_details"), "image_tokens")
     drawn = _get(_get(usage, "output_tokens_details"), "image_tokens")
     return found, Billing.of(None, {"input_image_tokens": heard, "output_image_tokens": drawn})
@@ -69,7 +73,7 @@ def _svg_usage(usage: Any) -> Usage | None:
 
 def _images_response(result: Any) -> Response:
     """An ``ImagesResponse``: its token usage (GPT image models), else none (DALL-E)."""
-    usage, billing = _image_usage(_get(result, "usage"), None)
+    usage, billing = _image_usage(_get(result, "usage"))
     if usage is None:
         usage = _svg_usage(_get(result, "svg_usage"))
     return Response(usage, usage.model if usage is not None else None, billing=billing)
@@ -85,7 +89,7 @@ class _ImagesAccumulator(Accumulator):
     def add(self, event: Any) -> bool:
         kind = _get(event, "type")
         if isinstance(kind, str) and kind.endswith(".completed"):
-            self.usage, self.billing = _image_usage(_get(event, "usage"), None)
+            self.usage, self.billing = _image_usage(_get(event, "usage"))
             self.finish_reasons = ["completed"]
         return True
 
@@ -121,10 +125,7 @@ def _speech_response(result: Any) -> Response:
         return Response(None)  # audio: no usage
     event = _speech_events(response.content)
     usage = _get(event, "usage") if event is not None else None
-    if usage is None:
-        return Response(None)
-    return Response(Usage(input_tokens=_get(usage, "input_tokens"),
-                          output_tokens=_get(usage, "output_tokens")))  # fmt: skip
+    return Response(None if usage is None else _tokens(usage))
 
 
 class _SpeechAccumulator(Accumulator):
@@ -137,8 +138,7 @@ class _SpeechAccumulator(Accumulator):
         if _get(event, "type") == _SPEECH_DONE:
             usage = _get(event, "usage")
             if usage is not None:
-                self.usage = Usage(input_tokens=_get(usage, "input_tokens"),
-                                   output_tokens=_get(usage, "output_tokens"))  # fmt: skip
+                self.usage = _tokens(usage)
         return True
 
 
