@@ -75,8 +75,15 @@ MESSAGE = {"id": "msg_1", "type": "message", "role": "assistant", "stop_reason":
            "usage": {"input_tokens": 20, "output_tokens": 4}}  # fmt: skip
 
 
+COHERE = {"id": "emb-1", "texts": ["Hello"], "response_type": "embeddings_by_type",
+          "embeddings": {"float": [[0.0023, -0.0093]]},
+          "meta": {"api_version": {"version": "2"}, "billed_units": {"input_tokens": 4}}}  # fmt: skip
+
+
 def _answer(path: str, body) -> tuple:
     streamed = body.get("stream") is True
+    if path.endswith("/v1/embed"):  # Cohere's, which litellm calls over its own HTTP client
+        return 200, "application/json", json.dumps(COHERE).encode(), {}
     if path.endswith("/v1/messages"):  # Anthropic's, where litellm.responses goes by completion
         return 200, "application/json", json.dumps(MESSAGE).encode(), {}
     if path.endswith("/embeddings"):
@@ -130,12 +137,17 @@ def test_each_call_is_recorded_once_under_litellms_routing_and_priced(server, or
         answer = litellm.responses(model="openai/gpt-4o-mini", input="Hi", **base)
         litellm.responses(model="anthropic/claude-3-5-haiku-20241022", input="Hi",
                           api_base=server.url, api_key="k")  # fmt: skip
+        litellm.embedding(model="cohere/embed-english-v3.0", input=["Hello"],
+                          api_base=server.url + "/v1/embed", api_key="k")  # fmt: skip
     assert vector.data[0]["embedding"] == [0.0023, -0.0093]  # passed through
     assert text.choices[0].text == " there" and answer.output[0].content[0].text == "Hello there"
-    assert _recorded(t) == EXPECTED + [("chat", "claude-3-5-haiku-20241022", (20, 4))]
+    assert _recorded(t) == EXPECTED + [
+        ("chat", "claude-3-5-haiku-20241022", (20, 4)),
+        ("embeddings", "embed-english-v3.0", (4, None)),
+    ]
     found = spans(t)
-    assert [a["gen_ai.provider.name"] for a in found] == ["openai"] * 3 + ["anthropic"]
-    assert [a["otel_tokens.cost.usd"] for a in found] == pytest.approx(
+    assert [a["gen_ai.provider.name"] for a in found] == ["openai"] * 3 + ["anthropic", "cohere"]
+    assert [a["otel_tokens.cost.usd"] for a in found[:4]] == pytest.approx(
         COSTS + [price("claude-3-5-haiku-20241022", "anthropic", input_tokens=20, output_tokens=4)]
     )
     assert t.errors() == {}
