@@ -22,9 +22,9 @@ from urllib.parse import urlsplit
 
 from .. import faults
 from ..call import Call
+from ..request import Request
 from ..usage import Usage
 from .lifecycle import Response, async_wrapper, open_call, stop_with, sync_wrapper
-from ..request import Request
 from .openai_sdk import (
     _chat_request, _chat_response, _ChatAccumulator, _completions_request,
     _completions_response, _CompletionsAccumulator, _embeddings_request, _embeddings_response,
@@ -197,29 +197,36 @@ def _lazy(result: Any, gateway: _Gateway, is_async: bool) -> None:
 
 
 def _gated(steps: Iterator[Any], gateway: _Gateway) -> Iterator[Any]:
-    """``steps``, each run as part of the call (with :data:`.sent.inside_gateway` set)."""
-    while True:
-        token = inside_gateway.set(gateway)
-        try:
-            item = next(steps)
-        except StopIteration:
-            return
-        finally:
-            inside_gateway.reset(token)
-        yield item
+    """``steps``, each run as part of the call (with :data:`.sent.inside_gateway` set);
+    closed with it."""
+    try:
+        while True:
+            token = inside_gateway.set(gateway)
+            try:
+                item = next(steps)
+            except StopIteration:
+                return
+            finally:
+                inside_gateway.reset(token)
+            yield item
+    finally:
+        steps.close()  # type: ignore[attr-defined]
 
 
 async def _gated_async(steps: AsyncIterator[Any], gateway: _Gateway) -> AsyncIterator[Any]:
     """:func:`_gated`, awaited."""
-    while True:
-        token = inside_gateway.set(gateway)
-        try:
-            item = await steps.__anext__()
-        except StopAsyncIteration:
-            return
-        finally:
-            inside_gateway.reset(token)
-        yield item
+    try:
+        while True:
+            token = inside_gateway.set(gateway)
+            try:
+                item = await steps.__anext__()
+            except StopAsyncIteration:
+                return
+            finally:
+                inside_gateway.reset(token)
+            yield item
+    finally:
+        await steps.aclose()  # type: ignore[attr-defined]
 
 
 def _read(kind: _Kind, is_async: bool, call: Call, result: Any, gateway: _Gateway) -> Any:
