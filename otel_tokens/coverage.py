@@ -61,9 +61,10 @@ CLIENTS: tuple[Client, ...] = (
     Client("openai", "openai", "chat completions, Responses, completions, embeddings, "
            "transcriptions, Assistants runs; sync, async, streams, raw responses", _SDK,
            ("openai",)),
-    Client("openai images", "openai", "`images.generate`, `images.edit`",
-           f"{NOT_RECORDED} yet", ()),
-    Client("openai audio.speech", "openai", "`audio.speech.create`", f"{NOT_RECORDED} yet", ()),
+    Client("openai images", "openai", "`images.generate`, `images.edit`, `create_variation`; "
+           "streamed partial images", _SDK + " (DALL-E reports no usage: unknown)", ("openai",)),
+    Client("openai audio.speech", "openai", "`audio.speech.create`; sync, async, raw",
+           _SDK + " (tokens with `stream_format=\"sse\"`; plain audio: unknown)", ("openai",)),
     Client("openai Realtime", "openai", "`realtime.connect` (websocket)",
            f"{NOT_RECORDED} yet", ()),
     Client("openai Batch results", "openai", "`files.content` of a batch's output file",
@@ -74,15 +75,13 @@ CLIENTS: tuple[Client, ...] = (
            f"{NOT_RECORDED} yet", ()),
     Client("google-genai", "google-genai", "`generate_content`, `generate_content_stream`; "
            "sync, `client.aio`; Gemini API and Vertex AI", _SDK, ("google_genai",)),
-    Client("google-genai embeddings and live", "google-genai", "`embed_content`, `live.connect`",
-           f"{NOT_RECORDED} yet", ()),
+    Client("google-genai embeddings", "google-genai", "`embed_content`; sync, `client.aio`",
+           _SDK + " (Gemini API reports no usage: unknown)", ("google_genai",)),
+    Client("google-genai live", "google-genai", "`live.connect`", f"{NOT_RECORDED} yet", ()),
     Client("boto3 (bedrock-runtime)", "botocore", "`converse`, `converse_stream`, "
            "`invoke_model`, `invoke_model_with_response_stream`", _SDK, ("bedrock",)),
-    Client("litellm", "litellm", "`completion`, `acompletion`, stream or not", _SDK, ("litellm",)),
-    Client("litellm other APIs", "litellm",
-           "`embedding`, `responses`, `text_completion`",
-           _through("the openai SDK capture or the HTTP layer beneath it, not litellm's routing"),
-           ("openai", "http")),
+    Client("litellm", "litellm", "`completion`, `text_completion`, `embedding`, `responses` "
+           "and their `a*` twins, stream or not", _SDK, ("litellm",)),
     # provider SDKs recorded by the HTTP layer, by their wire format
     Client("groq", "groq", "chat completions; sync, async, streams", _http("OpenAI"), ("http",)),
     Client("mistralai", "mistralai", "`chat.complete`, `chat.stream`, embeddings; sync, async",

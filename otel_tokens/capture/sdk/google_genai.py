@@ -16,6 +16,12 @@ semantic conventions' meaning, see :mod:`otel_tokens.usage`):
 
 The response model is ``model_version``; ``gen_ai.provider.name`` is ``gcp.vertex_ai`` for a
 Vertex AI client, else ``gcp.gemini``.
+
+``embed_content`` (each request it sends: ``_embed_content``): the input tokens of
+``usage_metadata`` where the answer has one, else the sum of each embedding's
+``statistics.token_count`` (Vertex AI), and Vertex's ``metadata.billable_character_count`` as
+a billed unit (``input_characters``). The Gemini API's ``batchEmbedContents`` answers with
+no usage: the call is recorded with its usage unknown (``usage_missing``), never 0.
 """
 
 from __future__ import annotations
@@ -188,6 +194,46 @@ class _Accumulator(Accumulator):
         super().end_call(call, how, error, once)
 
 
+# -- embeddings ------------------------------------------------------------------------------
+def _embed_request(kwargs: dict[str, Any]) -> Request:
+    """The texts to embed (an embedding has no output: nothing to reserve for it)."""
+    contents = kwargs.get("contents")
+    if contents is None:
+        contents = kwargs.get("batch_contents") or kwargs.get("content")
+    if contents is None or not isinstance(contents, (list, tuple)):
+        contents = [] if contents is None else [contents]
+    return Request("gemini_contents", _model_name(kwargs.get("model")), list(contents),
+                   max_output_tokens=0)  # fmt: skip
+
+
+def _embed_response(result: Any) -> Response:
+    """An ``EmbedContentResponse``: ``usage_metadata``'s prompt tokens, else the embeddings'
+    own token counts (Vertex AI); Vertex's billable characters as a billed unit."""
+    meta = _get(result, "usage_metadata")
+    tokens = _get(meta, "prompt_token_count") if meta is not None else None
+    if tokens is None:
+        tokens = _statistics_tokens(_get(result, "embeddings") or ())
+    characters = _get(_get(result, "metadata"), "billable_character_count")
+    billing = Billing.of(None, {"input_characters": characters}) if characters else None
+    return Response(None if tokens is None else Usage(input_tokens=tokens), billing=billing)
+
+
+def _statistics_tokens(embeddings: Any) -> Any:
+    """The sum of each embedding's ``statistics.token_count`` (None: none says it). The API
+    sends it as a JSON number (``6.0``); the usage record holds it to the one rule."""
+    total = None
+    for embedding in embeddings:
+        count = _whole(_get(_get(embedding, "statistics"), "token_count"))
+        if count is not None:
+            total = count if total is None else _sum(total, count)
+    return total
+
+
+def _whole(count: Any) -> Any:
+    """An integral float count as an int (``6.0`` -> 6); anything else as it is."""
+    return int(count) if type(count) is float and count.is_integer() else count
+
+
 def _always(_kwargs: dict[str, Any]) -> bool:
     return True
 
@@ -203,6 +249,8 @@ _OPERATIONS = {
     "generate": Operation("chat", _provider, _server, _request, _response, failure=_failure),
     "generate_stream": Operation("chat", _provider, _server, _request, _response, _Accumulator,
                                  is_stream=_always, failure=_failure),  # fmt: skip
+    "embed": Operation("embeddings", _provider, _server, _embed_request, _embed_response,
+                       failure=_failure),  # fmt: skip
 }
 
 

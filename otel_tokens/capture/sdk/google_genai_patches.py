@@ -4,7 +4,7 @@ Each billed request is patched, not the public method around it: ``Models.genera
 may send several requests (automatic function calling, continuation hops), each billed and
 each reported with its own ``usage_metadata``; ``_generate_content`` and
 ``_generate_content_stream`` (and their ``AsyncModels`` twins behind ``client.aio``) send one
-each. The per-call machinery is :mod:`.google_genai`, imported at the first call.
+each; ``_embed_content`` sends one ``embed_content`` request. The per-call machinery is :mod:`.google_genai_sdk`, imported at the first call.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ __all__ = ["BACKEND", "DEPENDENCIES", "install", "uninstall"]
 
 BACKEND = Backend(
     "GoogleGenAIInstrumentor",
-    "The ``google-genai`` SDK: ``models.generate_content`` and ``generate_content_stream``, sync and async, Gemini API and Vertex AI (each billed request).",
+    "The ``google-genai`` SDK: ``models.generate_content``, ``generate_content_stream`` and ``embed_content``, sync and async, Gemini API and Vertex AI (each billed request).",
     requirements=("google-genai >= 1.0, < 4",),
     extra="google-genai",
     apis=("gemini_contents",),
@@ -25,6 +25,7 @@ BACKEND = Backend(
 DEPENDENCIES: tuple[str, ...] = BACKEND.requirements
 _SDK = "otel_tokens.capture.sdk.google_genai"
 _CALL, _STREAM = deferred(_SDK, "generate"), deferred(_SDK, "generate_stream")
+_EMBED = deferred(_SDK, "embed")
 
 #: (module, class, method, wrapper factory)
 _TARGETS: tuple[tuple[str, str, str, Any], ...] = (
@@ -32,6 +33,8 @@ _TARGETS: tuple[tuple[str, str, str, Any], ...] = (
     ("google.genai.models", "AsyncModels", "_generate_content", _CALL),
     ("google.genai.models", "Models", "_generate_content_stream", _STREAM),
     ("google.genai.models", "AsyncModels", "_generate_content_stream", _STREAM),
+    ("google.genai.models", "Models", "_embed_content", _EMBED),
+    ("google.genai.models", "AsyncModels", "_embed_content", _EMBED),
     # every response and chunk, as sent, where the SDK makes its object of it (see .sent)
     ("google.genai.types", "GenerateContentResponse", "_from_response",
      deferred("otel_tokens.capture.sent", "genai")),

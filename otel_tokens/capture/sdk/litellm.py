@@ -1,26 +1,35 @@
-"""litellm: ``completion`` / ``acompletion``, stream or not, whatever provider it routes to.
+"""litellm: ``completion``, ``text_completion``, ``embedding`` and ``responses`` (and their
+``a*`` twins), stream or not, whatever provider it routes to.
 
-litellm answers in the OpenAI chat shape for every provider (its ``Usage``: ``prompt_tokens``
+litellm answers in OpenAI's shapes for every provider (its ``Usage``: ``prompt_tokens``
 inclusive of cache, ``prompt_tokens_details.cached_tokens`` and ``cache_write_tokens``,
-``completion_tokens_details.reasoning_tokens``), so responses and stream chunks are read by
-the OpenAI chat readers. The provider is litellm's own routing of the model
+``completion_tokens_details.reasoning_tokens``; the Responses API's ``input_tokens`` and
+``output_tokens``), so responses and stream chunks are read by the OpenAI readers of each
+endpoint (:mod:`.openai_sdk`). The provider is litellm's own routing of the model
 (``get_llm_provider``), named as the semantic conventions name it; the request model is the
 provider's model id (``anthropic/claude-x`` -> ``claude-x``). While a litellm call is
-recorded, SDK calls litellm makes inside it (some providers go through an SDK litellm
-imports) are part of it and not recorded again.
+recorded, SDK and HTTP calls litellm makes inside it (some providers go through an SDK litellm
+imports; ``responses`` falls back to ``completion`` for some providers) are part of it and not
+recorded again.
 """
 
 from __future__ import annotations
 
+import inspect
 from functools import partial
-from typing import Any, Callable
+from typing import Any, AsyncIterator, Callable, Iterator, NamedTuple
 from urllib.parse import urlsplit
 
 from ... import faults
 from ...call import Call
+from ...request import Request
 from ...usage import Usage
 from ..lifecycle import Response, async_wrapper, open_call, stop_with, sync_wrapper
-from .openai import _chat_request, _chat_response, _ChatAccumulator
+from .openai import (
+    _chat_request, _chat_response, _ChatAccumulator, _completions_request,
+    _completions_response, _CompletionsAccumulator, _embeddings_request, _embeddings_response,
+    _responses_request, _responses_response, _ResponsesAccumulator,
+)
 from ..sent import RawEvents, Sent, inside_gateway
 from ..stream import not_an_event_stream, wrap_stream
 
@@ -31,7 +40,8 @@ _PROVIDERS = {"bedrock": "aws.bedrock", "bedrock_converse": "aws.bedrock", "vert
               "vertex_ai_beta": "gcp.vertex_ai", "gemini": "gcp.gemini", "azure": "azure.ai.openai",
               "azure_ai": "azure.ai.inference", "mistral": "mistral_ai", "groq": "groq",
               "deepseek": "deepseek", "xai": "x_ai", "cohere": "cohere", "cohere_chat": "cohere",
-              "perplexity": "perplexity", "watsonx": "ibm.watsonx.ai"}  # fmt: skip
+              "perplexity": "perplexity", "watsonx": "ibm.watsonx.ai",
+              "text-completion-openai": "openai", "text-completion-codestral": "mistral_ai"}  # fmt: skip
 
 
 def _route(kwargs: dict[str, Any]) -> tuple[str, str | None]:
@@ -58,7 +68,7 @@ def _server(kwargs: dict[str, Any]) -> tuple[str | None, int | None]:
 class _Gateway(Sent):
     """One litellm call's record of what its provider sent (litellm's answer may be its
     own: a 0/0 usage for a response without one, a stream's tokens counted locally), set as
-    :data:`..sent.inside_gateway` while litellm runs; and the caller's arguments."""
+    :data:`.sent.inside_gateway` while litellm runs; and the caller's arguments."""
 
     __slots__ = ("kwargs",)
 
@@ -67,24 +77,35 @@ class _Gateway(Sent):
         self.kwargs = kwargs
 
 
-def _open(instance: Any, args: tuple,
+class _Kind(NamedTuple):
+    """One litellm function: its operation (``gen_ai.operation.name``), how its request is
+    described, its answer read, and its stream read (:class:`_Held` over OpenAI's reader)."""
+
+    operation: str
+    request: Callable[[dict[str, Any]], Request | None]
+    response: Callable[[Any], Response]
+    accumulator: Callable[..., Any] | None
+
+
+def _open(kind: _Kind, instance: Any, args: tuple,
           kwargs: dict[str, Any]) -> tuple[Call, tuple, dict, _Gateway] | None:  # fmt: skip
-    """Open the call as litellm routes it (:data:`..lifecycle.Start`)."""
+    """Open the call as litellm routes it (:data:`.lifecycle.Start`)."""
     try:
         provider, model = _route(kwargs)
         address, port = _server(kwargs)
     except Exception as exc:
         faults.report("internal", exc)
         return None
-    call = open_call(_chat_request, {**kwargs, "model": model}, operation="chat",
+    call = open_call(kind.request, {**kwargs, "model": model}, operation=kind.operation,
                      provider=provider, request_model=model, stream=kwargs.get("stream") is True,
                      server_address=address, server_port=port)  # fmt: skip
     return None if call is None else (call, args, kwargs, _Gateway(kwargs))
 
 
-class _Accumulator(_ChatAccumulator):
-    """Chunks in the OpenAI shape; usage without a provider of its own (the call's), held
-    to what the provider's own events said when they were seen (:class:`_Gateway`)."""
+class _Held:
+    """A stream accumulator mixin (before OpenAI's reader of the endpoint): usage without a
+    provider of its own (the call's), held to what the provider's own events said when they
+    were seen (:class:`_Gateway`)."""
 
     def __init__(self, gateway: _Gateway, inner: Any) -> None:
         super().__init__(gateway.kwargs, gateway.kwargs)
@@ -116,6 +137,18 @@ class _Accumulator(_ChatAccumulator):
         super().end_call(call, how, error, once)
 
 
+class _Accumulator(_Held, _ChatAccumulator):
+    """Chat completion chunks."""
+
+
+class _TextAccumulator(_Held, _CompletionsAccumulator):
+    """Text completion chunks."""
+
+
+class _EventsAccumulator(_Held, _ResponsesAccumulator):
+    """Responses API events."""
+
+
 def _held(answer: Response, sent: Sent) -> Response:
     """litellm's answer held to what its provider sent (when it was seen): usage that broke
     the rule is unusable; usage the provider never sent (litellm's 0/0) is unknown."""
@@ -130,7 +163,7 @@ def _held(answer: Response, sent: Sent) -> Response:
 
 
 def _within(gateway: _Gateway, make_call: Callable[..., Any], is_async: bool) -> Callable[..., Any]:
-    """``make_call`` run as part of the call: with :data:`..sent.inside_gateway` set."""
+    """``make_call`` run as part of the call: with :data:`.sent.inside_gateway` set."""
     if is_async:
         async def opened(*args: Any, **kwargs: Any) -> Any:
             token = inside_gateway.set(gateway)
@@ -156,26 +189,80 @@ def _lazy(result: Any, gateway: _Gateway, is_async: bool) -> None:
     make_call = getattr(result, "make_call", None)
     if callable(make_call) and getattr(result, "completion_stream", None) is None:
         result.make_call = _within(gateway, make_call, is_async)
+    inner = getattr(result, "completion_stream", None)  # a text completion's: a generator
+    if is_async and inspect.isasyncgen(inner):  # that sends its request at the first read
+        result.completion_stream = _gated_async(inner, gateway)
+    elif not is_async and inspect.isgenerator(inner):
+        result.completion_stream = _gated(inner, gateway)
 
 
-def _read(is_async: bool, call: Call, result: Any, gateway: _Gateway) -> Any:
+def _gated(steps: Iterator[Any], gateway: _Gateway) -> Iterator[Any]:
+    """``steps``, each run as part of the call (with :data:`.sent.inside_gateway` set);
+    closed with it."""
+    try:
+        while True:
+            token = inside_gateway.set(gateway)
+            try:
+                item = next(steps)
+            except StopIteration:
+                return
+            finally:
+                inside_gateway.reset(token)
+            yield item
+    finally:
+        steps.close()  # type: ignore[attr-defined]
+
+
+async def _gated_async(steps: AsyncIterator[Any], gateway: _Gateway) -> AsyncIterator[Any]:
+    """:func:`_gated`, awaited."""
+    try:
+        while True:
+            token = inside_gateway.set(gateway)
+            try:
+                item = await steps.__anext__()
+            except StopAsyncIteration:
+                return
+            finally:
+                inside_gateway.reset(token)
+            yield item
+    finally:
+        await steps.aclose()  # type: ignore[attr-defined]
+
+
+def _read(kind: _Kind, is_async: bool, call: Call, result: Any, gateway: _Gateway) -> Any:
     """End the call from litellm's answer, or hand its stream to the proxy."""
-    if call.stream and hasattr(result, "__anext__" if is_async else "__next__"):
+    if call.stream and kind.accumulator is not None and hasattr(
+            result, "__anext__" if is_async else "__next__"):  # fmt: skip
         try:
             _lazy(result, gateway, is_async)
         except Exception as exc:
             faults.report("internal", exc)
-        acc = _Accumulator(gateway, getattr(result, "completion_stream", None))
+        acc = kind.accumulator(gateway, getattr(result, "completion_stream", None))
         return wrap_stream(result, call, acc, is_async)
-    stop_with(call, _held(_chat_response(result), gateway))
+    stop_with(call, _held(kind.response(result), gateway))
     return result
 
 
-#: the one path (:mod:`..lifecycle`); a gateway: SDK calls litellm makes inside are its own
-_SYNC = sync_wrapper(_open, partial(_read, False), gateway=True)
-_ASYNC = async_wrapper(_open, partial(_read, True), gateway=True)
+_KINDS = {
+    "completion": _Kind("chat", _chat_request, _chat_response, _Accumulator),
+    "text_completion": _Kind("text_completion", _completions_request, _completions_response,
+                             _TextAccumulator),
+    "embedding": _Kind("embeddings", _embeddings_request, _embeddings_response, None),
+    "responses": _Kind("chat", _responses_request, _responses_response, _EventsAccumulator),
+}  # fmt: skip
+
+
+def _wrapper(kind: _Kind, is_async: bool) -> Callable[..., Any]:
+    """The one path (:mod:`.lifecycle`); a gateway: calls litellm makes inside are its own."""
+    wrap = async_wrapper if is_async else sync_wrapper
+    return wrap(partial(_open, kind), partial(_read, kind, is_async), gateway=True)
+
+
+#: (name, is_async) -> its wrapper, built once
+_WRAPPERS = {(name, is_async): _wrapper(kind, is_async) for name, kind in _KINDS.items()
+             for is_async in (False, True)}  # fmt: skip
 
 
 def wrapper(name: str, is_async: bool) -> Callable[..., Any]:
-    """The wrapt wrapper of ``litellm.completion`` or ``acompletion`` (:mod:`.litellm_patches`)."""
-    return _ASYNC if is_async else _SYNC
+    """The wrapt wrapper of one litellm function or its ``a*`` twin (:mod:`.litellm_patches`)."""
+    return _WRAPPERS[name, is_async]

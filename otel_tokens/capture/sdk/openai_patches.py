@@ -14,7 +14,7 @@ __all__ = ["BACKEND", "DEPENDENCIES", "install", "uninstall"]
 
 BACKEND = Backend(
     "OpenAIInstrumentor",
-    "The ``openai`` SDK: chat completions, Responses, embeddings (sync, async, streams).",
+    "The ``openai`` SDK: chat completions, Responses, embeddings, images, audio (sync, async, streams).",
     requirements=("openai >= 1.40, < 4",),
     extra="openai",
     apis=("openai_chat", "openai_responses", "openai_embeddings", "openai_completions"),
@@ -26,6 +26,8 @@ _RETRIEVE, _EMBEDDINGS = deferred(_SDK, "retrieve"), deferred(_SDK, "embeddings"
 _COMPLETIONS, _AUDIO = deferred(_SDK, "completions"), deferred(_SDK, "transcriptions")
 _RUNS, _RUNS_STREAM = deferred(_SDK, "runs"), deferred(_SDK, "runs_stream")
 _RUNS_MODULE = "openai.resources.beta.threads.runs.runs"
+_MEDIA = "otel_tokens.capture.sdk.openai_media"  # images and speech
+_IMAGES, _SPEECH = deferred(_MEDIA, "images"), deferred(_MEDIA, "speech")
 #: every body and stream event, as sent, where the client makes its object of it (see .sent)
 _SENT = ("openai._base_client", "BaseClient", "_process_response_data",
          deferred("otel_tokens.capture.sent", "openai"))
@@ -47,6 +49,8 @@ _PATCHES = SdkPatches("openai", [
     *_both("openai.resources.completions", "Completions", ("create",), _COMPLETIONS),
     *_both("openai.resources.audio.transcriptions", "Transcriptions", ("create",), _AUDIO),
     *_both("openai.resources.audio.translations", "Translations", ("create",), _AUDIO),
+    *_both("openai.resources.images", "Images", ("generate", "edit", "create_variation"), _IMAGES),
+    *_both("openai.resources.audio.speech", "Speech", ("create",), _SPEECH),
     *_both(_RUNS_MODULE, "Runs", ("create", "retrieve", "submit_tool_outputs"), _RUNS),
     *_both(_RUNS_MODULE, "Runs", ("stream", "create_and_stream", "submit_tool_outputs_stream"),
            _RUNS_STREAM),
