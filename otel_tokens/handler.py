@@ -139,6 +139,17 @@ class Handler:
         self.recorder.start(call)
         return call
 
+    def counted_before(self, once: str, response_id: str) -> bool:
+        """True when the response ``(once, response_id)`` names was counted already, by this
+        process or in the ledger file of the agent a call would be for now (a batch's results
+        read again: nothing to record). A fault reads as False (recorded, never lost)."""
+        try:
+            entry, _ = current_attribution()
+            return self.accountant.counted((once, response_id), entry)
+        except Exception as exc:
+            faults.report("ledger", exc)
+            return False
+
     # -- what a Call delegates ------------------------------------------------------------------
     @staticmethod
     def first_chunk(call: Call) -> None:

@@ -239,6 +239,14 @@ class Accountant:
         counted[key] = None
         return False
 
+    def counted(self, key: tuple[str, str], entry: AgentEntry | None) -> bool:
+        """True when the response ``key`` names was counted already: by this process (its
+        once-keys), else in the ledger file of ``entry`` (another process's rows). Read, not
+        remembered: the call's end remembers it."""
+        if key in self._counted:
+            return True
+        return entry is not None and entry.ledger.recorded(key[1])
+
     def _plausible(self, call: Call, usage: Usage, parts: tuple[Usage, ...]) -> bool:
         """False (and counted) when a token class is beyond any real request. Input includes
         the cache classes and output the reasoning, so two checks per record suffice."""

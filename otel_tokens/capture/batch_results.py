@@ -1,0 +1,312 @@
+"""Batch results: each billed row of an OpenAI batch's output file or of an Anthropic Message
+Batch's results is one call, recorded at batch prices under the agent that reads it, once.
+
+* OpenAI: ``files.content`` (and ``with_raw_response.content``) and ``files.retrieve_content``,
+  sync and async. The SDK has read the whole body when it returns: its JSONL lines are read
+  then, one call per line whose ``response`` has a 2xx status and a body with usage (chat
+  completion, Responses, embeddings, legacy completion), its model and usage from that body.
+  A file that is not a batch's output (an input file, an image) is left after its first line.
+* Anthropic: ``messages.batches.results`` and ``beta.messages.batches.results``, sync and
+  async. The SDK's JSONL decoder stays the caller's and stays lazy: a ``succeeded`` row is
+  recorded as the caller's iteration reaches it; ``errored``, ``canceled`` and ``expired``
+  rows are not billed and not recorded.
+
+Read again, a row is not recorded again (:meth:`~otel_tokens.handler.Handler.counted_before`):
+within a process its response id is remembered (the last 8192 ids, and every source read to
+its end: the last 1024 files or batches per handler); across processes a row whose response
+id is in the ledger file (``OTEL_TOKENS_LEDGER_PATH``) is skipped. Without a ledger file,
+another process reading the same results records them again. These are GET requests: no
+other capture (the HTTP layer records POSTs) records them.
+"""
+
+from __future__ import annotations
+
+import io
+import threading
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from .. import faults
+from ..account.anomalies import BudgetExceeded
+from ..handler import get_handler
+from ..usage import Billing
+from .lifecycle import Response, open_call, sdk_field, stop_with
+from .raw import _loads
+
+__all__ = ["wrapper"]
+
+_get = sdk_field
+OPENAI, ANTHROPIC = "openai.batch", "anthropic.batch"  # the once-namespaces of their rows
+_BATCH = ("processing", "batch")  # genai-prices' batch price variant
+_SOURCES_MAX = 1024  # files and batches remembered as read to their end, per handler
+
+
+# -- what a row says -------------------------------------------------------------------------
+def batched(billing: Billing | None) -> Billing:
+    """A row's billing at batch prices: the batch context in place of a service tier."""
+    context = dict(billing.context) if billing is not None else {}
+    context.pop("service_tier", None)
+    context[_BATCH[0]] = _BATCH[1]
+    return Billing(tuple(sorted(context.items())), billing.units if billing is not None else ())
+
+
+def _openai_readers() -> dict[str, tuple[str, Callable[[Any], Response]]]:
+    """The body's ``object`` -> (operation, the openai capture's reader of that body)."""
+    from . import openai_sdk as sdk
+
+    return {
+        "chat.completion": ("chat", sdk._chat_response),
+        "response": ("chat", sdk._responses_response),
+        "list": ("embeddings", sdk._embeddings_response),
+        "text_completion": ("text_completion", sdk._completions_response),
+    }
+
+
+def openai_row(line: Any, readers: dict[str, Any]) -> tuple[str, Response] | None:
+    """(operation, answer) of one output line billed with usage; None for any other line
+    (an error, a failed request, a body without usage)."""
+    if type(line) is not dict:
+        return None
+    response = line.get("response")
+    if type(response) is not dict or type(body := response.get("body")) is not dict:
+        return None
+    status = response.get("status_code")
+    found = readers.get(body.get("object"))
+    if found is None or type(status) is not int or not 200 <= status < 300:
+        return None
+    operation, read = found
+    answer = read(body)
+    if answer.usage is None and not answer.parts:
+        return None
+    row_id = line.get("id")
+    if not answer.response_id and isinstance(row_id, str) and row_id:
+        answer = answer._replace(response_id=row_id)  # an embeddings body has no id
+    return operation, answer
+
+
+def anthropic_row(row: Any) -> Response | None:
+    """The answer of one ``succeeded`` result row; None for any other."""
+    from .anthropic_sdk import _messages_response
+
+    result = _get(row, "result")
+    if _get(result, "type") != "succeeded":
+        return None
+    message = _get(result, "message")
+    if message is None:
+        return None
+    answer = _messages_response(message)
+    return answer if answer.usage is not None or answer.parts else None
+
+
+# -- one row, one call -----------------------------------------------------------------------
+def record(
+    once: str, operation: str, client: tuple[str, str | None, int | None], answer: Response
+) -> None:
+    """One billed row as one call, unless its response was counted before."""
+    handler = get_handler()
+    if answer.response_id and handler.counted_before(once, answer.response_id):
+        return
+    provider, address, port = client
+    model = answer.model if isinstance(answer.model, str) else None
+    try:
+        call = open_call(
+            _nothing,
+            None,
+            operation=operation,
+            provider=provider,
+            request_model=model,
+            server_address=address,
+            server_port=port,
+        )
+    except BudgetExceeded as exc:  # spent already: the reader's loop is not the place to stop
+        faults.report("internal", exc, detail="a batch result over an enforced budget")
+        return
+    if call is not None:
+        stop_with(call, answer._replace(billing=batched(answer.billing)), once=once)
+
+
+def _nothing(_: Any) -> None:
+    return None  # a batch's requests were sent long ago: nothing to estimate
+
+
+class _Sources:
+    """Files and batches read to their end, per handler (a new handler forgets them): read
+    again, their rows are passed by without a look."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_handler: weakref.WeakKeyDictionary[Any, OrderedDict] = weakref.WeakKeyDictionary()
+
+    def _known(self) -> OrderedDict:
+        handler = get_handler()
+        known = self._by_handler.get(handler)
+        if known is None:
+            known = self._by_handler[handler] = OrderedDict()
+        return known
+
+    def seen(self, key: tuple[str, str]) -> bool:
+        with self._lock:
+            return key in self._known()
+
+    def add(self, key: tuple[str, str]) -> None:
+        with self._lock:
+            known = self._known()
+            known[key] = None
+            if len(known) > _SOURCES_MAX:
+                known.popitem(last=False)
+
+
+sources = _Sources()
+
+
+# -- OpenAI: a batch's output file, read whole by the SDK ---------------------------------------
+def _body(result: Any) -> bytes | None:
+    """The file's bytes as the SDK read them (None: not read, e.g. a streamed response)."""
+    if isinstance(result, str):  # retrieve_content
+        return result.encode("utf-8", "replace")
+    response = getattr(result, "response", None) or getattr(result, "http_response", None)
+    content = getattr(response, "_content", None)  # read already: never read here
+    return content if isinstance(content, bytes) else None
+
+
+def _lines(content: bytes) -> Iterator[Any]:
+    """The decoded JSONL lines, one at a time; stops at the first that is not an output line
+    (not a batch's output file)."""
+    for raw in io.BytesIO(content):
+        if not raw.strip():
+            continue
+        try:
+            line = _loads(raw)
+        except ValueError:
+            return
+        if type(line) is not dict or "custom_id" not in line or "response" not in line:
+            return
+        yield line
+
+
+def read_file(instance: Any, file_id: Any, result: Any) -> None:
+    """Record every billed row of an output file the SDK returned."""
+    from .openai_sdk import _client
+
+    content = _body(result)
+    if not content or content.lstrip()[:1] != b"{":
+        return
+    source = (OPENAI, file_id) if isinstance(file_id, str) else None
+    if source is not None and sources.seen(source):
+        return
+    client, readers = _client(instance), _openai_readers()
+    for line in _lines(content):
+        try:
+            found = openai_row(line, readers)
+        except ValueError as exc:  # counts that are not token counts: this row only
+            faults.report("usage_invalid", exc)
+            continue
+        if found is not None:
+            record(OPENAI, found[0], client, found[1])
+    if source is not None:
+        sources.add(source)
+
+
+def _file_id(args: tuple, kwargs: dict) -> Any:
+    return args[0] if args else kwargs.get("file_id")
+
+
+def _passing(after: Callable[[Any, tuple, dict, Any], None], is_async: bool) -> Callable[..., Any]:
+    """A wrapt wrapper handing the method's result back unchanged, ``after(instance, args,
+    kwargs, result)`` run on it first (its faults counted, never raised)."""
+
+    def guarded(instance: Any, args: tuple, kwargs: dict, result: Any) -> None:
+        try:
+            after(instance, args, kwargs, result)
+        except Exception as exc:
+            faults.report("internal", exc)
+
+    def wrapper(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        result = wrapped(*args, **kwargs)
+        guarded(instance, args, kwargs, result)
+        return result
+
+    async def run(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        result = await wrapped(*args, **kwargs)
+        guarded(instance, args, kwargs, result)
+        return result
+
+    def async_wrapper(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
+        return run(wrapped, instance, args, kwargs)
+
+    return async_wrapper if is_async else wrapper
+
+
+def _content(instance: Any, args: tuple, kwargs: dict, result: Any) -> None:
+    """``files.content``/``retrieve_content`` returned: its rows read."""
+    read_file(instance, args[0] if args else kwargs.get("file_id"), result)
+
+
+# -- Anthropic: a batch's results, decoded lazily by the SDK ------------------------------------
+class _Rows:
+    """What a results decoder's rows are recorded against: the batch, its client, whether
+    it was read to its end before."""
+
+    def __init__(self, instance: Any, batch_id: Any) -> None:
+        from .anthropic_sdk import _endpoint
+
+        self.client = _endpoint(instance)
+        self.source = (ANTHROPIC, batch_id) if isinstance(batch_id, str) else None
+        self.skip = self.source is not None and sources.seen(self.source)
+
+    def row(self, item: Any) -> None:
+        """One row the caller got: recorded when it is billed (never raises)."""
+        if self.skip:
+            return
+        try:
+            answer = anthropic_row(item)
+            if answer is not None:
+                record(ANTHROPIC, "chat", self.client, answer)
+        except ValueError as exc:
+            faults.report("usage_invalid", exc)
+        except Exception as exc:
+            faults.report("internal", exc)
+
+    def end(self) -> None:
+        if self.source is not None and not self.skip:
+            sources.add(self.source)
+
+
+def _rows(inner: Iterator[Any], rows: _Rows) -> Iterator[Any]:
+    for item in inner:
+        rows.row(item)
+        yield item
+    rows.end()
+
+
+async def _async_rows(inner: Any, rows: _Rows) -> Any:
+    async for item in inner:
+        rows.row(item)
+        yield item
+    rows.end()
+
+
+def observe(decoder: Any, instance: Any, batch_id: Any, is_async: bool) -> None:
+    """Record the decoder's rows as the caller iterates it: its row iterator (the SDK's
+    ``_iterator``, made on first use) replaced by one passing each row on unchanged."""
+    inner = decoder._iterator
+    rows = _Rows(instance, batch_id)
+    decoder._iterator = _async_rows(inner, rows) if is_async else _rows(inner, rows)
+
+
+def _results(is_async: bool) -> Callable[[Any, tuple, dict, Any], None]:
+    """``messages.batches.results`` returned the SDK's decoder: its rows recorded as read."""
+
+    def after(instance: Any, args: tuple, kwargs: dict, decoder: Any) -> None:
+        batch_id = args[0] if args else kwargs.get("message_batch_id")
+        observe(decoder, instance, batch_id, is_async)
+
+    return after
+
+
+def wrapper(name: str, is_async: bool) -> Callable[..., Any]:
+    """The wrapt wrapper of ``files.content`` (``"content"``) or ``batches.results``
+    (``"results"``): installed by :mod:`.openai_patches` and :mod:`.anthropic_patches`."""
+    return _passing(_content if name == "content" else _results(is_async), is_async)
