@@ -9,12 +9,15 @@ import asyncio
 
 import anthropic
 import genai_prices
+import openai
 import pytest
 
 import otel_tokens
+from otel_tokens.capture import anthropic_patches, http_patches, openai_patches
 
+from ..telemetry.conftest import handling
 from .conftest import spans
-from .server import ended, errored, succeeded
+from .server import chat_line, ended, errored, succeeded
 
 ROWS = [
     succeeded(1, "claude-haiku-4-5", 900, 120, read=2000, write=300),
@@ -123,3 +126,14 @@ def test_results_read_whole_are_remembered_beyond_the_response_ids_kept(
     for _ in range(3):
         assert len(list(batches.results("msgbatch_big"))) == 5
     assert [s["gen_ai.usage.input_tokens"] for s in spans(telemetry)] == [30, 31, 32, 33, 34]
+
+
+def test_no_other_capture_records_a_row(server, named):
+    """With the HTTP layer installed too, each billed row is one call: the output file and
+    the results are GET requests no other capture records."""
+    server.batch("msgbatch_4", ROWS)
+    server.output_file("file-both", [chat_line(40, "gpt-4o-mini", 400, 4)])
+    with handling(http_patches, openai_patches, anthropic_patches) as t:
+        assert len(list(client(server.anthropic_url).messages.batches.results("msgbatch_4"))) == 5
+        openai.OpenAI(base_url=server.openai_url, api_key="k").files.content("file-both")
+    assert [s["gen_ai.response.id"] for s in spans(t)] == ["msg_01", "msg_04", "chatcmpl-B40"]

@@ -57,6 +57,8 @@ def assert_rows(t, agent: str) -> None:
             provider_id="openai",
         ).total_price
     )  # the batch discount, not the list price
+    assert chat1["otel_tokens.cost.components"] == ("processing=batch",)
+    assert embed["otel_tokens.cost.unpriced"] == ("processing=batch",)  # no batch price: list price
     assert embed["gen_ai.operation.name"] == "embeddings"
     assert embed["gen_ai.usage.input_tokens"] == 42 and embed["gen_ai.response.id"] == "batch_req_3"
     assert embed["otel_tokens.cost.usd"] == pytest.approx(
