@@ -67,10 +67,11 @@ class Accountant:
         self.fleet = FleetBudgets.from_settings(current())  # fleet budgets hook (issue 32)
 
     # -- before and during the call -------------------------------------------------------------
-    def open(self, call: Call) -> None:
+    def open(self, call: Call, refuse: bool = True) -> None:
         """The pre-call estimate, the budget check and the agent's streaming state.
 
-        Raises only :class:`BudgetExceeded` (enforcement opted in)."""
+        Raises only :class:`BudgetExceeded` (enforcement opted in), never when not ``refuse``
+        (a call spent already: its usage still counts against the budgets at its end)."""
         entry = call.agent  # who the call is for: resolved by the handler
         if call.estimate is None and call.request is not None:
             try:
@@ -88,12 +89,13 @@ class Accountant:
             return
         try:
             estimate = call.estimate
-            if self.guard.enforcing:  # else there is nothing to check
+            if refuse and self.guard.enforcing:  # else there is nothing to check
                 self.guard.check_before(entry.name, estimate.input_tokens if estimate else None)
             if self.fleet is not None:  # fleet budgets hook (issue 32)
                 call.reservation = reserve(self.fleet, self.pricer, call, entry.name)
         except BudgetExceeded:
-            raise
+            if refuse:
+                raise
         except Exception as exc:
             faults.report("internal", exc)
         if call.stream:

@@ -29,10 +29,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from .. import faults
-from ..account.anomalies import BudgetExceeded
 from ..handler import get_handler
 from ..usage import Billing
-from .lifecycle import Response, open_call, sdk_field, stop_with
+from .lifecycle import Response, sdk_field, stop_with
 from .raw import _loads
 
 __all__ = ["wrapper"]
@@ -110,25 +109,13 @@ def record(
         return
     provider, address, port = client
     model = answer.model if isinstance(answer.model, str) else None
-    try:
-        call = open_call(
-            _nothing,
-            None,
-            operation=operation,
-            provider=provider,
-            request_model=model,
-            server_address=address,
-            server_port=port,
-        )
-    except BudgetExceeded as exc:  # spent already: the reader's loop is not the place to stop
-        faults.report("internal", exc, detail="a batch result over an enforced budget")
+    try:  # spent already: over an enforced budget it is still recorded, never refused
+        call = handler.start(operation=operation, provider=provider, request_model=model,
+                             server_address=address, server_port=port, spent=True)  # fmt: skip
+    except Exception as exc:
+        faults.report("internal", exc)
         return
-    if call is not None:
-        stop_with(call, answer._replace(billing=batched(answer.billing)), once=once)
-
-
-def _nothing(_: Any) -> None:
-    return None  # a batch's requests were sent long ago: nothing to estimate
+    stop_with(call, answer._replace(billing=batched(answer.billing)), once=once)
 
 
 class _Sources:

@@ -11,6 +11,7 @@ import openai
 import pytest
 
 import otel_tokens
+from otel_tokens.account.anomalies import Budget
 
 from .conftest import spans
 from .server import chat_line, embedding_line, error_line, failed_line
@@ -148,3 +149,16 @@ def test_a_file_read_whole_is_remembered_beyond_the_response_ids_kept(
     for _ in range(3):
         openai_client.files.content("file-big")
     assert [s["gen_ai.usage.input_tokens"] for s in spans(telemetry)] == [20, 21, 22, 23, 24]
+
+
+def test_rows_over_an_enforced_budget_are_still_recorded(telemetry, server, named):
+    """A batch's rows were billed already: an enforced budget spent by the first one does not
+    drop the next (nothing to refuse), and the budget counts them all."""
+    telemetry.handler.guard.set_budget("thrifty", Budget(tokens=100, enforce=True))
+    server.output_file("file-over", [chat_line(n, "gpt-4o-mini", 100, 10) for n in (60, 61)])
+    with otel_tokens.agent("thrifty") as entry:
+        client(server.openai_url).files.content("file-over")
+    assert [s["gen_ai.response.id"] for s in spans(telemetry)] == ["chatcmpl-B60", "chatcmpl-B61"]
+    assert entry.ledger.cumulative.input_tokens == 200
+    with pytest.raises(otel_tokens.BudgetExceeded), otel_tokens.agent("thrifty"):
+        otel_tokens.start_call(operation="chat", provider="openai", request_model="gpt-4o-mini")
