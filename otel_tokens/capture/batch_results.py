@@ -3,7 +3,8 @@ Batch's results is one call, recorded at batch prices under the agent that reads
 
 * OpenAI: ``files.content`` (and ``with_raw_response.content``) and ``files.retrieve_content``,
   sync and async. The SDK has read the whole body when it returns: its JSONL lines are read
-  then, one call per line whose ``response`` has a 2xx status and a body with usage (chat
+  then (with ``with_streaming_response``: as the caller reads the stream, through the HTTP
+  layer's tee of the response's byte stream), one call per line whose ``response`` has a 2xx status and a body with usage (chat
   completion, Responses, embeddings, legacy completion), its model and usage from that body.
   A file that is not a batch's output (an input file, an image) is left after its first line.
 * Anthropic: ``messages.batches.results`` and ``beta.messages.batches.results``, sync and
@@ -40,6 +41,7 @@ _get = sdk_field
 OPENAI, ANTHROPIC = "openai.batch", "anthropic.batch"  # the once-namespaces of their rows
 _BATCH = ("processing", "batch")  # genai-prices' batch price variant
 _SOURCES_MAX = 1024  # files and batches remembered as read to their end, per handler
+_MAX_LINE = 64 * 1024 * 1024  # bytes of one streamed output line kept until its end
 
 
 # -- what a row says -------------------------------------------------------------------------
@@ -148,7 +150,7 @@ class _Sources:
 sources = _Sources()
 
 
-# -- OpenAI: a batch's output file, read whole by the SDK ---------------------------------------
+# -- OpenAI: a batch's output file, read whole by the SDK or streamed -----------------------------
 def _body(result: Any) -> bytes | None:
     """The file's bytes as the SDK read them (None: not read, e.g. a streamed response)."""
     if isinstance(result, str):  # retrieve_content
@@ -158,46 +160,111 @@ def _body(result: Any) -> bytes | None:
     return content if isinstance(content, bytes) else None
 
 
-def _lines(content: bytes) -> Iterator[Any]:
-    """The decoded JSONL lines, one at a time; stops at the first that is not an output line
-    (not a batch's output file)."""
-    for raw in io.BytesIO(content):
-        if not raw.strip():
-            continue
+class _FileRows:
+    """An output file's lines, each billed row recorded as it is read; a file whose first
+    line is not an output line (an input file, an image) is left there."""
+
+    def __init__(self, instance: Any, file_id: Any) -> None:
+        from .openai_sdk import _client
+
+        self.client, self.readers = _client(instance), _openai_readers()
+        self.source = (OPENAI, file_id) if isinstance(file_id, str) else None
+        self.done = self.source is not None and sources.seen(self.source)  # read whole before
+        self.tail = b""  # a streamed line not complete yet
+        self.decoder: Any = None  # the content encoding's, for streamed bytes as sent
+        self._lock = threading.Lock()
+        self._ended = False
+
+    def line(self, raw: bytes) -> None:
+        """One line of the file (never raises)."""
+        if self.done or not raw.strip():
+            return
         try:
             line = _loads(raw)
         except ValueError:
-            return
+            line = None
         if type(line) is not dict or "custom_id" not in line or "response" not in line:
+            self.done = True  # not a batch's output file
             return
-        yield line
+        try:
+            found = openai_row(line, self.readers)
+        except ValueError as exc:  # counts that are not token counts: this row only
+            faults.report("usage_invalid", exc)
+            return
+        if found is not None:
+            record(OPENAI, found[0], self.client, found[1])
+
+    def whole(self, content: bytes) -> None:
+        """The file read whole by the SDK: every line, one at a time."""
+        if content.lstrip()[:1] != b"{":
+            return
+        for raw in io.BytesIO(content):
+            if self.done:
+                return
+            self.line(raw)
+        self.end("exhausted")
+
+    def feed(self, chunk: bytes) -> None:
+        """Streamed bytes as the caller's read passes them (the stream tee's reader)."""
+        if self.done:
+            return
+        try:
+            data = self.tail + (_joined(self.decoder.decode(chunk)) if self.decoder else chunk)
+            *lines, self.tail = data.split(b"\n")
+            if len(self.tail) > _MAX_LINE:
+                faults.report("parse", detail="a batch output line too long to read")
+                self.done, self.tail = True, b""
+        except Exception as exc:
+            faults.report("parse", exc)
+            self.done = True
+            return
+        for raw in lines:
+            self.line(raw)
+
+    def end(self, how: str, error: BaseException | None = None) -> None:
+        """The file ended ``how`` (the tee's endings); read to its end, its last line is read
+        and the file remembered as read whole. Once."""
+        with self._lock:
+            ended, self._ended = self._ended, True
+        if ended or how != "exhausted" or error is not None:
+            self.done = True
+            return
+        try:
+            rest = _joined(self.decoder.flush()) if self.decoder is not None else b""
+        except Exception as exc:
+            faults.report("parse", exc)
+            rest = b""
+        self.line(self.tail + rest)
+        self.done, self.tail = True, b""
+        if self.source is not None:
+            sources.add(self.source)
+
+
+def _joined(decoded: Any) -> bytes:
+    """A decoder's output: bytes (httpx), or an iterator of bytes (httpx2)."""
+    return decoded if isinstance(decoded, bytes) else b"".join(decoded)
 
 
 def read_file(instance: Any, file_id: Any, result: Any) -> None:
-    """Record every billed row of an output file the SDK returned."""
-    from .openai_sdk import _client
-
+    """Record every billed row of an output file the SDK returned: now when it read the file
+    whole, else as the caller reads its stream (``with_streaming_response``)."""
     content = _body(result)
-    if not content or content.lstrip()[:1] != b"{":
+    if content is not None:
+        if content:
+            _FileRows(instance, file_id).whole(content)
         return
-    source = (OPENAI, file_id) if isinstance(file_id, str) else None
-    if source is not None and sources.seen(source):
+    response = getattr(result, "http_response", None)
+    if response is None or getattr(response, "is_stream_consumed", True):
         return
-    client, readers = _client(instance), _openai_readers()
-    for line in _lines(content):
-        try:
-            found = openai_row(line, readers)
-        except ValueError as exc:  # counts that are not token counts: this row only
-            faults.report("usage_invalid", exc)
-            continue
-        if found is not None:
-            record(OPENAI, found[0], client, found[1])
-    if source is not None:
-        sources.add(source)
+    from .http_layer import _decoder, _tee_class  # the HTTP layer's tee of a response's stream
 
-
-def _file_id(args: tuple, kwargs: dict) -> Any:
-    return args[0] if args else kwargs.get("file_id")
+    rows = _FileRows(instance, file_id)
+    if rows.done:
+        return
+    package = type(response).__module__.partition(".")[0]  # httpx or httpx2
+    rows.decoder = _decoder(package, response.headers)
+    is_async = type(result).__name__.startswith("Async")
+    response.stream = _tee_class(package, is_async)(response.stream, rows)
 
 
 def _passing(after: Callable[[Any, tuple, dict, Any], None], is_async: bool) -> Callable[..., Any]:

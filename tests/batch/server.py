@@ -6,6 +6,7 @@ usage block."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -166,6 +167,8 @@ class BatchServer:
                 kind, payload = server.files.get(self.path.split("?")[0], ("text/plain", b""))
                 self.send_response(200 if payload else 404)
                 self.send_header("content-type", kind)
+                if payload[:2] == b"\x1f\x8b":  # gzip's magic number
+                    self.send_header("content-encoding", "gzip")
                 self.send_header("content-length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
@@ -178,9 +181,10 @@ class BatchServer:
         self.openai_url, self.anthropic_url = f"{self.url}/oa/v1", f"{self.url}/an"
         threading.Thread(target=self._http.serve_forever, daemon=True).start()
 
-    def output_file(self, file_id: str, rows: list[dict]) -> None:
-        """An OpenAI file's content."""
-        self.files[f"/oa/v1/files/{file_id}/content"] = ("application/octet-stream", jsonl(rows))
+    def output_file(self, file_id: str, rows: list[dict], gzipped: bool = False) -> None:
+        """An OpenAI file's content (``gzipped``: sent with a gzip content encoding)."""
+        content = gzip.compress(jsonl(rows)) if gzipped else jsonl(rows)
+        self.files[f"/oa/v1/files/{file_id}/content"] = ("application/octet-stream", content)
 
     def batch(self, batch_id: str, rows: list[dict]) -> None:
         """An ended Message Batch and its results."""

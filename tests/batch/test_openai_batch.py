@@ -5,6 +5,7 @@ agent that reads the file, never twice when read again; failed rows not billed."
 from __future__ import annotations
 
 import asyncio
+import json
 
 import genai_prices
 import openai
@@ -162,3 +163,26 @@ def test_rows_over_an_enforced_budget_are_still_recorded(telemetry, server, name
     assert entry.ledger.cumulative.input_tokens == 200
     with pytest.raises(otel_tokens.BudgetExceeded), otel_tokens.agent("thrifty"):
         otel_tokens.start_call(operation="chat", provider="openai", request_model="gpt-4o-mini")
+
+
+def test_a_streamed_output_file_is_recorded_as_the_caller_reads_it(telemetry, server, named):
+    server.output_file("file-stream", ROWS, gzipped=True)
+    with otel_tokens.agent("streamer"):
+        with client(server.openai_url).files.with_streaming_response.content("file-stream") as got:
+            assert spans(telemetry) == []  # nothing read yet: nothing recorded
+            lines = list(got.iter_lines())
+    assert [json.loads(line)["custom_id"] for line in lines] == [r["custom_id"] for r in ROWS]
+    assert_rows(telemetry, "streamer")
+
+
+def test_a_streamed_output_file_async(telemetry, server, named):
+    server.output_file("file-astream", ROWS)
+
+    async def read() -> bytes:
+        async_client = openai.AsyncOpenAI(base_url=server.openai_url, api_key="sk-test")
+        with otel_tokens.agent("async-streamer"):
+            async with async_client.files.with_streaming_response.content("file-astream") as got:
+                return b"".join([chunk async for chunk in got.iter_bytes()])
+
+    assert asyncio.run(read()).count(b"\n") == len(ROWS)
+    assert_rows(telemetry, "async-streamer")
