@@ -4,9 +4,10 @@ Batch's results is one call, recorded at batch prices under the agent that reads
 * OpenAI: ``files.content`` (and ``with_raw_response.content``) and ``files.retrieve_content``,
   sync and async. The SDK has read the whole body when it returns: its JSONL lines are read
   then (with ``with_streaming_response``: as the caller reads the stream, through the HTTP
-  layer's tee of the response's byte stream), one call per line whose ``response`` has a 2xx status and a body with usage (chat
-  completion, Responses, embeddings, legacy completion), its model and usage from that body.
-  A file that is not a batch's output (an input file, an image) is left after its first line.
+  layer's tee of the response's byte stream), one call per line whose ``response`` has a 2xx
+  status and a body with usage (chat completion, Responses, embeddings, legacy completion),
+  its model and usage from that body. A file that is not a batch's output (an input file, an
+  image) is left after its first line.
 * Anthropic: ``messages.batches.results`` and ``beta.messages.batches.results``, sync and
   async. The SDK's JSONL decoder stays the caller's and stays lazy: a ``succeeded`` row is
   recorded as the caller's iteration reaches it; ``errored``, ``canceled`` and ``expired``

@@ -51,6 +51,23 @@ def chat_line(n: int, model: str, prompt: int, completion: int, cached: int = 0)
     }
 
 
+def response_line(n: int, model: str, inp: int, out: int, reasoning: int) -> dict:
+    """A Responses API answer (``/v1/responses`` batches)."""
+    usage = {"input_tokens": inp, "input_tokens_details": {"cached_tokens": 0},
+             "output_tokens": out, "output_tokens_details": {"reasoning_tokens": reasoning},
+             "total_tokens": inp + out}  # fmt: skip
+    message = {"type": "message", "id": f"msg_{n}", "status": "completed", "role": "assistant",
+               "content": [{"type": "output_text", "text": "4", "annotations": []}]}  # fmt: skip
+    body = {"id": f"resp_{n}", "object": "response", "created_at": 1741476542,
+            "status": "completed", "model": model, "output": [message], "usage": usage}  # fmt: skip
+    return {
+        "id": f"batch_req_{n}",
+        "custom_id": f"request-{n}",
+        "response": {"status_code": 200, "request_id": f"req_{n}", "body": body},
+        "error": None,
+    }
+
+
 def embedding_line(n: int, model: str, tokens: int) -> dict:
     body = {
         "object": "list",

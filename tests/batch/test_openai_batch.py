@@ -15,7 +15,7 @@ import otel_tokens
 from otel_tokens.account.anomalies import Budget
 
 from .conftest import spans
-from .server import chat_line, embedding_line, error_line, failed_line
+from .server import chat_line, embedding_line, error_line, failed_line, response_line
 
 ROWS = [
     chat_line(1, "gpt-4o-mini", 1200, 80, cached=1024),
@@ -116,9 +116,14 @@ def test_async_and_raw_response(telemetry, server, named):
 
     assert asyncio.run(read()).count(b"\n") == len(ROWS)
     assert_rows(telemetry, "async-reader")
-    server.output_file("file-out4", [chat_line(6, "gpt-4o-mini", 10, 2)])
+    server.output_file("file-out4", [response_line(6, "gpt-4.1-mini", 500, 60, reasoning=0)])
     raw = client(server.openai_url).files.with_raw_response.content("file-out4")
-    assert raw.http_response.status_code == 200 and len(spans(telemetry)) == 4
+    assert raw.http_response.status_code == 200
+    answer = spans(telemetry)[3]
+    assert (answer["gen_ai.usage.input_tokens"], answer["gen_ai.response.id"]) == (500, "resp_6")
+    assert answer["otel_tokens.cost.usd"] == pytest.approx(
+        batch_price("gpt-4.1-mini", input_tokens=500, output_tokens=60), rel=1e-9
+    )
 
 
 def test_only_an_output_file_is_read_for_rows(telemetry, server, named):
