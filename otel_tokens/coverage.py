@@ -67,12 +67,12 @@ CLIENTS: tuple[Client, ...] = (
            _SDK + " (tokens with `stream_format=\"sse\"`; plain audio: unknown)", ("openai",)),
     Client("openai Realtime", "openai", "`realtime.connect` (websocket)",
            f"{NOT_RECORDED} yet", ()),
-    Client("openai Batch results", "openai", "`files.content` of a batch's output file",
-           f"{NOT_RECORDED} yet", ()),
+    Client("openai Batch results", "openai", "`files.content` of a batch's output file; sync, "
+           "async, raw, streamed", _SDK + " (each row once, at batch prices)", ("openai",)),
     Client("anthropic", "anthropic", "`messages.create`, `parse`, `stream`, beta; sync, async",
            _SDK, ("anthropic",)),
-    Client("anthropic Message Batches results", "anthropic", "`messages.batches.results`",
-           f"{NOT_RECORDED} yet", ()),
+    Client("anthropic Message Batches results", "anthropic", "`messages.batches.results`, "
+           "beta; sync, async", _SDK + " (each row once, at batch prices)", ("anthropic",)),
     Client("google-genai", "google-genai", "`generate_content`, `generate_content_stream`; "
            "sync, `client.aio`; Gemini API and Vertex AI", _SDK, ("google_genai",)),
     Client("google-genai embeddings", "google-genai", "`embed_content`; sync, `client.aio`",

@@ -106,12 +106,14 @@ class Handler:
         span_name: str | None = None,
         attributes: dict[str, Any] | None = None,
         agent: AgentEntry | None = None,
+        spent: bool = False,
     ) -> Call:
         """Open a call: the agent's estimate and budget, then its span (not yet current).
 
         ``request`` (what the request contains) is estimated here, before the call, unless an
         ``estimate`` is given. Raises only :class:`BudgetExceeded`, and only when budget
-        enforcement is on."""
+        enforcement is on and the call is not ``spent`` (done and billed already, e.g. a
+        batch's result row: recorded whatever the budgets say, never refused)."""
         call = Call(self, operation, provider, request_model, stream, time.perf_counter(),
                     server_address, server_port, conversation_id, span_name, attributes, request,
                     estimate, agent)  # fmt: skip
@@ -130,7 +132,7 @@ class Handler:
         except Exception as exc:
             faults.report("internal", exc)
         try:
-            self.accountant.open(call)  # the estimate, the budget, the streaming state
+            self.accountant.open(call, refuse=not spent)  # estimate, budget, streaming state
         except BudgetExceeded as exc:
             name = call.agent.name if call.agent is not None else "default"
             self.recorder.refused(name, exc.anomaly)
@@ -138,6 +140,17 @@ class Handler:
             raise
         self.recorder.start(call)
         return call
+
+    def counted_before(self, once: str, response_id: str) -> bool:
+        """True when the response ``(once, response_id)`` names was counted already, by this
+        process or in the ledger file of the agent a call would be for now (a batch's results
+        read again: nothing to record). A fault reads as False (recorded, never lost)."""
+        try:
+            entry, _ = current_attribution()
+            return self.accountant.counted((once, response_id), entry)
+        except Exception as exc:
+            faults.report("ledger", exc)
+            return False
 
     # -- what a Call delegates ------------------------------------------------------------------
     @staticmethod

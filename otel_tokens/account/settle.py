@@ -67,10 +67,11 @@ class Accountant:
         self.fleet = FleetBudgets.from_settings(current())  # fleet budgets hook (issue 32)
 
     # -- before and during the call -------------------------------------------------------------
-    def open(self, call: Call) -> None:
+    def open(self, call: Call, refuse: bool = True) -> None:
         """The pre-call estimate, the budget check and the agent's streaming state.
 
-        Raises only :class:`BudgetExceeded` (enforcement opted in)."""
+        Raises only :class:`BudgetExceeded` (enforcement opted in), never when not ``refuse``
+        (a call spent already: its usage still counts against the budgets at its end)."""
         entry = call.agent  # who the call is for: resolved by the handler
         if call.estimate is None and call.request is not None:
             try:
@@ -88,12 +89,13 @@ class Accountant:
             return
         try:
             estimate = call.estimate
-            if self.guard.enforcing:  # else there is nothing to check
+            if refuse and self.guard.enforcing:  # else there is nothing to check
                 self.guard.check_before(entry.name, estimate.input_tokens if estimate else None)
             if self.fleet is not None:  # fleet budgets hook (issue 32)
                 call.reservation = reserve(self.fleet, self.pricer, call, entry.name)
         except BudgetExceeded:
-            raise
+            if refuse:
+                raise
         except Exception as exc:
             faults.report("internal", exc)
         if call.stream:
@@ -238,6 +240,14 @@ class Accountant:
             del counted[next(iter(counted))]  # the oldest: responses are polled soon after
         counted[key] = None
         return False
+
+    def counted(self, key: tuple[str, str], entry: AgentEntry | None) -> bool:
+        """True when the response ``key`` names was counted already: by this process (its
+        once-keys), else in the ledger file of ``entry`` (another process's rows). Read, not
+        remembered: the call's end remembers it."""
+        if key in self._counted:
+            return True
+        return entry is not None and entry.ledger.recorded(key[1])
 
     def _plausible(self, call: Call, usage: Usage, parts: tuple[Usage, ...]) -> bool:
         """False (and counted) when a token class is beyond any real request. Input includes

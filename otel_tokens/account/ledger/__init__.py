@@ -582,6 +582,13 @@ class UsageLedger:
         """The SQLite file this ledger persists to, if any."""
         return self._store.path if self._store is not None else None
 
+    def recorded(self, request_id: str) -> bool:
+        """A row with this request id is in the ledger's file (any ledger of it); False
+        without a file (this process's own rows are the caller's to remember)."""
+        if self._store is None:
+            return False
+        return self._store.has_request(request_id)
+
     @property
     def pending_writes(self) -> int:
         """Records and rollbacks kept in memory because the file could not be written yet."""

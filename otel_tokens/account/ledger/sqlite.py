@@ -49,6 +49,8 @@ CREATE TABLE IF NOT EXISTS otel_tokens_requests (
 );
 CREATE INDEX IF NOT EXISTS otel_tokens_requests_by_ledger
     ON otel_tokens_requests (ledger, id);
+CREATE INDEX IF NOT EXISTS otel_tokens_requests_by_request
+    ON otel_tokens_requests (request_id);
 """
 
 _COLUMNS = (
@@ -228,6 +230,12 @@ class SqliteStore:
         row = self._query("SELECT MAX(ts) FROM otel_tokens_requests WHERE ledger=? AND active=1 "
                           "AND id<?", (self.ledger, before))  # fmt: skip
         return row[0][0] if row else None
+
+    def has_request(self, request_id: str) -> bool:
+        """A row with this request id is in the file, under any ledger, active or rolled
+        back (a batch result read again by another process: recorded already)."""
+        return bool(self._query("SELECT 1 FROM otel_tokens_requests WHERE request_id=? LIMIT 1",
+                                (request_id,)))  # fmt: skip
 
     def rows(self, active: bool, before: int | None = None) -> Iterator[StoredRow]:
         """Rows one by one (the fallback of :meth:`totals`)."""

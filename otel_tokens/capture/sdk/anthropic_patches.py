@@ -15,7 +15,8 @@ __all__ = ["BACKEND", "DEPENDENCIES", "install", "uninstall"]
 
 BACKEND = Backend(
     "AnthropicInstrumentor",
-    "The ``anthropic`` SDK: ``messages.create``/``parse``/``stream``, beta included.",
+    "The ``anthropic`` SDK: ``messages.create``/``parse``/``stream``, beta included; "
+    "Message Batches results.",
     requirements=("anthropic >= 0.40, < 3",),
     extra="anthropic",
     apis=("anthropic_messages",),
@@ -23,6 +24,8 @@ BACKEND = Backend(
 DEPENDENCIES: tuple[str, ...] = BACKEND.requirements
 _SDK = "otel_tokens.capture.sdk.anthropic"
 _CALL, _STREAM = deferred(_SDK, "call"), deferred(_SDK, "stream")
+#: a Message Batch's results read: each succeeded row a call at batch prices (.batch_results)
+_RESULTS = deferred("otel_tokens.capture.sdk.batch_results", "results")
 
 #: (module, class, method, wrapper factory)
 _TARGETS: tuple[tuple[str, str, str, Any], ...] = (
@@ -38,6 +41,10 @@ _TARGETS: tuple[tuple[str, str, str, Any], ...] = (
     ("anthropic.resources.beta.messages", "AsyncMessages", "parse", _CALL),
     ("anthropic.resources.beta.messages", "Messages", "stream", _STREAM),
     ("anthropic.resources.beta.messages", "AsyncMessages", "stream", _STREAM),
+    ("anthropic.resources.messages.batches", "Batches", "results", _RESULTS),
+    ("anthropic.resources.messages.batches", "AsyncBatches", "results", _RESULTS),
+    ("anthropic.resources.beta.messages.batches", "Batches", "results", _RESULTS),
+    ("anthropic.resources.beta.messages.batches", "AsyncBatches", "results", _RESULTS),
 )
 
 

@@ -14,7 +14,8 @@ __all__ = ["BACKEND", "DEPENDENCIES", "install", "uninstall"]
 
 BACKEND = Backend(
     "OpenAIInstrumentor",
-    "The ``openai`` SDK: chat completions, Responses, embeddings, images, audio (sync, async, streams).",
+    "The ``openai`` SDK: chat completions, Responses, embeddings, images, audio (sync, async, "
+    "streams), batch output files.",
     requirements=("openai >= 1.40, < 4",),
     extra="openai",
     apis=("openai_chat", "openai_responses", "openai_embeddings", "openai_completions"),
@@ -28,6 +29,8 @@ _RUNS, _RUNS_STREAM = deferred(_SDK, "runs"), deferred(_SDK, "runs_stream")
 _RUNS_MODULE = "openai.resources.beta.threads.runs.runs"
 _MEDIA = "otel_tokens.capture.sdk.openai_media"  # images and speech
 _IMAGES, _SPEECH = deferred(_MEDIA, "images"), deferred(_MEDIA, "speech")
+#: a batch's output file read: each billed row a call at batch prices (see .batch_results)
+_BATCH_OUTPUT = deferred("otel_tokens.capture.sdk.batch_results", "content")
 #: every body and stream event, as sent, where the client makes its object of it (see .sent)
 _SENT = ("openai._base_client", "BaseClient", "_process_response_data",
          deferred("otel_tokens.capture.sent", "openai"))
@@ -54,6 +57,7 @@ _PATCHES = SdkPatches("openai", [
     *_both(_RUNS_MODULE, "Runs", ("create", "retrieve", "submit_tool_outputs"), _RUNS),
     *_both(_RUNS_MODULE, "Runs", ("stream", "create_and_stream", "submit_tool_outputs_stream"),
            _RUNS_STREAM),
+    *_both("openai.resources.files", "Files", ("content", "retrieve_content"), _BATCH_OUTPUT),
     _SENT,
     ("openai._response", "APIResponse", "parse", _PARSE),
     ("openai._response", "AsyncAPIResponse", "parse", _PARSE),
