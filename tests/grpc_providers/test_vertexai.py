@@ -1,0 +1,132 @@
+"""google-cloud-aiplatform's ``vertexai.generative_models`` through its real client on its
+default transport (gRPC) against a real gRPC server answering with Vertex AI's own messages
+(the SDK's proto-plus ``GenerateContentResponse``, serialised by it): ``generate_content``,
+streamed and not, sync and async (``generate_content_async``); exact tokens under
+``gcp.vertex_ai``, priced; answers unchanged.
+
+The model's GAPIC client is given a plaintext channel to the local server (the SDK dials
+TLS to Google's hosts): everything above the channel is the SDK's own."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+
+import pytest
+
+from ..providers.test_openai_compatible import price_at
+from .conftest import attributes, serve, tokens
+
+pytest.importorskip("vertexai.generative_models")
+import grpc  # noqa: E402
+import vertexai  # noqa: E402
+from google.auth.credentials import AnonymousCredentials  # noqa: E402
+from google.cloud.aiplatform_v1.services.prediction_service import (  # noqa: E402
+    PredictionServiceAsyncClient,
+    PredictionServiceClient,
+    transports,
+)
+from google.cloud.aiplatform_v1.types import prediction_service as types  # noqa: E402
+from vertexai.generative_models import GenerationConfig, GenerativeModel  # noqa: E402
+
+MODEL = "gemini-2.5-flash"
+USAGE = dict(prompt_token_count=120, candidates_token_count=30, thoughts_token_count=10,
+             cached_content_token_count=100, total_token_count=160)  # fmt: skip
+SERVICE = "google.cloud.aiplatform.v1.PredictionService"
+
+
+def _answer(text: str, last: bool) -> types.GenerateContentResponse:
+    candidate = {"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}
+    if last:
+        candidate["finish_reason"] = "STOP"
+    return types.GenerateContentResponse(
+        candidates=[candidate],
+        model_version=MODEL,
+        response_id="resp-1",
+        usage_metadata=USAGE if last else {"prompt_token_count": 120},
+    )
+
+
+def _handler(seen: list):
+    def generate(request, context):
+        seen.append(request)
+        return _answer("Hello there", last=True)
+
+    def stream(request, context):
+        seen.append(request)
+        yield _answer("Hello", last=False)
+        yield _answer(" there", last=True)
+
+    options = dict(
+        request_deserializer=types.GenerateContentRequest.deserialize,
+        response_serializer=types.GenerateContentResponse.serialize,
+    )
+    return grpc.method_handlers_generic_handler(
+        SERVICE,
+        {
+            "GenerateContent": grpc.unary_unary_rpc_method_handler(generate, **options),
+            "StreamGenerateContent": grpc.unary_stream_rpc_method_handler(stream, **options),
+        },
+    )
+
+
+@pytest.fixture
+def vertex_server():
+    seen: list = []
+    server, address = serve(lambda s: s.add_generic_rpc_handlers((_handler(seen),)))
+    vertexai.init(project="test-project", location="us-central1", credentials=AnonymousCredentials())
+    yield seen, address
+    server.stop(None)
+
+
+def _model(address: str, is_async: bool = False) -> GenerativeModel:
+    model = GenerativeModel(MODEL, generation_config=GenerationConfig(max_output_tokens=256))
+    if is_async:
+        channel = grpc.aio.insecure_channel(address)
+        transport = transports.PredictionServiceGrpcAsyncIOTransport(channel=channel)
+        model.__dict__["_prediction_async_client"] = PredictionServiceAsyncClient(transport=transport)
+    else:
+        transport = transports.PredictionServiceGrpcTransport(channel=grpc.insecure_channel(address))
+        model.__dict__["_prediction_client"] = PredictionServiceClient(transport=transport)
+    return model
+
+
+def _check(spans: list) -> None:
+    price = price_at("google", MODEL, input_tokens=120, output_tokens=40, cache_read_tokens=100)
+    for attrs in spans:
+        assert tokens(attrs) == (120, 40)  # candidates + thoughts
+        assert attrs["gen_ai.usage.cache_read.input_tokens"] == 100
+        assert attrs["gen_ai.provider.name"] == "gcp.vertex_ai"
+        assert attrs["gen_ai.request.model"] == MODEL and attrs["gen_ai.response.model"] == MODEL
+        assert attrs["gen_ai.response.finish_reasons"] == ("stop",)
+        assert math.isclose(attrs["otel_tokens.cost.usd"], price)
+
+
+def test_generate_content_plain_and_streamed(telemetry, vertex_server):
+    seen, address = vertex_server
+    model = _model(address)
+    answer = model.generate_content("Say hello")
+    streamed = "".join(chunk.text for chunk in model.generate_content("Say hello", stream=True))
+    assert (answer.text, streamed) == ("Hello there", "Hello there")
+    assert answer.usage_metadata.thoughts_token_count == 10  # what the program gets: unchanged
+    spans = attributes(telemetry)
+    assert len(spans) == 2 and telemetry.errors() == {}
+    _check(spans)
+    assert spans[1]["otel_tokens.stream.end"] == "exhausted"
+    assert [r.model.rsplit("/", 1)[-1] for r in seen] == [MODEL, MODEL]
+
+
+def test_generate_content_async_plain_and_streamed(telemetry, vertex_server):
+    _, address = vertex_server
+
+    async def run() -> tuple[str, str]:
+        model = _model(address, is_async=True)
+        answer = await model.generate_content_async("Say hello")
+        chunks = await model.generate_content_async("Say hello", stream=True)
+        streamed = [chunk.text async for chunk in chunks]
+        return answer.text, "".join(streamed)
+
+    assert asyncio.run(run()) == ("Hello there", "Hello there")
+    spans = attributes(telemetry)
+    assert len(spans) == 2 and telemetry.errors() == {}
+    _check(spans)
