@@ -130,3 +130,47 @@ def test_generate_content_async_plain_and_streamed(telemetry, vertex_server):
     spans = attributes(telemetry)
     assert len(spans) == 2 and telemetry.errors() == {}
     _check(spans)
+
+
+# -- the REST transport: recorded by the HTTP layer (requests), Gemini's wire format ----------
+def _rest_chunk(text: str, last: bool) -> dict:
+    candidate = {"content": {"role": "model", "parts": [{"text": text}]}, "index": 0}
+    usage = {"promptTokenCount": 120}
+    if last:
+        candidate["finishReason"] = "STOP"
+        usage = {"promptTokenCount": 120, "candidatesTokenCount": 30, "thoughtsTokenCount": 10,
+                 "cachedContentTokenCount": 100, "totalTokenCount": 160}  # fmt: skip
+    return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": MODEL,
+            "responseId": "resp-1"}  # fmt: skip
+
+
+def _rest_answer(path: str, body):
+    import json
+
+    if ":streamGenerateContent" in path:  # a JSON array of chunks (no alt=sse)
+        chunks = [_rest_chunk("Hello", False), _rest_chunk(" there", True)]
+        return 200, "application/json", json.dumps(chunks).encode(), {}
+    return 200, "application/json", json.dumps(_rest_chunk("Hello there", True)).encode(), {}
+
+
+def test_generate_content_on_the_rest_transport(http_telemetry, provider_urls):
+    from ..local_server import LocalServer
+
+    server = LocalServer(_rest_answer)
+    try:
+        provider_urls(server.url, "gcp.vertex_ai")
+        vertexai.init(project="test-project", location="us-central1", credentials=AnonymousCredentials())
+        model = GenerativeModel(MODEL)
+        transport = transports.PredictionServiceRestTransport(
+            host=server.url.removeprefix("http://"), url_scheme="http", credentials=AnonymousCredentials()
+        )
+        model.__dict__["_prediction_client"] = PredictionServiceClient(transport=transport)
+        answer = model.generate_content("Say hello")
+        streamed = "".join(c.text for c in model.generate_content("Say hello", stream=True))
+    finally:
+        server.close()
+    assert (answer.text, streamed) == ("Hello there", "Hello there")
+    assert [p.rpartition(":")[2].partition("?")[0] for p in server.paths] == ["generateContent", "streamGenerateContent"]  # fmt: skip
+    spans = attributes(http_telemetry)
+    assert len(spans) == 2 and http_telemetry.errors() == {}
+    _check(spans)
