@@ -53,5 +53,7 @@ def test_chat_plain_streamed_and_async(http_telemetry, server, provider_urls):
 def test_the_fireworks_host_is_named_and_priced_as_fireworks():
     from otel_tokens.endpoints import endpoint
 
-    found = endpoint("https://api.fireworks.ai/inference/v1/chat/completions", "api.fireworks.ai", "http")
+    found = endpoint(
+        "https://api.fireworks.ai/inference/v1/chat/completions", "api.fireworks.ai", "http"
+    )
     assert (found.provider, found.price_id) == ("fireworks", "fireworks")

@@ -15,7 +15,7 @@ from .conftest import attributes, tokens
 from .test_xai import MODEL, chat_server  # noqa: F401 (a fixture)
 
 grpc = pytest.importorskip("grpc")
-from xai_sdk.proto.v5 import chat_pb2, chat_pb2_grpc  # noqa: E402
+from xai_sdk.proto.v5 import chat_pb2, chat_pb2_grpc
 
 
 class PassThrough(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):

@@ -18,20 +18,20 @@ from ..providers.test_openai_compatible import price_at
 from .conftest import attributes, serve, tokens
 
 pytest.importorskip("vertexai.generative_models")
-import grpc  # noqa: E402
-import vertexai  # noqa: E402
-from google.auth.credentials import AnonymousCredentials  # noqa: E402
-from google.cloud.aiplatform_v1.services.prediction_service import (  # noqa: E402
+import grpc
+import vertexai
+from google.auth.credentials import AnonymousCredentials
+from google.cloud.aiplatform_v1.services.prediction_service import (
     PredictionServiceAsyncClient,
     PredictionServiceClient,
     transports,
 )
-from google.cloud.aiplatform_v1.types import prediction_service as types  # noqa: E402
-from vertexai.generative_models import GenerationConfig, GenerativeModel  # noqa: E402
+from google.cloud.aiplatform_v1.types import prediction_service as types
+from vertexai.generative_models import GenerationConfig, GenerativeModel
 
 MODEL = "gemini-2.5-flash"
-USAGE = dict(prompt_token_count=120, candidates_token_count=30, thoughts_token_count=10,
-             cached_content_token_count=100, total_token_count=160)  # fmt: skip
+USAGE = {"prompt_token_count": 120, "candidates_token_count": 30, "thoughts_token_count": 10,
+             "cached_content_token_count": 100, "total_token_count": 160}  # fmt: skip
 SERVICE = "google.cloud.aiplatform.v1.PredictionService"
 
 
@@ -57,10 +57,10 @@ def _handler(seen: list):
         yield _answer("Hello", last=False)
         yield _answer(" there", last=True)
 
-    options = dict(
-        request_deserializer=types.GenerateContentRequest.deserialize,
-        response_serializer=types.GenerateContentResponse.serialize,
-    )
+    options = {
+        "request_deserializer": types.GenerateContentRequest.deserialize,
+        "response_serializer": types.GenerateContentResponse.serialize,
+    }
     return grpc.method_handlers_generic_handler(
         SERVICE,
         {
@@ -74,7 +74,9 @@ def _handler(seen: list):
 def vertex_server():
     seen: list = []
     server, address = serve(lambda s: s.add_generic_rpc_handlers((_handler(seen),)))
-    vertexai.init(project="test-project", location="us-central1", credentials=AnonymousCredentials())
+    vertexai.init(
+        project="test-project", location="us-central1", credentials=AnonymousCredentials()
+    )
     yield seen, address
     server.stop(None)
 
@@ -84,9 +86,13 @@ def _model(address: str, is_async: bool = False) -> GenerativeModel:
     if is_async:
         channel = grpc.aio.insecure_channel(address)
         transport = transports.PredictionServiceGrpcAsyncIOTransport(channel=channel)
-        model.__dict__["_prediction_async_client"] = PredictionServiceAsyncClient(transport=transport)
+        model.__dict__["_prediction_async_client"] = PredictionServiceAsyncClient(
+            transport=transport
+        )
     else:
-        transport = transports.PredictionServiceGrpcTransport(channel=grpc.insecure_channel(address))
+        transport = transports.PredictionServiceGrpcTransport(
+            channel=grpc.insecure_channel(address)
+        )
         model.__dict__["_prediction_client"] = PredictionServiceClient(transport=transport)
     return model
 
@@ -159,10 +165,14 @@ def test_generate_content_on_the_rest_transport(http_telemetry, provider_urls):
     server = LocalServer(_rest_answer)
     try:
         provider_urls(server.url, "gcp.vertex_ai")
-        vertexai.init(project="test-project", location="us-central1", credentials=AnonymousCredentials())
+        vertexai.init(
+            project="test-project", location="us-central1", credentials=AnonymousCredentials()
+        )
         model = GenerativeModel(MODEL)
         transport = transports.PredictionServiceRestTransport(
-            host=server.url.removeprefix("http://"), url_scheme="http", credentials=AnonymousCredentials()
+            host=server.url.removeprefix("http://"),
+            url_scheme="http",
+            credentials=AnonymousCredentials(),
         )
         model.__dict__["_prediction_client"] = PredictionServiceClient(transport=transport)
         answer = model.generate_content("Say hello")

@@ -17,8 +17,8 @@ from .conftest import attributes, tokens
 from .tls_server import TlsServer
 
 pytest.importorskip("ibm_watsonx_ai")
-from ibm_watsonx_ai import APIClient, Credentials  # noqa: E402
-from ibm_watsonx_ai.foundation_models import ModelInference  # noqa: E402
+from ibm_watsonx_ai import APIClient, Credentials
+from ibm_watsonx_ai.foundation_models import ModelInference
 
 MODEL = "ibm/granite-3-8b-instruct"
 CHAT_USAGE = {"prompt_tokens": 12, "completion_tokens": 5, "total_tokens": 17}

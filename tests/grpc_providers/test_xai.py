@@ -13,12 +13,12 @@ from ..providers.test_openai_compatible import price_at
 from .conftest import attributes, serve, tokens
 
 xai_sdk = pytest.importorskip("xai_sdk")
-from xai_sdk.proto.v5 import chat_pb2, chat_pb2_grpc, sample_pb2, usage_pb2  # noqa: E402
+from xai_sdk.proto.v5 import chat_pb2, chat_pb2_grpc, sample_pb2, usage_pb2
 
 MODEL = "grok-4"
 #: xAI counts reasoning apart from completion: total = prompt + completion + reasoning
-USAGE = dict(prompt_tokens=120, completion_tokens=30, reasoning_tokens=50, total_tokens=200,
-             cached_prompt_text_tokens=100, prompt_text_tokens=120)  # fmt: skip
+USAGE = {"prompt_tokens": 120, "completion_tokens": 30, "reasoning_tokens": 50, "total_tokens": 200,
+             "cached_prompt_text_tokens": 100, "prompt_text_tokens": 120}  # fmt: skip
 
 
 class Chat(chat_pb2_grpc.ChatServicer):
@@ -27,17 +27,20 @@ class Chat(chat_pb2_grpc.ChatServicer):
     def __init__(self) -> None:
         self.requests: list = []
 
-    def GetCompletion(self, request, context):  # noqa: N802 (the proto's name)
+    def GetCompletion(self, request, context):
         self.requests.append(request)
         message = chat_pb2.CompletionMessage(content="Hello there", role=chat_pb2.ROLE_ASSISTANT)
         output = chat_pb2.CompletionOutput(
             index=0, message=message, finish_reason=sample_pb2.REASON_STOP
         )
         return chat_pb2.GetChatCompletionResponse(
-            id="resp-1", model=request.model, outputs=[output], usage=usage_pb2.SamplingUsage(**USAGE)
+            id="resp-1",
+            model=request.model,
+            outputs=[output],
+            usage=usage_pb2.SamplingUsage(**USAGE),
         )
 
-    def GetCompletionChunk(self, request, context):  # noqa: N802
+    def GetCompletionChunk(self, request, context):
         self.requests.append(request)
         for i, text in enumerate(("Hello", " there")):
             last = i == 1
@@ -112,7 +115,7 @@ def test_a_failed_call_ends_with_its_grpc_status(telemetry):
     grpc = pytest.importorskip("grpc")
 
     class Limited(chat_pb2_grpc.ChatServicer):
-        def GetCompletion(self, request, context):  # noqa: N802
+        def GetCompletion(self, request, context):
             context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "rate limited")
 
     server, address = serve(lambda s: chat_pb2_grpc.add_ChatServicer_to_server(Limited(), s))

@@ -102,7 +102,9 @@ class _GenerationStream(Accumulator):
                 self.text.append(text)
             if reason and reason != "not_finished":
                 self.finish_reasons = [str(reason)]
-            self.usage = Usage(input_tokens=self._input, output_tokens=self._output, model=self.model)
+            self.usage = Usage(
+                input_tokens=self._input, output_tokens=self._output, model=self.model
+            )
         return True
 
 
