@@ -47,7 +47,9 @@ def _answer(text: str, last: bool) -> types.GenerateContentResponse:
     )
 
 
-def _handler(seen: list):
+def _handler(seen: list, service: str = SERVICE):
+    """Vertex's service (v1; its v1beta1 has the same messages on the wire)."""
+
     def generate(request, context):
         seen.append(request)
         return _answer("Hello there", last=True)
@@ -62,7 +64,7 @@ def _handler(seen: list):
         "response_serializer": types.GenerateContentResponse.serialize,
     }
     return grpc.method_handlers_generic_handler(
-        SERVICE,
+        service,
         {
             "GenerateContent": grpc.unary_unary_rpc_method_handler(generate, **options),
             "StreamGenerateContent": grpc.unary_stream_rpc_method_handler(stream, **options),
@@ -73,7 +75,8 @@ def _handler(seen: list):
 @pytest.fixture
 def vertex_server():
     seen: list = []
-    server, address = serve(lambda s: s.add_generic_rpc_handlers((_handler(seen),)))
+    handlers = (_handler(seen), _handler(seen, SERVICE.replace(".v1.", ".v1beta1.")))
+    server, address = serve(lambda s: s.add_generic_rpc_handlers(handlers))
     vertexai.init(
         project="test-project", location="us-central1", credentials=AnonymousCredentials()
     )
@@ -98,6 +101,7 @@ def _model(address: str, is_async: bool = False) -> GenerativeModel:
 
 
 def _check(spans: list) -> None:
+    assert spans, "nothing recorded"
     price = price_at("google", MODEL, input_tokens=120, output_tokens=40, cache_read_tokens=100)
     for attrs in spans:
         assert tokens(attrs) == (120, 40)  # candidates + thoughts
@@ -183,4 +187,19 @@ def test_generate_content_on_the_rest_transport(http_telemetry, provider_urls):
     assert [p.rpartition(":")[2].partition("?")[0] for p in server.paths] == ["generateContent", "streamGenerateContent"]  # fmt: skip
     spans = attributes(http_telemetry)
     assert len(spans) == 2 and http_telemetry.errors() == {}
+    _check(spans)
+
+
+def test_the_preview_namespace_on_v1beta1(telemetry, vertex_server):
+    from google.cloud.aiplatform_v1beta1.services import prediction_service as beta
+    from vertexai.preview.generative_models import GenerativeModel as PreviewModel
+
+    _, address = vertex_server
+    model = PreviewModel(MODEL)
+    channel = grpc.insecure_channel(address)
+    transport = beta.transports.PredictionServiceGrpcTransport(channel=channel)
+    model.__dict__["_prediction_client"] = beta.PredictionServiceClient(transport=transport)
+    assert model.generate_content("Say hello").text == "Hello there"
+    spans = attributes(telemetry)
+    assert len(spans) == 1
     _check(spans)
