@@ -7,8 +7,9 @@ and nowhere else. Each backend is a light ``<name>_patches`` module (its ``BACKE
 description, and what ``instrument()`` installs: the patch table, nothing per call) and the
 per-call module it loads at the first call (``openai_sdk``, ``anthropic_sdk``,
 ``google_genai_sdk``, ``bedrock_sdk``, ``litellm_sdk``, ``agent_cli``, ``backend``; the HTTP
-layer's ``http_layer``, ``http_requests``, ``http_aiohttp``). Model APIs' wire formats, one
-module each, are in :mod:`.wire`; agent-CLI output parsers in :mod:`.parsers`.
+layer's ``http_layer``, ``http_requests``, ``http_aiohttp``; the gRPC layer's ``grpc_layer``).
+Model APIs' wire formats, one module each (their gRPC messages too), are in :mod:`.wire`;
+agent-CLI output parsers in :mod:`.parsers`.
 
 The backends are the ``*_patches`` modules found here: adding one registers it (the registry,
 the entry point's class and the extra all read its ``BACKEND``); nothing else lists them.
