@@ -82,3 +82,50 @@ def test_a_call_an_sdk_capture_records_is_not_recorded_again(telemetry, chat_ser
     finally:
         inside_sdk.reset(token)
     assert telemetry.finished() == []
+
+
+class Limited(chat_pb2_grpc.ChatServicer):
+    """Every call refused, as a rate limit refuses it."""
+
+    def GetCompletion(self, request, context):
+        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "rate limited")
+
+    def GetCompletionChunk(self, request, context):
+        context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED, "rate limited")
+        yield  # a generator, as a streaming method is
+
+
+def test_every_call_style_fails_with_its_grpc_status(telemetry):
+    import asyncio
+
+    from .conftest import serve
+
+    server, address = serve(lambda s: chat_pb2_grpc.add_ChatServicer_to_server(Limited(), s))
+    stub = chat_pb2_grpc.ChatStub(grpc.insecure_channel(address))
+    styles = (
+        lambda: stub.GetCompletion(_request()),
+        lambda: stub.GetCompletion.with_call(_request()),
+        lambda: stub.GetCompletion.future(_request()).result(timeout=30),
+        lambda: list(stub.GetCompletionChunk(_request())),
+    )
+
+    async def run_async() -> None:
+        async with grpc.aio.insecure_channel(address) as channel:
+            astub = chat_pb2_grpc.ChatStub(channel)
+            with pytest.raises(grpc.aio.AioRpcError):
+                await astub.GetCompletion(_request())
+            with pytest.raises(grpc.aio.AioRpcError):
+                async for _ in astub.GetCompletionChunk(_request()):
+                    pass
+
+    try:
+        for style in styles:
+            with pytest.raises(grpc.RpcError) as raised:
+                style()
+            assert raised.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED  # passed through
+        asyncio.run(run_async())
+    finally:
+        server.stop(None)
+    spans = attributes(telemetry)
+    assert len(spans) == 6
+    assert {a["error.type"] for a in spans} == {"RESOURCE_EXHAUSTED"}
