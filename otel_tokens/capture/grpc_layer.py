@@ -90,13 +90,16 @@ def _future(call: Call, future: Any, context: Any) -> Any:
 
     def done(finished: Any) -> None:
         try:
-            error = finished.exception()
-        except BaseException as exc:  # cancelled
-            error = exc
-        if error is not None:
-            call.fail(status(error))
-        else:
-            _answered(call, finished.result(), context)
+            try:
+                error = finished.exception()
+            except BaseException as exc:  # cancelled
+                error = exc
+            if error is not None:
+                call.fail(status(error))
+            else:
+                _answered(call, finished.result(), context)
+        except Exception as exc:  # grpc's callback thread: never raised into it
+            faults.report("internal", exc)
 
     future.add_done_callback(done)
     return future
