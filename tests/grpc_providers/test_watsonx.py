@@ -3,7 +3,7 @@ server answering in watsonx.ai's own shapes, recorded by the HTTP layer's watson
 format: ``chat``/``chat_stream`` (OpenAI's chat shape, ``model_id``), ``generate``/
 ``generate_text_stream`` (``results[].input_token_count``/``generated_token_count``; the
 stream's events as a public recording of watsonx.ai's traffic has them: the input count in the
-first event, the generated count running), async ``achat``/``agenerate``; exact tokens under
+first event, the generated count running), async ``achat``, ``agenerate`` and their streams; exact tokens under
 ``ibm.watsonx.ai``; answers unchanged."""
 
 from __future__ import annotations
@@ -115,10 +115,17 @@ def test_async_chat_and_generate(http_telemetry, server, provider_urls):
     async def run() -> tuple:
         chat = await model.achat(messages=HELLO)
         generated = await model.agenerate(prompt="Say hello")
-        return chat["choices"][0]["message"]["content"], generated["results"][0]["generated_text"]
+        chunks = [c async for c in await model.achat_stream(messages=HELLO)]
+        events = [e async for e in await model.agenerate_stream(prompt="Say hello")]
+        texts = [e["results"][0]["generated_text"] for e in events]
+        streamed = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
+        return (chat["choices"][0]["message"]["content"], generated["results"][0]["generated_text"],
+                streamed, "".join(texts))  # fmt: skip
 
-    assert asyncio.run(run()) == ("Hello there", "Hello there")
-    assert [tokens(a) for a in attributes(http_telemetry)] == [(12, 5), (8, 11)]
+    assert asyncio.run(run()) == ("Hello there",) * 4
+    spans = attributes(http_telemetry)
+    assert [tokens(a) for a in spans] == [(12, 5), (8, 11), (12, 5), (8, 11)]
+    assert [a.get("otel_tokens.stream.end") for a in spans[2:]] == ["exhausted", "exhausted"]
 
 
 def test_ibm_cloud_hosts_are_watsonx_and_look_alikes_are_not():
