@@ -38,7 +38,7 @@ class Client:
 
 _SDK = "yes: its SDK capture"
 _ANY = "yes: the HTTP layer, any POST in the OpenAI, Anthropic, Gemini, Cohere or Ollama format"
-_GRPC_DEFAULT = f"{NOT_RECORDED} yet: gRPC, its default transport"
+_GRPC = "yes: the gRPC layer (and the HTTP layer for REST)"
 _NAMES = "agent names (its calls: its model client's row)"
 
 
@@ -106,16 +106,18 @@ CLIENTS: tuple[Client, ...] = (
            _ANY, ("http",)),
     Client("aiohttp", "aiohttp", "a POST written by hand or by an SDK not listed here",
            _ANY, ("http",)),
-    # provider SDKs not recorded
     Client("google-cloud-aiplatform", "google-cloud-aiplatform",
-           "`vertexai` `GenerativeModel.generate_content`", _GRPC_DEFAULT, ()),
-    Client("vertexai", "vertexai", "`GenerativeModel.generate_content`", _GRPC_DEFAULT, ()),
+           "`vertexai` `GenerativeModel.generate_content` (`stream=True` too), "
+           "`generate_content_async`; gRPC and REST", _GRPC, ("grpc", "http")),
+    Client("vertexai", "vertexai", "`GenerativeModel.generate_content`; gRPC and REST", _GRPC,
+           ("grpc", "http")),
+    Client("ibm-watsonx-ai", "ibm-watsonx-ai", "`ModelInference` chat, generate, their streams; "
+           "sync, async", _http("watsonx.ai"), ("http",)),
+    Client("xai-sdk", "xai-sdk", "`chat.create`, `sample`, `stream`; sync, async",
+           "yes: the gRPC layer", ("grpc",)),
+    # provider SDKs not recorded
     Client("google-generativeai", "google-generativeai", "`GenerativeModel.generate_content`",
            f"{NOT_RECORDED}: gRPC (a deprecated SDK: use google-genai)", ()),
-    Client("ibm-watsonx-ai", "ibm-watsonx-ai", "`ModelInference` chat, generate",
-           f"{NOT_RECORDED} yet: watsonx's own format", ()),
-    Client("xai-sdk", "xai-sdk", "`chat.create`, `sample`, `stream`",
-           f"{NOT_RECORDED} yet: gRPC", ()),
     Client("replicate", "replicate", "`run`, predictions",
            f"{NOT_RECORDED}: its predictions API is no known wire format", ()),
     # recorded through another library's capture

@@ -7,7 +7,8 @@ z.ai, a LiteLLM proxy, Ollama on localhost) is that provider, not the SDK's. In 
 2. the client's platform (Azure OpenAI, Anthropic on Bedrock or Vertex);
 3. genai-prices' own provider URL patterns (``api_pattern``), named as the semantic
    conventions name the provider where they do (``deepseek``, ``x_ai``, ``gcp.gemini``, ...),
-   else by genai-prices' provider id (``openrouter``, ``together``, ``cerebras``, ...);
+   else by genai-prices' provider id (``openrouter``, ``together``, ``cerebras``, ...); then
+   the few hosts it has no pattern for (``*.ml.cloud.ibm.com``: ``ibm.watsonx.ai``);
 4. a local or private-network server (loopback, private addresses, ``localhost``,
    ``*.local``, ``*.internal``, single-label hosts): self-hosted, named by its host and
    never priced as another provider (:func:`is_self_hosted`);
@@ -31,6 +32,10 @@ SEMCONV_NAMES: dict[str, str] = {
     "aws": "aws.bedrock", "mistral": "mistral_ai", "groq": "groq", "deepseek": "deepseek",
     "x-ai": "x_ai", "perplexity": "perplexity", "cohere": "cohere",
 }  # fmt: skip
+
+#: providers genai-prices has no URL pattern for: host (or its parent domain) -> the semantic
+#: conventions' name
+_HOSTS = {"ml.cloud.ibm.com": "ibm.watsonx.ai"}
 
 #: provider names that are self-hosted servers by definition (litellm's routing names them so)
 _SELF_HOSTED_PROVIDERS = frozenset(("ollama", "ollama_chat", "vllm", "hosted_vllm", "lm_studio",
@@ -164,6 +169,9 @@ def _resolve(url: str, host: str | None, default: str, platform: str | None,
     if not host:
         return Endpoint(default)
     host = host.lower()
+    named = _by_host(host)
+    if named is not None:
+        return Endpoint(named)
     if _host_is_local(host):
         with _lock:
             if len(_self_hosted_names) >= _CACHE_MAX:
@@ -171,6 +179,14 @@ def _resolve(url: str, host: str | None, default: str, platform: str | None,
             _self_hosted_names[host] = None
         return Endpoint(host, self_hosted=True)
     return Endpoint(host)
+
+
+def _by_host(host: str) -> str | None:
+    """The provider :data:`_HOSTS` names for ``host`` (``us-south.ml.cloud.ibm.com``)."""
+    for domain, provider in _HOSTS.items():
+        if host == domain or host.endswith("." + domain):
+            return provider
+    return None
 
 
 def endpoint(base_url: Any, host: str | None, default: str, platform: str | None = None,

@@ -6,11 +6,11 @@ all through the one start/finish path (:mod:`.lifecycle`, with :mod:`.stream` fo
 The folders read as the way a call is seen:
 
 - :mod:`.wire`: model APIs' wire formats, one module each (OpenAI, Anthropic, Gemini, Cohere,
-  Ollama), the one parser shared by every client that speaks it;
+  Ollama, watsonx.ai; gRPC messages too), the one parser shared by every client that speaks it;
 - where clients are hooked: :mod:`.http` (httpx, requests, aiohttp: any client, by wire format),
-  :mod:`.sdk` (provider SDKs whose calls are read above the HTTP layer), :mod:`.agent_cli`
-  (agent CLIs run as subprocesses, with their output parsers), :mod:`.methods` (any
-  ``module:Class.method``);
+  :mod:`.grpc` (grpc's channels: Vertex AI, xAI), :mod:`.sdk` (provider SDKs whose calls are
+  read above the HTTP layer), :mod:`.agent_cli` (agent CLIs run as subprocesses, with their
+  output parsers), :mod:`.methods` (any ``module:Class.method``);
 - :mod:`.frameworks`: agent names and runs from agent frameworks (no call records of their own).
 
 Provider SDK imports live here and nowhere else. Each backend is a light ``<name>_patches``

@@ -52,11 +52,11 @@ def fake_distribution(folder: Path, name: str, version: str) -> Path:
 
 @pytest.fixture(scope="module")
 def made_up(tmp_path_factory) -> Path:
-    """A folder of distributions as pip records them: xai-sdk (gRPC: nothing records it),
+    """A folder of distributions as pip records them: google-generativeai (nothing records it),
     replicate with an untrusted version (escape codes, 10 kB), claude-agent-sdk, and crewai's
     metadata without its package (a broken install: its instrumentor cannot turn on)."""
     folder = tmp_path_factory.mktemp("site")
-    fake_distribution(folder, "xai-sdk", "1.4.0")
+    fake_distribution(folder, "google-generativeai", "0.8.5")
     fake_distribution(folder, "replicate", "1.0\x1b[31m" + "9" * 10_000)
     fake_distribution(folder, "claude-agent-sdk", "0.1.0")
     fake_distribution(folder, "crewai", "1.2.0")
@@ -79,18 +79,19 @@ def test_the_installed_clients_are_listed_with_how_each_is_recorded(checked):
                           ("openai", "yes: its SDK capture"),
                           ("anthropic", "yes: its SDK capture")):  # fmt: skip
         assert rows[f"{name} {md.version(name)}"] == verdict
-    assert rows["openai Realtime"] == "NOT recorded yet"
-    assert rows["anthropic Message Batches results"] == "NOT recorded yet"
-    assert rows["huggingface_hub text_generation"] == "NOT recorded: not a known wire format"
+    assert rows["anthropic Message Batches results"] == (
+        "yes: its SDK capture (each row once, at batch prices)")
     assert rows["claude-agent-sdk 0.1.0"] == "yes: through the Claude Code CLI parser (exact)"
 
 
 def test_a_client_that_is_not_recorded_is_said_and_is_no_failure(checked):
-    """xai-sdk speaks gRPC: nothing records it. The check says so and still passes; the
+    """google-generativeai's gRPC service is not mapped: nothing records it. The check says so
+    and still passes; the
     version string from the metadata is printed bounded, without its escape codes."""
     assert checked.returncode == 0, checked.stderr
     rows = clients(checked.stdout)
-    assert rows["xai-sdk 1.4.0"] == "NOT recorded yet: gRPC"
+    assert rows["google-generativeai 0.8.5"] == (
+        "NOT recorded: gRPC (a deprecated SDK: use google-genai)")
     (replicate,) = [label for label in rows if label.startswith("replicate ")]
     assert "\x1b" not in replicate and len(replicate) < 60
     assert rows[replicate] == "NOT recorded: its predictions API is no known wire format"

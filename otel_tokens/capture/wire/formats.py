@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import anthropic, cohere, gemini, ollama, openai
+from . import anthropic, cohere, gemini, ollama, openai, watsonx
 from .base import Wire
 
 __all__ = ["Wire", "find"]
 
 #: the more specific paths first: OpenAI's suffixes are the most general
-_FORMATS: tuple[Any, ...] = (gemini, ollama, anthropic, cohere, openai)
+_FORMATS: tuple[Any, ...] = (gemini, ollama, anthropic, cohere, watsonx, openai)
 _SUFFIXES = tuple(suffix for module in _FORMATS for suffix in module.SUFFIXES)
 
 
