@@ -32,23 +32,10 @@ from typing import Any
 from .. import faults
 from . import budget_db
 from .anomalies import Anomaly, Budget, BudgetExceeded
+from .pg_schema import ensure_schema
 
 __all__ = ["FleetBudgets", "LocalWindows", "Reservation"]
 
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS otel_tokens_budget_reservations (
-        id UUID NOT NULL,
-        scope TEXT NOT NULL,
-        key TEXT NOT NULL,
-        ts DOUBLE PRECISION NOT NULL,
-        usd DOUBLE PRECISION NOT NULL,
-        tokens BIGINT NOT NULL,
-        settled BOOLEAN NOT NULL DEFAULT false,
-        PRIMARY KEY (id, scope)
-    )""",
-    ("CREATE INDEX IF NOT EXISTS otel_tokens_budget_reservations_window "
-     "ON otel_tokens_budget_reservations (scope, key, ts)"),
-)
 PROBE_EVERY = 1.0  # seconds between probes of a database found down (callers never wait)
 DB_TIMEOUT = 0.3  # seconds a caller waits for a reservation at most (OTEL_TOKENS_BUDGET_DB_TIMEOUT)
 #: TCP keepalives and a bound on unacknowledged data: a worker stuck on a partitioned server's
@@ -418,7 +405,8 @@ class FleetBudgets:
                 self._down = False
 
     def _connection(self) -> Any:
-        """A new connection, the schema created (once across the fleet, under a lock)."""
+        """A new connection, the database's schema current (:mod:`.pg_schema`: the first
+        connection of this process creates or migrates it, under a lock across the fleet)."""
         import psycopg
 
         from .ledger.postgres import CONNECT_TIMEOUT, STATEMENT_TIMEOUT_MS
@@ -428,24 +416,12 @@ class FleetBudgets:
                                options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}")
         try:
             if not self._schema_ready:
-                _create_schema(conn)
+                ensure_schema(conn)
                 self._schema_ready = True
         except BaseException:
             conn.close()
             raise
         return conn
-
-
-def _create_schema(conn: Any) -> None:
-    """The reservations table, once across the fleet (under a lock); not again where it is
-    there (its index's lock would make the reservations under way wait)."""
-    exists = "SELECT to_regclass('otel_tokens_budget_reservations_window') IS NOT NULL"
-    if conn.execute(exists).fetchone()[0]:
-        return
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (0x6F74_6F6B_6275_6467,))
-        for statement in _SCHEMA:
-            conn.execute(statement)
 
 
 def _ignored(outcome: tuple[bool, Any]) -> None:
