@@ -109,7 +109,7 @@ class _Window:
 
     def add(self, at: float, usd: float, tokens: int) -> WindowEntry:
         """Count ``usd``/``tokens`` spent at monotonic time ``at``: the new entry."""
-        entry = WindowEntry(at, usd, tokens, self)
+        entry = WindowEntry(at=at, usd=usd, tokens=tokens, window=self)
         self.entries.append(entry)
         self.usd += usd
         self.tokens += tokens
@@ -264,7 +264,7 @@ class FleetBudgets:
             named, default = self.rules[scope]
             budget = named.get(key, default)
             if budget is not None and (budget.enforce or scope != "agent"):
-                found.append(Scope(scope, key, budget))
+                found.append(Scope(scope=scope, key=key, budget=budget))
         return sorted(found, key=lambda s: (s.scope, s.key))
 
     # -- reserve and settle ------------------------------------------------------------------
