@@ -27,28 +27,16 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
 from .. import faults
 from . import budget_db
 from .anomalies import Anomaly, Budget, BudgetExceeded
+from .pg_schema import ensure_schema
 
-__all__ = ["FleetBudgets", "LocalWindows", "Reservation"]
+__all__ = ["FleetBudgets", "LocalWindows", "Reservation", "Scope", "Verdict", "WindowEntry"]
 
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS otel_tokens_budget_reservations (
-        id UUID NOT NULL,
-        scope TEXT NOT NULL,
-        key TEXT NOT NULL,
-        ts DOUBLE PRECISION NOT NULL,
-        usd DOUBLE PRECISION NOT NULL,
-        tokens BIGINT NOT NULL,
-        settled BOOLEAN NOT NULL DEFAULT false,
-        PRIMARY KEY (id, scope)
-    )""",
-    ("CREATE INDEX IF NOT EXISTS otel_tokens_budget_reservations_window "
-     "ON otel_tokens_budget_reservations (scope, key, ts)"),
-)
 PROBE_EVERY = 1.0  # seconds between probes of a database found down (callers never wait)
 DB_TIMEOUT = 0.3  # seconds a caller waits for a reservation at most (OTEL_TOKENS_BUDGET_DB_TIMEOUT)
 #: TCP keepalives and a bound on unacknowledged data: a worker stuck on a partitioned server's
@@ -62,6 +50,36 @@ PRUNE_EVERY = 200  # settlements between deletions of reservations past every wi
 MAX_LOCAL_WINDOWS = 4096  # tenants and users whose own spend is kept (idle ones dropped past it)
 
 
+class Scope(NamedTuple):
+    """One budget a call is counted in: its scope (agent, tenant, user), its key there, and
+    its limits."""
+
+    scope: str
+    key: str
+    budget: Budget
+
+    def over_limit(self, usd: float, tokens: int) -> Anomaly | None:
+        """The :class:`Anomaly` of this budget once its spend is ``usd``/``tokens`` (the USD
+        limit checked first), or None while within both limits."""
+        for used, limit in ((usd, self.budget.usd), (tokens, self.budget.tokens)):
+            if limit is not None and used > limit:
+                if self.scope == "agent":  # named as AnomalyGuard names an agent's
+                    return Anomaly(self.key, "budget_exceeded", float(used), float(limit))
+                return Anomaly(f"{self.scope}:{self.key}", "budget_exceeded", float(used),
+                               float(limit), scope=self.scope)  # fmt: skip
+        return None
+
+
+@dataclass
+class Verdict:
+    """What a reservation found: ``refused``, the :class:`Anomaly` of the first enforced
+    budget without room (then nothing was taken); else it was taken, and ``alerts`` are the
+    alert-only budgets it takes past their limit."""
+
+    refused: Anomaly | None = None
+    alerts: list[Anomaly] = field(default_factory=list)
+
+
 class Reservation:
     """What a call reserved: its id and the budgets it holds room in; ``held``: its entries in
     this process's own windows when the database could not be reached in time (None: in the
@@ -70,34 +88,55 @@ class Reservation:
 
     __slots__ = ("alerts", "final", "held", "id", "placed", "scopes", "tokens", "usd")
 
-    def __init__(self, scopes: list[tuple[str, str, Budget]], usd: float, tokens: int) -> None:
+    def __init__(self, scopes: list[Scope], usd: float, tokens: int) -> None:
         self.id, self.scopes, self.usd, self.tokens = str(uuid.uuid4()), scopes, usd, tokens
-        self.held: list[list[Any]] | None = None
+        self.held: list[WindowEntry] | None = None
         self.placed = False
         self.final: tuple[float, int] | None = None
         self.alerts: list[Anomaly] = []  # alert-only budgets it crosses (first crossings)
 
 
 class _Window:
-    """One budget's spend in this process: entries ``[monotonic time, usd, tokens, live,
-    window]`` of the last ``seconds``."""
+    """One budget's spend in this process: its entries of the last ``seconds``, and their
+    sums."""
 
     __slots__ = ("entries", "seconds", "tokens", "usd")
 
     def __init__(self, seconds: float) -> None:
-        self.entries: deque[list[Any]] = deque()
+        self.entries: deque[WindowEntry] = deque()
         self.seconds = seconds
         self.usd, self.tokens = 0.0, 0
 
+    def add(self, at: float, usd: float, tokens: int) -> WindowEntry:
+        """Count ``usd``/``tokens`` spent at monotonic time ``at``: the new entry."""
+        entry = WindowEntry(at=at, usd=usd, tokens=tokens, window=self)
+        self.entries.append(entry)
+        self.usd += usd
+        self.tokens += tokens
+        return entry
+
     def expire(self, now: float) -> None:
+        """Drop the entries older than the window (no longer counted)."""
         entries, seconds = self.entries, self.seconds
-        while entries and entries[0][0] <= now - seconds:
+        while entries and entries[0].at <= now - seconds:
             entry = entries.popleft()
-            entry[3] = False
-            self.usd -= entry[1]
-            self.tokens -= entry[2]
+            entry.live = False
+            self.usd -= entry.usd
+            self.tokens -= entry.tokens
         if not entries:
             self.usd, self.tokens = 0.0, 0  # no float residue
+
+
+@dataclass(eq=False, slots=True)
+class WindowEntry:
+    """One reservation in one of this process's windows: when (monotonic), what it counts
+    there, and whether it still does (``live``: not yet past the window)."""
+
+    at: float
+    usd: float
+    tokens: int
+    window: _Window
+    live: bool = True
 
 
 class LocalWindows:
@@ -109,65 +148,50 @@ class LocalWindows:
         self._lock = threading.Lock()
         self._pid = os.getpid()
 
-    def _window(self, scope: str, key: str, budget: Budget, now: float) -> _Window:
-        window = self._windows.get((scope, key))
+    def _window(self, scope: Scope, now: float) -> _Window:
+        window = self._windows.get((scope.scope, scope.key))
         if window is None:
             if len(self._windows) >= MAX_LOCAL_WINDOWS:  # forget those with nothing left
                 for old in self._windows.values():
                     old.expire(now)
                 self._windows = {k: w for k, w in self._windows.items() if w.entries}
-            window = self._windows[(scope, key)] = _Window(budget.window_seconds)
-        window.seconds = budget.window_seconds
+            window = self._windows[(scope.scope, scope.key)] = _Window(scope.budget.window_seconds)
+        window.seconds = scope.budget.window_seconds
         window.expire(now)
         return window
 
-    def hold(self, scopes: list[tuple[str, str, Budget]], usd: float, tokens: int,
-             alerts: list[Anomaly] | None = None) -> Anomaly | list[list[Any]]:  # fmt: skip
-        """Room for ``usd``/``tokens`` in every budget of ``scopes``: the entries holding it,
-        or the :class:`Anomaly` of the first enforced budget without room (nothing held
-        then); an alert-only budget without room is held all the same, its anomaly added to
-        ``alerts``."""
+    def hold(self, scopes: list[Scope], usd: float,
+             tokens: int) -> tuple[Verdict, list[WindowEntry]]:  # fmt: skip
+        """Room for ``usd``/``tokens`` in every budget of ``scopes``: the verdict, and the
+        entries holding it (none when refused; an alert-only budget without room is held all
+        the same, its anomaly in the verdict's alerts)."""
+        verdict = Verdict()
         with self._locked():
             now = time.monotonic()
-            windows = [(scope, key, budget, self._window(scope, key, budget, now))
-                       for scope, key, budget in scopes]  # fmt: skip
-            for scope, key, budget, window in windows:
-                for used, limit in ((window.usd + usd, budget.usd),
-                                    (window.tokens + tokens, budget.tokens)):  # fmt: skip
-                    if limit is not None and used > limit:
-                        anomaly = Anomaly(f"{scope}:{key}", "budget_exceeded", float(used),
-                                          float(limit), scope=scope)  # fmt: skip
-                        if budget.enforce:
-                            return anomaly
-                        if alerts is not None:
-                            alerts.append(anomaly)
-                        break
-            return [self._add(window, now, usd, tokens) for _, _, _, window in windows]
+            windows = [(scope, self._window(scope, now)) for scope in scopes]
+            for scope, window in windows:
+                anomaly = scope.over_limit(window.usd + usd, window.tokens + tokens)
+                if anomaly is not None and scope.budget.enforce:
+                    return Verdict(refused=anomaly), []
+                if anomaly is not None:
+                    verdict.alerts.append(anomaly)
+            return verdict, [window.add(now, usd, tokens) for _, window in windows]
 
-    def add(self, scopes: list[tuple[str, str, Budget]], usd: float, tokens: int) -> None:
+    def add(self, scopes: list[Scope], usd: float, tokens: int) -> None:
         """Count spend the database took (kept for when it cannot be reached)."""
         with self._locked():
             now = time.monotonic()
-            for scope, key, budget in scopes:
-                self._add(self._window(scope, key, budget, now), now, usd, tokens)
+            for scope in scopes:
+                self._window(scope, now).add(now, usd, tokens)
 
-    def settle(self, held: list[list[Any]], usd: float, tokens: int) -> None:
+    def settle(self, held: list[WindowEntry], usd: float, tokens: int) -> None:
         """Replace what ``held`` entries reserved by the actual figures."""
         with self._locked():
             for entry in held:
-                if entry[3]:  # still in its window
-                    window = entry[4]
-                    window.usd += usd - entry[1]
-                    window.tokens += tokens - entry[2]
-                entry[1], entry[2] = usd, tokens
-
-    @staticmethod
-    def _add(window: _Window, now: float, usd: float, tokens: int) -> list[Any]:
-        entry = [now, usd, tokens, True, window]
-        window.entries.append(entry)
-        window.usd += usd
-        window.tokens += tokens
-        return entry
+                if entry.live:  # still in its window
+                    entry.window.usd += usd - entry.usd
+                    entry.window.tokens += tokens - entry.tokens
+                entry.usd, entry.tokens = usd, tokens
 
     def _locked(self) -> threading.Lock:
         if self._pid != os.getpid():  # a forked child: a lock of its own
@@ -229,11 +253,10 @@ class FleetBudgets:
                    settings.budget_reserve_output_tokens, settings.budget_db_timeout,
                    settings.budget_reserve == "conservative")  # fmt: skip
 
-    def applying(self, agent: str, tenant: str | None,
-                 user: str | None) -> list[tuple[str, str, Budget]]:  # fmt: skip
-        """The fleet budgets of a call, as (scope, key, budget), in lock order: the enforced
-        ones, and its tenant's and user's alert-only ones (an agent's alert-only budget is
-        :class:`AnomalyGuard`'s, over the process's own spend)."""
+    def applying(self, agent: str, tenant: str | None, user: str | None) -> list[Scope]:
+        """The fleet budgets of a call, in lock order: the enforced ones, and its tenant's
+        and user's alert-only ones (an agent's alert-only budget is :class:`AnomalyGuard`'s,
+        over the process's own spend)."""
         found = []
         for scope, key in (("agent", agent), ("tenant", tenant), ("user", user)):
             if key is None:
@@ -241,8 +264,8 @@ class FleetBudgets:
             named, default = self.rules[scope]
             budget = named.get(key, default)
             if budget is not None and (budget.enforce or scope != "agent"):
-                found.append((scope, key, budget))
-        return sorted(found, key=lambda s: (s[0], s[1]))
+                found.append(Scope(scope=scope, key=key, budget=budget))
+        return sorted(found, key=lambda s: (s.scope, s.key))
 
     # -- reserve and settle ------------------------------------------------------------------
     def reserve(self, agent: str, tenant: str | None, user: str | None, usd: float | None,
@@ -258,65 +281,61 @@ class FleetBudgets:
             return None
         self._own()
         reservation = Reservation(scopes, usd or 0.0, tokens)
-        alerts = self._call(self._reserve, reservation)
-        if isinstance(alerts, Anomaly):
-            raise BudgetExceeded(alerts)
-        if alerts is None:  # the database did not answer in time: this process's own windows
-            own = [s for s in scopes if s[0] != "agent"]
-            alerts = []
-            held = self.local.hold(own, reservation.usd, tokens, alerts) if own else []
-            if isinstance(held, Anomaly):
-                raise BudgetExceeded(held)
-            reservation.held = held  # settled too: the database may still take it, late
-        reservation.alerts = self._crossings(scopes, alerts)
+        verdict = self._call(self._reserve, reservation)
+        if verdict is None:  # the database did not answer in time: this process's own windows
+            verdict = self._hold_locally(reservation)
+        if verdict.refused is not None:
+            raise BudgetExceeded(verdict.refused)
+        reservation.alerts = self._crossings(scopes, verdict.alerts)
         return reservation
 
-    def _crossings(self, scopes: list[tuple[str, str, Budget]],
-                   alerts: list[Anomaly]) -> list[Anomaly]:  # fmt: skip
+    def _hold_locally(self, reservation: Reservation) -> Verdict:
+        """The reservation in this process's own windows of its tenant's and user's budgets
+        (an agent's is :class:`AnomalyGuard`'s); held, it is settled there too (and in the
+        database, which may still take it, late)."""
+        own = [s for s in reservation.scopes if s.scope != "agent"]
+        verdict, held = self.local.hold(own, reservation.usd, reservation.tokens)
+        if verdict.refused is None:
+            reservation.held = held
+        return verdict
+
+    def _crossings(self, scopes: list[Scope], alerts: list[Anomaly]) -> list[Anomaly]:
         """Of ``alerts``, those of budgets not already over in this process's last look (an
         alert-only budget alerts once per crossing, not on every call while over it)."""
         over = {(a.scope, a.agent) for a in alerts}
         with self._state:
-            for scope, key, budget in scopes:
-                if not budget.enforce and (scope, f"{scope}:{key}") not in over:
-                    self._over.discard((scope, f"{scope}:{key}"))
+            for scope in scopes:
+                named = (scope.scope, f"{scope.scope}:{scope.key}")
+                if not scope.budget.enforce and named not in over:
+                    self._over.discard(named)
             new = [a for a in alerts if (a.scope, a.agent) not in self._over]
             if len(self._over) > MAX_LOCAL_WINDOWS:
                 self._over.clear()
             self._over.update(over)
         return new
 
-    def _reserve(self, conn: Any, reservation: Reservation) -> Anomaly | list[Anomaly]:
-        """On a worker: the reservation in one transaction (taken: the anomalies of the
-        alert-only budgets without room), or the :class:`Anomaly` of the first enforced
-        budget without room (nothing taken)."""
-        alerts: list[Anomaly] = []
+    def _reserve(self, conn: Any, reservation: Reservation) -> Verdict:
+        """On a worker: the reservation in one transaction, each budget under its advisory
+        lock (nothing taken when an enforced one has no room)."""
+        verdict = Verdict()
         with conn.transaction():
             now = conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()[0]
-            for scope, key, budget in reservation.scopes:
-                conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))", (scope, key))
-                used_usd, used_tokens = conn.execute(
-                    "SELECT COALESCE(SUM(usd), 0), COALESCE(SUM(tokens), 0) FROM "
-                    "otel_tokens_budget_reservations WHERE scope=%s AND key=%s AND ts > %s",
-                    (scope, key, now - budget.window_seconds)).fetchone()  # fmt: skip
-                for used, asked, limit in ((float(used_usd), reservation.usd, budget.usd),
-                                           (int(used_tokens), reservation.tokens, budget.tokens)):
-                    if limit is not None and used + asked > limit:
-                        anomaly = Anomaly(f"{scope}:{key}" if scope != "agent" else key,
-                                          "budget_exceeded", float(used + asked), float(limit),
-                                          scope=scope if scope != "agent" else None)
-                        if budget.enforce:
-                            return anomaly
-                        alerts.append(anomaly)
-                        break
+            for scope in reservation.scopes:
+                used_usd, used_tokens = _locked_spend(conn, scope, now)
+                anomaly = scope.over_limit(used_usd + reservation.usd,
+                                           used_tokens + reservation.tokens)  # fmt: skip
+                if anomaly is not None and scope.budget.enforce:
+                    return Verdict(refused=anomaly)
+                if anomaly is not None:
+                    verdict.alerts.append(anomaly)
             with conn.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO otel_tokens_budget_reservations (id, scope, key, ts, usd, tokens) "
                     "VALUES (%s, %s, %s, %s, %s, %s)",
-                    [(reservation.id, scope, key, now, reservation.usd, reservation.tokens)
-                     for scope, key, _ in reservation.scopes])  # fmt: skip
+                    [(reservation.id, s.scope, s.key, now, reservation.usd, reservation.tokens)
+                     for s in reservation.scopes])  # fmt: skip
         self._placed(reservation)
-        return alerts
+        return verdict
 
     def _placed(self, reservation: Reservation) -> None:
         """The reservation is in the database: settled there by whichever comes second, the
@@ -343,7 +362,7 @@ class FleetBudgets:
         if reservation.held is not None:
             self.local.settle(reservation.held, usd, tokens)
             return
-        own = [s for s in reservation.scopes if s[0] != "agent"]
+        own = [s for s in reservation.scopes if s.scope != "agent"]
         if own:
             self.local.add(own, usd, tokens)
 
@@ -356,7 +375,7 @@ class FleetBudgets:
                             [(usd, tokens, r.id) for r, usd, tokens in batch])  # fmt: skip
         before, self._settled = self._settled, self._settled + len(batch)
         if before // PRUNE_EVERY != self._settled // PRUNE_EVERY:
-            longest = max(b.window_seconds for r, _, _ in batch for _, _, b in r.scopes)
+            longest = max(s.budget.window_seconds for r, _, _ in batch for s in r.scopes)
             conn.execute("DELETE FROM otel_tokens_budget_reservations WHERE ts < "
                          "extract(epoch FROM clock_timestamp()) - %s", (longest * 2,))  # fmt: skip
 
@@ -418,7 +437,8 @@ class FleetBudgets:
                 self._down = False
 
     def _connection(self) -> Any:
-        """A new connection, the schema created (once across the fleet, under a lock)."""
+        """A new connection, the database's schema current (:mod:`.pg_schema`: the first
+        connection of this process creates or migrates it, under a lock across the fleet)."""
         import psycopg
 
         from .ledger.postgres import CONNECT_TIMEOUT, STATEMENT_TIMEOUT_MS
@@ -428,7 +448,7 @@ class FleetBudgets:
                                options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}")
         try:
             if not self._schema_ready:
-                _create_schema(conn)
+                ensure_schema(conn)
                 self._schema_ready = True
         except BaseException:
             conn.close()
@@ -436,16 +456,16 @@ class FleetBudgets:
         return conn
 
 
-def _create_schema(conn: Any) -> None:
-    """The reservations table, once across the fleet (under a lock); not again where it is
-    there (its index's lock would make the reservations under way wait)."""
-    exists = "SELECT to_regclass('otel_tokens_budget_reservations_window') IS NOT NULL"
-    if conn.execute(exists).fetchone()[0]:
-        return
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (0x6F74_6F6B_6275_6467,))
-        for statement in _SCHEMA:
-            conn.execute(statement)
+def _locked_spend(conn: Any, scope: Scope, now: float) -> tuple[float, int]:
+    """(USD, tokens) reserved in ``scope``'s budget over its window up to ``now`` (database
+    clock), its advisory lock taken first (held until the transaction ends)."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))",
+                 (scope.scope, scope.key))  # fmt: skip
+    usd, tokens = conn.execute(
+        "SELECT COALESCE(SUM(usd), 0), COALESCE(SUM(tokens), 0) FROM "
+        "otel_tokens_budget_reservations WHERE scope=%s AND key=%s AND ts > %s",
+        (scope.scope, scope.key, now - scope.budget.window_seconds)).fetchone()  # fmt: skip
+    return float(usd), int(tokens)
 
 
 def _ignored(outcome: tuple[bool, Any]) -> None:

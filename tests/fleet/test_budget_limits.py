@@ -204,18 +204,37 @@ def test_own_windows_roll_and_forget_idle_budgets(monkeypatch):
     """The process's own windows: held room is settled to the actual, spend older than the
     window no longer counts, and past the bound budgets with nothing left are forgotten."""
     from otel_tokens.account import fleet_budget
-    from otel_tokens.account.anomalies import Anomaly, Budget
+    from otel_tokens.account.anomalies import Budget
+    from otel_tokens.account.fleet_budget import Scope
 
     monkeypatch.setattr(fleet_budget, "MAX_LOCAL_WINDOWS", 2)
     own = fleet_budget.LocalWindows()
     short = Budget(tokens=100, window_seconds=0.3, enforce=True)
-    held = own.hold([("user", "ann", short)], 0.0, 80)
-    assert isinstance(own.hold([("user", "ann", short)], 0.0, 30), Anomaly)  # 80 + 30 > 100
+    ann = [Scope("user", "ann", short)]
+    verdict, held = own.hold(ann, 0.0, 80)
+    assert verdict.refused is None and [entry.tokens for entry in held] == [80]
+    verdict, refused = own.hold(ann, 0.0, 30)  # 80 + 30 > 100
+    assert verdict.refused.observed == 110 and refused == []
     own.settle(held, 0.0, 50)
-    assert not isinstance(own.hold([("user", "ann", short)], 0.0, 30), Anomaly)  # 50 + 30
+    assert own.hold(ann, 0.0, 30)[0].refused is None  # 50 + 30
     time.sleep(0.35)
-    assert not isinstance(own.hold([("user", "ann", short)], 0.0, 100), Anomaly)  # rolled
-    own.add([("user", "bob", short)], 0.0, 1)
+    assert own.hold(ann, 0.0, 100)[0].refused is None  # rolled
+    own.add([Scope("user", "bob", short)], 0.0, 1)
     time.sleep(0.35)
-    own.add([("user", "cy", short)], 0.0, 1)  # the third: ann's and bob's expired, forgotten
+    own.add([Scope("user", "cy", short)], 0.0, 1)  # the third: ann's and bob's expired, forgotten
     assert list(own._windows) == [("user", "cy")]
+
+
+def test_a_budget_past_its_limit_is_named_as_the_guard_names_it():
+    """One check for the database's reservation and this process's windows: an agent's budget
+    is named by the agent (no scope), a tenant's ``tenant:acme``; USD before tokens."""
+    from otel_tokens.account.anomalies import Budget
+    from otel_tokens.account.fleet_budget import Scope
+
+    both = Budget(usd=1.0, tokens=100, window_seconds=60, enforce=True)
+    assert Scope("agent", "bot", both).over_limit(1.0, 100) is None
+    agent = Scope("agent", "bot", both).over_limit(2.0, 200)
+    assert (agent.agent, agent.scope, agent.observed, agent.threshold) == ("bot", None, 2.0, 1.0)
+    tenant = Scope("tenant", "acme", both).over_limit(0.5, 101)
+    assert (tenant.agent, tenant.scope, tenant.observed, tenant.threshold) == (
+        "tenant:acme", "tenant", 101.0, 100.0)  # fmt: skip

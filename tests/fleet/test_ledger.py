@@ -185,7 +185,8 @@ def writer_columns() -> tuple[str, ...]:
 
 def test_schema_created_once_by_processes_starting_together(ledger_db):
     """Eight connections set the schema up at the same moment: no error, one version row."""
-    from otel_tokens.account.ledger.postgres import connect, ensure_schema
+    from otel_tokens.account.ledger.postgres import connect
+    from otel_tokens.account.pg_schema import SCHEMA_VERSION, ensure_schema
 
     errors = []
 
@@ -205,7 +206,8 @@ def test_schema_created_once_by_processes_starting_together(ledger_db):
     import psycopg
 
     with psycopg.connect(ledger_db) as conn:
-        assert conn.execute("SELECT value FROM otel_tokens_meta").fetchall() == [("1",)]
+        stored = conn.execute("SELECT value FROM otel_tokens_meta").fetchall()
+    assert stored == [(str(SCHEMA_VERSION),)]
 
 
 def test_a_forked_child_writes_its_own_rows_on_its_own_connection(ledger_db, tmp_path):

@@ -10,10 +10,11 @@ batch: texts PostgreSQL cannot hold are stored escaped (:func:`stored_text`), nu
 their column's range NULL, and a row the database still refuses is set aside alone.
 Every row carries its own id (a UUID made when it was recorded) and is inserted with
 ``ON CONFLICT DO NOTHING``, so a batch retried after a timeout (whose commit may have gone
-through) or replayed twice is stored exactly once. The first process that needs the schema
-creates or migrates it under an advisory lock, so several starting at once are safe. A forked
-child starts a writer of its own and never touches its parent's connection. At exit the
-queue is flushed within ``OTEL_TOKENS_EXIT_TIMEOUT`` and whatever is left is spooled.
+through) or replayed twice is stored exactly once. Its tables are those of
+:mod:`otel_tokens.account.pg_schema` (a writer's connection creates or migrates them first,
+under an advisory lock). A forked child starts a writer of its own and never touches its
+parent's connection. At exit the queue is flushed within ``OTEL_TOKENS_EXIT_TIMEOUT`` and
+whatever is left is spooled.
 
 A rollback of a ledger (:meth:`FleetWriter.rollback`) travels the same way, queued, batched and
 spooled: it names the rows it undoes by host, ledger, request id and timestamp, is kept in
@@ -39,13 +40,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from ... import faults, threads
+from ..pg_schema import ensure_schema
 from .spool import Journal, Segment, Spool, default_folder
 
-__all__ = ["COLUMNS", "SCHEMA_VERSION", "FleetWriter", "connect", "ensure_schema", "fleet_writer",
-           "original_text", "stored_text"]  # fmt: skip
-
-SCHEMA_VERSION = 1
-_SCHEMA_LOCK = 0x6F74_6F6B_6C65_6467  # pg_advisory_xact_lock key of the schema set-up
+__all__ = ["COLUMNS", "FleetWriter", "connect", "fleet_writer", "original_text", "stored_text"]
 
 #: the columns of a row, in the order :meth:`FleetWriter.put` is given them
 COLUMNS = (
@@ -54,48 +52,6 @@ COLUMNS = (
     "premium_requests", "trace_id", "span_id", "active", "user_id", "tenant_id",
     "conversation_id", "service", "host",
 )  # fmt: skip
-
-_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS otel_tokens_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-    """CREATE TABLE IF NOT EXISTS otel_tokens_requests (
-        row_id UUID PRIMARY KEY,
-        ledger TEXT NOT NULL,
-        request_id TEXT NOT NULL,
-        ts DOUBLE PRECISION NOT NULL,
-        model TEXT,
-        provider TEXT,
-        source TEXT NOT NULL,
-        input_tokens BIGINT,
-        output_tokens BIGINT,
-        cache_read_tokens BIGINT,
-        cache_write_tokens BIGINT,
-        reasoning_tokens BIGINT,
-        cost_usd DOUBLE PRECISION,
-        premium_requests DOUBLE PRECISION,
-        trace_id TEXT,
-        span_id TEXT,
-        active SMALLINT NOT NULL DEFAULT 1,
-        user_id TEXT,
-        tenant_id TEXT,
-        conversation_id TEXT,
-        service TEXT,
-        host TEXT,
-        written_at TIMESTAMPTZ NOT NULL DEFAULT now()
-    )""",
-    "CREATE INDEX IF NOT EXISTS otel_tokens_requests_ts ON otel_tokens_requests (ts)",
-    "CREATE INDEX IF NOT EXISTS otel_tokens_requests_tenant ON otel_tokens_requests (tenant_id, ts)",
-    "CREATE INDEX IF NOT EXISTS otel_tokens_requests_ledger ON otel_tokens_requests (ledger, ts)",
-    """CREATE TABLE IF NOT EXISTS otel_tokens_rollbacks (
-        host TEXT NOT NULL,
-        ledger TEXT NOT NULL,
-        request_id TEXT NOT NULL,
-        ts DOUBLE PRECISION NOT NULL,
-        written_at TIMESTAMPTZ NOT NULL DEFAULT now(),
-        PRIMARY KEY (host, ledger, request_id, ts)
-    )""",
-)
-#: schema version found -> statements bringing it to SCHEMA_VERSION
-_MIGRATIONS: dict[str, tuple[str, ...]] = {}
 
 _INCOMING = ("CREATE TEMP TABLE IF NOT EXISTS otel_tokens_incoming "
              "(LIKE otel_tokens_requests INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
@@ -219,27 +175,6 @@ def connect(url: str, autocommit: bool = False) -> Any:
 
     return psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT, autocommit=autocommit,
                            options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}")  # fmt: skip
-
-
-def ensure_schema(conn: Any) -> None:
-    """Create or migrate the tables, once across every process that starts at the same time
-    (a transaction-scoped advisory lock serialises them; the later ones find it done)."""
-    with conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-        for statement in _SCHEMA:
-            conn.execute(statement)
-        row = conn.execute("SELECT value FROM otel_tokens_meta WHERE key='schema_version'").fetchone()
-        if row is None:
-            conn.execute("INSERT INTO otel_tokens_meta VALUES ('schema_version', %s)",
-                         (str(SCHEMA_VERSION),))  # fmt: skip
-        elif row[0] in _MIGRATIONS:
-            for statement in _MIGRATIONS[row[0]]:
-                conn.execute(statement)
-            conn.execute("UPDATE otel_tokens_meta SET value=%s WHERE key='schema_version'",
-                         (str(SCHEMA_VERSION),))  # fmt: skip
-        elif row[0] != str(SCHEMA_VERSION):
-            raise RuntimeError(f"fleet ledger has schema version {row[0]}, this otel_tokens "
-                               f"writes version {SCHEMA_VERSION}")  # fmt: skip
 
 
 class FleetWriter:
