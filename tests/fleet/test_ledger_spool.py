@@ -112,3 +112,24 @@ def test_the_spool_folder_is_made_private(tmp_path):
     for folder in (tmp_path / "cache" / "ledger-spool", writer.spool.folder):
         assert stat.S_IMODE(os.lstat(folder).st_mode) == 0o700
     assert sum(len(p.read_text().splitlines()) for p in writer.spool.folder.glob("*.rows")) == 3
+
+
+def test_a_batch_half_written_by_a_killed_process_is_cleared(tmp_path):
+    """A process killed while writing a batch leaves its temporary file (its rows are still in
+    its journal, replayed from there): the next look at the spool removes it; a living
+    writer's is left alone."""
+    import subprocess
+    import sys
+
+    from otel_tokens.account.ledger.spool import Spool
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    spool = Spool(tmp_path / "spool", 1 << 20)
+    spool.usable(create=True)
+    gone = spool.folder / f".{time.time_ns():020d}-{int(dead.stdout)}-0a1b2c3d.rows.tmp"
+    living = spool.folder / f".{time.time_ns():020d}-{os.getppid()}-0a1b2c3d.rows.tmp"
+    for path in (gone, living):
+        path.write_bytes(b'["half a row"')
+    assert not spool.pending()
+    assert not gone.exists() and living.exists()

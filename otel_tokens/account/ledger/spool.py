@@ -241,6 +241,9 @@ class Spool:
 
     def _give_back_orphans(self) -> None:
         for name in self._names():
+            if name.startswith(".") and name.endswith(".tmp"):
+                self._drop_dead_temp(name)
+                continue
             if _CLAIMED not in name and _JOURNAL not in name:
                 continue
             owner = name.rsplit("-", 1)[1]
@@ -250,6 +253,16 @@ class Spool:
                 continue
             if owner != _owner() and (pid == os.getpid() or not _alive(pid)):
                 self.give_back(self.folder / name)  # its process is gone (or had our pid)
+
+    def _drop_dead_temp(self, name: str) -> None:
+        """A batch a process was killed while writing (``.<time>-<pid>-<chance>.rows.tmp``): its
+        rows are still in that process's journal, so the half-written copy goes."""
+        try:
+            pid = int(name.split("-")[1])
+        except (IndexError, ValueError):
+            return
+        if pid != os.getpid() and not _alive(pid):
+            _unlink(self.folder / name)
 
 
 _JSON = json.JSONEncoder(separators=(",", ":"), default=str)
