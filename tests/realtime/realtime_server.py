@@ -1,0 +1,111 @@
+"""A local websocket server speaking the OpenAI Realtime API (GA) as OpenAI documents it: a
+``session.created`` on connect, a ``session.updated`` for each ``session.update``, and for
+each ``response.create`` the events of one response (``response.created``, a text delta,
+``response.done`` carrying the next queued usage). The ``response.done`` usage block is the
+one of OpenAI's own documentation ("Managing costs": the ``response.done`` example).
+
+``drop_after_created``: the server cuts the connection (no close frame) right after the
+next ``response.created``, as a network failure would.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from typing import Any
+
+from websockets.sync.server import ServerConnection, serve
+
+MODEL = "gpt-realtime-2025-08-28"
+
+#: OpenAI's documented ``response.done`` usage (docs: Realtime API, managing costs)
+DOCUMENTED_USAGE = {
+    "total_tokens": 253, "input_tokens": 132, "output_tokens": 121,
+    "input_token_details": {
+        "text_tokens": 119, "audio_tokens": 13, "image_tokens": 0, "cached_tokens": 64,
+        "cached_tokens_details": {"text_tokens": 64, "audio_tokens": 0, "image_tokens": 0},
+    },
+    "output_token_details": {"text_tokens": 30, "audio_tokens": 91},
+}  # fmt: skip
+
+
+def usage(text_in: int, audio_in: int, cached_text: int, cached_audio: int, text_out: int,
+          audio_out: int) -> dict[str, Any]:  # fmt: skip
+    """A ``response.done`` usage block of these counts (totals as the API adds them)."""
+    return {
+        "total_tokens": text_in + audio_in + text_out + audio_out,
+        "input_tokens": text_in + audio_in, "output_tokens": text_out + audio_out,
+        "input_token_details": {
+            "text_tokens": text_in, "audio_tokens": audio_in, "image_tokens": 0,
+            "cached_tokens": cached_text + cached_audio,
+            "cached_tokens_details": {"text_tokens": cached_text, "audio_tokens": cached_audio,
+                                      "image_tokens": 0},
+        },
+        "output_token_details": {"text_tokens": text_out, "audio_tokens": audio_out},
+    }  # fmt: skip
+
+
+def _session(event_type: str, n: int) -> dict[str, Any]:
+    return {"type": event_type, "event_id": f"event_s{n}", "session": {
+        "type": "realtime", "object": "realtime.session", "id": "sess_C9G5QPteg4UIbotdKLoYQ",
+        "model": MODEL, "output_modalities": ["audio"], "instructions": "Be brief.",
+        "tools": [], "tool_choice": "auto", "max_output_tokens": "inf", "tracing": None,
+        "prompt": None, "expires_at": 1756324625, "include": None,
+    }}  # fmt: skip
+
+
+def _response(rid: str, status: str, used: dict[str, Any] | None) -> dict[str, Any]:
+    return {"object": "realtime.response", "id": rid, "status": status, "status_details": None,
+            "output": [], "conversation_id": "conv_C9G5RJeJ2gF77mV7f2B1j",
+            "output_modalities": ["text"], "max_output_tokens": "inf", "usage": used,
+            "metadata": None}  # fmt: skip
+
+
+class RealtimeServer:
+    """The server, on 127.0.0.1 in a thread of its own; ``usages``: the next responses'."""
+
+    def __init__(self) -> None:
+        self.usages: list[dict[str, Any]] = []
+        self.drop_after_created = False
+        self.responses = 0
+        self.client_events: list[dict[str, Any]] = []
+        self._server = serve(self._handle, "127.0.0.1", 0)
+        self.port = self._server.socket.getsockname()[1]
+        self.url = f"ws://127.0.0.1:{self.port}/v1"
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    def _handle(self, ws: ServerConnection) -> None:
+        n = 0
+        ws.send(json.dumps(_session("session.created", n)))
+        for raw in ws:
+            event = json.loads(raw)
+            self.client_events.append(event)
+            n += 1
+            if event.get("type") == "session.update":
+                ws.send(json.dumps(_session("session.updated", n)))
+            elif event.get("type") == "response.create":
+                if not self._respond(ws, n):
+                    return
+
+    def _respond(self, ws: ServerConnection, n: int) -> bool:
+        """One response's events; False when the connection was cut."""
+        self.responses += 1
+        rid = f"resp_C9G8p7IH2WxLbkgPNo{self.responses:03d}"
+        ws.send(json.dumps({"type": "response.created", "event_id": f"event_c{n}",
+                            "response": _response(rid, "in_progress", None)}))  # fmt: skip
+        if self.drop_after_created:
+            ws.socket.shutdown(socket.SHUT_RDWR)  # no close frame: a dropped connection
+            return False
+        ws.send(json.dumps({"type": "response.output_text.delta", "event_id": f"event_d{n}",
+                            "response_id": rid, "item_id": "item_1", "output_index": 0,
+                            "content_index": 0, "delta": "Hi."}))  # fmt: skip
+        used = self.usages.pop(0) if self.usages else DOCUMENTED_USAGE
+        ws.send(json.dumps({"type": "response.done", "event_id": f"event_e{n}",
+                            "response": _response(rid, "completed", used)}))  # fmt: skip
+        return True
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._thread.join(timeout=10)

@@ -1,0 +1,184 @@
+"""The OpenAI Realtime API through the real ``openai`` client (``client.realtime.connect``,
+sync and async) against a local websocket server speaking the documented protocol
+(``realtime_server``): each ``response.done`` is one call with its exact usage, priced by
+genai-prices at the model's text and audio rates, under the agent current when the session
+was opened; the caller gets the same events; a dropped connection ends what was open."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import threading
+
+import pytest
+
+openai = pytest.importorskip("openai")
+pytest.importorskip("websockets")
+
+import genai_prices  # noqa: E402
+
+import otel_tokens  # noqa: E402
+from otel_tokens.capture import openai_patches  # noqa: E402
+
+from ..telemetry.conftest import handling  # noqa: E402
+from .realtime_server import DOCUMENTED_USAGE, MODEL, RealtimeServer, usage  # noqa: E402
+
+
+@pytest.fixture
+def server():
+    s = RealtimeServer()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def telemetry():
+    with handling(openai_patches) as t:
+        yield t
+
+
+def billed(used: dict) -> float:
+    """genai-prices' price of one ``response.done`` usage, every token class at its rate."""
+    details, spoken = used["input_token_details"], used["output_token_details"]
+    cached = details["cached_tokens_details"]
+    counts = genai_prices.Usage(
+        input_tokens=used["input_tokens"], cache_read_tokens=details["cached_tokens"],
+        output_tokens=used["output_tokens"], input_audio_tokens=details["audio_tokens"],
+        cache_audio_read_tokens=cached["audio_tokens"], output_audio_tokens=spoken["audio_tokens"],
+    )  # fmt: skip
+    return float(genai_prices.calc_price(counts, MODEL, provider_id="openai").total_price)
+
+
+def clients(server: RealtimeServer) -> tuple:
+    kwargs = {"api_key": "sk-test", "base_url": "https://api.openai.com/v1",
+              "websocket_base_url": server.url}  # fmt: skip
+    return openai.OpenAI(**kwargs), openai.AsyncOpenAI(**kwargs)
+
+
+def talk_sync(server: RealtimeServer, turns: int) -> list:
+    """A sync session of ``turns`` responses; every event the caller received."""
+    client, _ = clients(server)
+    seen = []
+    with client.realtime.connect(model="gpt-realtime") as connection:
+        seen.append(connection.recv())  # session.created
+        for _ in range(turns):
+            connection.response.create()
+            for event in connection:
+                seen.append(event)
+                if event.type == "response.done":
+                    break
+    return seen
+
+
+async def talk_async(server: RealtimeServer, turns: int) -> list:
+    _, client = clients(server)
+    seen = []
+    async with client.realtime.connect(model="gpt-realtime") as connection:
+        seen.append(await connection.recv())
+        for _ in range(turns):
+            await connection.response.create()
+            async for event in connection:
+                seen.append(event)
+                if event.type == "response.done":
+                    break
+    return seen
+
+
+def tokens(attrs) -> tuple:
+    return (attrs.get("gen_ai.usage.input_tokens"), attrs.get("gen_ai.usage.output_tokens"),
+            attrs.get("gen_ai.usage.cache_read.input_tokens"))  # fmt: skip
+
+
+def test_each_response_done_is_one_call_with_its_exact_usage_and_bill(telemetry, server):
+    with otel_tokens.agent("voice-desk"):
+        seen = talk_sync(server, 1)
+    (span,) = telemetry.finished()
+    attrs = span.attributes
+    assert tokens(attrs) == (132, 121, 64)
+    assert attrs["gen_ai.response.model"] == MODEL
+    assert attrs["gen_ai.request.model"] == "gpt-realtime"
+    assert attrs["gen_ai.response.id"] == seen[-1].response.id
+    assert attrs["otel_tokens.cost.usd"] == pytest.approx(billed(DOCUMENTED_USAGE), rel=1e-9)
+    assert "input_audio_tokens" in attrs["otel_tokens.cost.components"]
+    assert "output_audio_tokens" in attrs["otel_tokens.cost.components"]
+    assert telemetry.point("gen_ai.client.token.usage", **{"gen_ai.token.type": "input"}).sum == 132
+    assert attrs["gen_ai.agent.name"] == "voice-desk"
+
+
+def test_a_session_of_three_responses_is_three_calls_sync_and_async(telemetry, server):
+    sizes = [usage(100 * i, 10 * i, 50 * i, 5 * i, 20 * i, 40 * i) for i in (1, 2, 3)]
+    server.usages.extend(sizes)
+    talk_sync(server, 3)
+    server.usages.extend(sizes)
+    asyncio.run(talk_async(server, 3))
+    spans = telemetry.finished()
+    assert [tokens(s.attributes) for s in spans] == [
+        (110 * i, 60 * i, 55 * i) for i in (1, 2, 3)] * 2  # fmt: skip
+    for span, used in zip(spans, sizes * 2):
+        assert span.attributes["otel_tokens.cost.usd"] == pytest.approx(billed(used), rel=1e-9)
+
+
+def test_the_session_s_agent_is_the_one_current_when_it_was_opened(telemetry, server):
+    """The session is opened under one agent; its responses are read outside it, in another
+    task: they are still that agent's."""
+
+    async def main() -> None:
+        _, client = clients(server)
+        with otel_tokens.agent("concierge", user="u-9"):
+            connection = await client.realtime.connect(model="gpt-realtime").enter()
+
+        async def read() -> None:
+            await connection.recv()
+            await connection.response.create()
+            async for event in connection:
+                if event.type == "response.done":
+                    break
+
+        with otel_tokens.agent("someone-else"):
+            await asyncio.create_task(read())
+        await connection.close()
+
+    asyncio.run(main())
+    (span,) = telemetry.finished()
+    assert (span.attributes["gen_ai.agent.name"], span.attributes["user.id"]) == ("concierge", "u-9")
+
+
+def test_the_caller_gets_the_same_events_as_without_instrumentation(server):
+    server.usages.extend([usage(10, 1, 0, 0, 2, 3)] * 2)
+    with handling(openai_patches) as t:
+        traced = [e.to_dict() for e in talk_sync(server, 1)]
+    assert len(t.finished()) == 1  # recorded, and ...
+    plain = [e.to_dict() for e in talk_sync(server, 1)]
+    for event in traced + plain:  # ids differ between sessions, the rest must not
+        event.pop("event_id", None)
+        event.get("response", {}).pop("id", None)
+        event.pop("response_id", None)
+    assert traced == plain  # ... the caller saw what it sees unrecorded
+    assert [e["type"] for e in traced] == ["session.created", "response.created",
+                                           "response.output_text.delta", "response.done"]
+
+
+def test_a_dropped_connection_ends_its_open_response_and_leaks_nothing(telemetry, server):
+    client, _ = clients(server)
+    server.drop_after_created = True
+
+    def dropped_session() -> None:
+        with client.realtime.connect(model="gpt-realtime") as connection:
+            connection.recv()
+            connection.response.create()
+            with pytest.raises(Exception):
+                for _event in connection:
+                    pass
+
+    dropped_session()  # warm: the first session loads modules
+    gc.collect()
+    threads, fds = threading.active_count(), len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        dropped_session()
+    gc.collect()
+    spans = telemetry.finished()
+    assert len(spans) == 21  # every response begun was ended
+    assert all(s.status.status_code.name == "ERROR" for s in spans)
+    assert threading.active_count() <= threads
+    assert len(os.listdir("/proc/self/fd")) <= fds + 2
