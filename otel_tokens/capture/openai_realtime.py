@@ -23,7 +23,7 @@ Usage: ``input_tokens`` (cached included: ``input_token_details.cached_tokens``)
 from __future__ import annotations
 
 from typing import Any, Callable
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 from .. import faults
 from .. import settings as _settings
@@ -245,12 +245,17 @@ def _close(is_async: bool) -> Callable[..., Any]:
 
 # -- the OpenAI Agents SDK ------------------------------------------------------------------
 def _agents_session(model: Any, options: Any) -> Session:
-    """The session of an ``OpenAIRealtimeWebSocketModel`` connecting with ``options``."""
-    url = options.get("url") if isinstance(options, dict) else None
+    """The session of an ``OpenAIRealtimeWebSocketModel`` connecting with ``options``: the
+    model its settings name, else its URL's ``model=``, else the model object's own."""
+    options = options if isinstance(options, dict) else {}
+    url = options.get("url")
     url = url if isinstance(url, str) else "wss://api.openai.com/v1/realtime"
     parts = urlsplit(url)
+    settings = options.get("initial_model_settings")
+    named = settings.get("model_name") if isinstance(settings, dict) else None
+    named = named or parse_qs(parts.query).get("model", [None])[0] or getattr(model, "model", None)
     rest = f"{'https' if parts.scheme == 'wss' else 'http'}://{parts.netloc}/v1"
-    return _url_session(rest, url, getattr(model, "model", None), None)
+    return _url_session(rest, url, named, None)
 
 
 def _agents_connect(_is_async: bool) -> Callable[..., Any]:
@@ -260,7 +265,8 @@ def _agents_connect(_is_async: bool) -> Callable[..., Any]:
     async def connect(wrapped: Callable[..., Any], instance: Any, args: tuple,
                       kwargs: dict) -> Any:  # fmt: skip
         try:
-            attach(instance, _agents_session(instance, args[0] if args else kwargs.get("options")))
+            options = args[0] if args else kwargs.get("options")
+            attach(instance, _agents_session(instance, options))
         except Exception as exc:
             faults.report("internal", exc)
         return await wrapped(*args, **kwargs)
