@@ -17,7 +17,7 @@ __all__ = ["BACKEND", "DEPENDENCIES", "install", "uninstall"]
 
 BACKEND = Backend(
     "GoogleGenAIInstrumentor",
-    "The ``google-genai`` SDK: ``models.generate_content`` and ``generate_content_stream``, sync and async, Gemini API and Vertex AI (each billed request).",
+    "The ``google-genai`` SDK: ``models.generate_content`` and ``generate_content_stream``, sync and async, Gemini API and Vertex AI (each billed request); ``aio.live`` sessions.",
     requirements=("google-genai >= 1.0, < 4",),
     extra="google-genai",
     apis=("gemini_contents",),
@@ -25,6 +25,7 @@ BACKEND = Backend(
 DEPENDENCIES: tuple[str, ...] = BACKEND.requirements
 _SDK = "otel_tokens.capture.google_genai_sdk"
 _CALL, _STREAM = deferred(_SDK, "generate"), deferred(_SDK, "generate_stream")
+_LIVE = "otel_tokens.capture.google_genai_live"
 
 #: (module, class, method, wrapper factory)
 _TARGETS: tuple[tuple[str, str, str, Any], ...] = (
@@ -35,6 +36,9 @@ _TARGETS: tuple[tuple[str, str, str, Any], ...] = (
     # every response and chunk, as sent, where the SDK makes its object of it (see .sent)
     ("google.genai.types", "GenerateContentResponse", "_from_response",
      deferred("otel_tokens.capture.sent", "genai")),
+    # Live sessions (websockets): each message with usage_metadata a call (see .google_genai_live)
+    ("google.genai.live", "AsyncLive", "connect", deferred(_LIVE, "connect")),
+    ("google.genai.live", "AsyncSession", "_receive", deferred(_LIVE, "receive")),
 )
 
 _PATCHES = SdkPatches("google.genai", _TARGETS)
