@@ -21,7 +21,8 @@ each modality breakdown's audio, image and video tokens are billed units
 from __future__ import annotations
 
 import contextlib
-from typing import Any, AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 from .. import faults
 from ..usage import Billing, Usage

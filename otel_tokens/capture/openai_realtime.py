@@ -22,7 +22,8 @@ Usage: ``input_tokens`` (cached included: ``input_token_details.cached_tokens``)
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from .. import faults
@@ -30,12 +31,14 @@ from .. import settings as _settings
 from ..endpoints import endpoint
 from ..usage import Billing, Usage
 from .lifecycle import given, sdk_field
+from .openai_sdk import _transcription_response
 from .realtime_session import Session, attach, session_of
 
 __all__ = ["observe", "wrapper"]
 
 _get = sdk_field
 _ONCE = "openai.realtime"  # a response id counts once, however often its event is parsed
+_ONCE_TRANSCRIPTION = "openai.realtime.transcription"  # an input item's transcription: once
 _AZURE = ("AzureOpenAI", "AsyncAzureOpenAI")
 
 
@@ -94,6 +97,32 @@ def _done(session: Session, response: Any) -> None:
                    once=_ONCE)  # fmt: skip
 
 
+def _transcribed(session: Session, event: Any) -> None:
+    """An input audio transcription's bill (its own model: tokens, or seconds of audio)."""
+    if _get(event, "usage") is None:
+        return
+    answer = _transcription_response(event)
+    item, index = _get(event, "item_id"), _get(event, "content_index")
+    key = f"{item}:{index}" if isinstance(item, str) and item else None
+    session.bill(answer.usage, answer.billing, operation="transcription",
+                 model=session.models.get("transcription"), response_id=key,
+                 once=_ONCE_TRANSCRIPTION)  # fmt: skip
+
+
+def _configured(session: Session, config: Any) -> None:
+    """A ``session.created``/``session.updated``: the model the server runs, and the
+    transcription model of its input audio (GA ``audio.input.transcription``, or beta
+    ``input_audio_transcription``)."""
+    model = _get(config, "model")
+    if isinstance(model, str) and model:
+        session.response_model = model
+    transcription = _get(_get(_get(config, "audio"), "input"), "transcription") or _get(
+        config, "input_audio_transcription")  # fmt: skip
+    transcriber = _get(transcription, "model")
+    if isinstance(transcriber, str) and transcriber:
+        session.models["transcription"] = transcriber
+
+
 def observe(session: Session, event: Any) -> None:
     """Read one server event (an SDK object or a dict); it is never changed."""
     kind = _get(event, "type")
@@ -101,10 +130,10 @@ def observe(session: Session, event: Any) -> None:
         _done(session, _get(event, "response"))
     elif kind == "response.created":
         session.begin(_get(_get(event, "response"), "id"))
+    elif kind == "conversation.item.input_audio_transcription.completed":
+        _transcribed(session, event)
     elif kind in ("session.created", "session.updated"):
-        model = _get(_get(event, "session"), "model")
-        if isinstance(model, str) and model:
-            session.response_model = model
+        _configured(session, _get(event, "session"))
 
 
 def _observed(session: Session | None, event: Any) -> None:

@@ -33,7 +33,7 @@ MAX_OPEN = 16
 
 def _no_request(_given: Any) -> None:
     """A session's response has no request body to estimate (its input is the session's)."""
-    return None
+    return
 
 
 class Session:
@@ -45,6 +45,7 @@ class Session:
         self.provider, self.address, self.port = provider, address, port
         self.request_model = model
         self.response_model: str | None = None  # the model the server says it runs
+        self.models: dict[str, str] = {}  # operation -> model, of the session's other units
         self.operation = operation
         self._open: dict[Any, Call] = {}
         self._lock = threading.Lock()
@@ -78,6 +79,15 @@ class Session:
         call.stop(usage, response_model=self.response_model, response_id=response_id,
                   finish_reasons=reasons or None, billing=billing, once=once)  # fmt: skip
 
+    def bill(self, usage: Usage | None, billing: Billing | None, *, operation: str,
+             model: str | None, response_id: str | None = None,
+             once: str | None = None) -> None:  # fmt: skip
+        """A billed unit of the session other than a response (an input transcription, by
+        its own model): one call, opened and ended now."""
+        call = self._start(operation, model)
+        if call is not None:
+            call.stop(usage, response_id=response_id, billing=billing, once=once)
+
     def close(self, error: BaseException | str = "connection_closed") -> None:
         """The connection ended: every response still open ends, failed, without usage."""
         with self._lock:
@@ -93,11 +103,13 @@ class Session:
         """Responses begun and not yet billed."""
         return len(self._open)
 
-    def _start(self) -> Call | None:
-        """Open a call in the session's context (a copy: two threads may open at once)."""
+    def _start(self, operation: str | None = None, model: str | None = None) -> Call | None:
+        """Open a call in the session's context (a copy: two threads may open at once); a
+        response's unless another ``operation`` and its ``model`` are named."""
         return self.context.copy().run(
-            open_call, _no_request, None, operation=self.operation, provider=self.provider,
-            request_model=self.request_model, stream=True, server_address=self.address,
+            open_call, _no_request, None, operation=operation or self.operation,
+            provider=self.provider, request_model=model if operation else self.request_model,
+            stream=operation is None, server_address=self.address,
             server_port=self.port)  # fmt: skip
 
 

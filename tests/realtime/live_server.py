@@ -104,8 +104,10 @@ class LiveServer:
         """A real google-genai client (Gemini API) whose Live sessions come here."""
         from google import genai
 
-        return genai.Client(api_key="test-key", http_options={
-            "base_url": self.base_url, "async_client_args": {"ssl": self.client_ssl}})
+        return genai.Client(
+            api_key="test-key",
+            http_options={"base_url": self.base_url, "async_client_args": {"ssl": self.client_ssl}},
+        )
 
     def _handle(self, ws: ServerConnection) -> None:
         self.setups.append(json.loads(ws.recv()))

@@ -18,6 +18,11 @@ from typing import Any
 from websockets.sync.server import ServerConnection, serve
 
 MODEL = "gpt-realtime-2025-08-28"
+TRANSCRIBER = "gpt-4o-transcribe"
+#: an input transcription's usage, as OpenAI documents it (managing costs: input transcription)
+TRANSCRIPTION_USAGE = {"type": "tokens", "total_tokens": 26, "input_tokens": 17,
+                       "input_token_details": {"text_tokens": 0, "audio_tokens": 17},
+                       "output_tokens": 9}  # fmt: skip
 
 #: OpenAI's documented ``response.done`` usage (docs: Realtime API, managing costs)
 DOCUMENTED_USAGE = {
@@ -52,6 +57,11 @@ def _session(event_type: str, n: int) -> dict[str, Any]:
         "model": MODEL, "output_modalities": ["audio"], "instructions": "Be brief.",
         "tools": [], "tool_choice": "auto", "max_output_tokens": "inf", "tracing": None,
         "prompt": None, "expires_at": 1756324625, "include": None,
+        "audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000},
+                            "transcription": {"model": TRANSCRIBER}, "noise_reduction": None,
+                            "turn_detection": None},
+                  "output": {"format": {"type": "audio/pcm", "rate": 24000}, "voice": "marin",
+                             "speed": 1.0}},
     }}  # fmt: skip
 
 
@@ -88,6 +98,18 @@ class RealtimeServer:
             elif event.get("type") == "response.create":
                 if not self._respond(ws, n):
                     return
+            elif event.get("type") == "input_audio_buffer.commit":
+                self._transcribe(ws, n)
+
+    def _transcribe(self, ws: ServerConnection, n: int) -> None:
+        """The committed input audio, transcribed (billed apart, by its own model)."""
+        item = f"item_C9G8{n:04d}"
+        ws.send(json.dumps({"type": "input_audio_buffer.committed", "event_id": f"event_i{n}",
+                            "previous_item_id": None, "item_id": item}))  # fmt: skip
+        ws.send(json.dumps({"type": "conversation.item.input_audio_transcription.completed",
+                            "event_id": f"event_t{n}", "item_id": item, "content_index": 0,
+                            "transcript": "Hi, can you hear me?",
+                            "usage": TRANSCRIPTION_USAGE}))  # fmt: skip
 
     def _respond(self, ws: ServerConnection, n: int) -> bool:
         """One response's events; False when the connection was cut."""
@@ -109,3 +131,25 @@ class RealtimeServer:
     def close(self) -> None:
         self._server.shutdown()
         self._thread.join(timeout=10)
+
+
+def resources() -> tuple[int, int]:
+    """(threads, open file descriptors) of this process."""
+    import os
+
+    return threading.active_count(), len(os.listdir("/proc/self/fd"))
+
+
+def settled(before: tuple[int, int], slack: int = 2, within: float = 10.0) -> tuple[int, int]:
+    """The process's threads and fds once back within ``slack`` of ``before`` (connection
+    threads end a moment after their socket closes), or as they are after ``within`` s."""
+    import gc
+    import time
+
+    deadline = time.monotonic() + within
+    while True:
+        gc.collect()
+        now = resources()
+        if all(n <= b + slack for n, b in zip(now, before)) or time.monotonic() > deadline:
+            return now
+        time.sleep(0.05)

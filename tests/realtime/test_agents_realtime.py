@@ -12,15 +12,15 @@ import pytest
 pytest.importorskip("agents.realtime")
 pytest.importorskip("websockets")
 
-from agents.realtime import RealtimeAgent, RealtimeRunner  # noqa: E402
+from agents.realtime import RealtimeAgent, RealtimeRunner
 
-import otel_tokens  # noqa: E402
-from otel_tokens import settings as otel_settings  # noqa: E402
-from otel_tokens.capture import openai_patches  # noqa: E402
+import otel_tokens
+from otel_tokens import settings as otel_settings
+from otel_tokens.capture import openai_patches
 
-from ..telemetry.conftest import handling  # noqa: E402
-from .realtime_server import DOCUMENTED_USAGE, MODEL, RealtimeServer, usage  # noqa: E402
-from .test_openai_realtime import billed, tokens  # noqa: E402
+from ..telemetry.conftest import handling
+from .realtime_server import DOCUMENTED_USAGE, MODEL, RealtimeServer, usage
+from .test_openai_realtime import billed, tokens
 
 
 @pytest.fixture
@@ -52,9 +52,8 @@ async def converse(server: RealtimeServer, turns: int) -> list[str]:
 
 def test_each_response_of_a_realtime_session_is_one_call(server):
     server.usages.extend([DOCUMENTED_USAGE, usage(200, 30, 100, 10, 40, 80)])
-    with handling(openai_patches) as t:
-        with otel_tokens.agent("front-desk"):
-            seen = asyncio.run(converse(server, 2))
+    with handling(openai_patches) as t, otel_tokens.agent("front-desk"):
+        seen = asyncio.run(converse(server, 2))
     assert seen.count("agent_end") == 2
     spans = t.finished()
     assert [tokens(s.attributes) for s in spans] == [(132, 121, 64), (230, 120, 110)]
@@ -62,5 +61,8 @@ def test_each_response_of_a_realtime_session_is_one_call(server):
         attrs = span.attributes
         assert attrs["gen_ai.provider.name"] == "openai"
         assert attrs["gen_ai.agent.name"] == "front-desk"
-        assert (attrs["gen_ai.request.model"], attrs["gen_ai.response.model"]) == ("gpt-realtime", MODEL)
+        assert (attrs["gen_ai.request.model"], attrs["gen_ai.response.model"]) == (
+            "gpt-realtime",
+            MODEL,
+        )
         assert attrs["otel_tokens.cost.usd"] == pytest.approx(billed(used), rel=1e-9)

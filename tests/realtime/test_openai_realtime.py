@@ -7,22 +7,28 @@ was opened; the caller gets the same events; a dropped connection ends what was 
 from __future__ import annotations
 
 import asyncio
-import gc
-import os
-import threading
 
 import pytest
 
 openai = pytest.importorskip("openai")
 pytest.importorskip("websockets")
 
-import genai_prices  # noqa: E402
+import genai_prices
+from websockets.exceptions import ConnectionClosed
 
-import otel_tokens  # noqa: E402
-from otel_tokens.capture import openai_patches  # noqa: E402
+import otel_tokens
+from otel_tokens.capture import openai_patches
 
-from ..telemetry.conftest import handling  # noqa: E402
-from .realtime_server import DOCUMENTED_USAGE, MODEL, RealtimeServer, usage  # noqa: E402
+from ..telemetry.conftest import handling
+from .realtime_server import (
+    DOCUMENTED_USAGE,
+    MODEL,
+    TRANSCRIBER,
+    RealtimeServer,
+    resources,
+    settled,
+    usage,
+)
 
 
 @pytest.fixture
@@ -141,7 +147,10 @@ def test_the_session_s_agent_is_the_one_current_when_it_was_opened(telemetry, se
 
     asyncio.run(main())
     (span,) = telemetry.finished()
-    assert (span.attributes["gen_ai.agent.name"], span.attributes["user.id"]) == ("concierge", "u-9")
+    assert (span.attributes["gen_ai.agent.name"], span.attributes["user.id"]) == (
+        "concierge",
+        "u-9",
+    )
 
 
 def test_the_caller_gets_the_same_events_as_without_instrumentation(server):
@@ -155,8 +164,12 @@ def test_the_caller_gets_the_same_events_as_without_instrumentation(server):
         event.get("response", {}).pop("id", None)
         event.pop("response_id", None)
     assert traced == plain  # ... the caller saw what it sees unrecorded
-    assert [e["type"] for e in traced] == ["session.created", "response.created",
-                                           "response.output_text.delta", "response.done"]
+    assert [e["type"] for e in traced] == [
+        "session.created",
+        "response.created",
+        "response.output_text.delta",
+        "response.done",
+    ]
 
 
 def test_a_dropped_connection_ends_its_open_response_and_leaks_nothing(telemetry, server):
@@ -167,18 +180,47 @@ def test_a_dropped_connection_ends_its_open_response_and_leaks_nothing(telemetry
         with client.realtime.connect(model="gpt-realtime") as connection:
             connection.recv()
             connection.response.create()
-            with pytest.raises(Exception):
+            with pytest.raises(ConnectionClosed):
                 for _event in connection:
                     pass
 
     dropped_session()  # warm: the first session loads modules
-    gc.collect()
-    threads, fds = threading.active_count(), len(os.listdir("/proc/self/fd"))
+    before = settled(resources())
     for _ in range(20):
         dropped_session()
-    gc.collect()
+    threads, fds = settled(before)
     spans = telemetry.finished()
-    assert len(spans) == 21  # every response begun was ended
-    assert all(s.status.status_code.name == "ERROR" for s in spans)
-    assert threading.active_count() <= threads
-    assert len(os.listdir("/proc/self/fd")) <= fds + 2
+    assert len(spans) == 21  # every response begun was ended ...
+    assert all(s.status.status_code.name == "ERROR" for s in spans)  # ... as failed
+    assert threads <= before[0] + 2 and fds <= before[1] + 2  # 20 sessions leaked none
+
+
+def test_input_audio_transcription_is_billed_apart_by_its_own_model(telemetry, server):
+    """The Realtime API bills the transcription of input audio apart, at the transcription
+    model's rates: one ``transcription`` call per transcribed item, beside the responses."""
+    client, _ = clients(server)
+    with (
+        otel_tokens.agent("voice-desk"),
+        client.realtime.connect(model="gpt-realtime") as connection,
+    ):
+        connection.recv()  # session.created: names the transcription model
+        connection.input_audio_buffer.append(audio="AAAA")
+        connection.input_audio_buffer.commit()
+        connection.response.create()
+        for event in connection:
+            if event.type == "response.done":
+                break
+    transcription, response = telemetry.finished()
+    attrs = transcription.attributes
+    assert (attrs["gen_ai.operation.name"], attrs["gen_ai.request.model"]) == (
+        "transcription",
+        TRANSCRIBER,
+    )
+    assert (attrs["gen_ai.usage.input_tokens"], attrs["gen_ai.usage.output_tokens"]) == (17, 9)
+    heard = genai_prices.Usage(input_tokens=17, output_tokens=9, input_audio_tokens=17)
+    assert attrs["otel_tokens.cost.usd"] == pytest.approx(
+        float(genai_prices.calc_price(heard, TRANSCRIBER, provider_id="openai").total_price),
+        rel=1e-9,
+    )
+    assert attrs["gen_ai.agent.name"] == "voice-desk"
+    assert tokens(response.attributes) == (132, 121, 64)
