@@ -45,10 +45,10 @@ _UNITS = {
 def _usage(meta: Any) -> Usage:
     """The token classes of one ``usage_metadata`` (absent counts: 0, as proto3 leaves them
     out). Live messages name no model: the call's request model prices it."""
-    thoughts = _get(meta, "thoughts_token_count")
+    thoughts, answer = _get(meta, "thoughts_token_count"), _get(meta, "response_token_count")
+    prompt, tool = _get(meta, "prompt_token_count"), _get(meta, "tool_use_prompt_token_count")
     return Usage(
-        input_tokens=_sum(_get(meta, "prompt_token_count"), _get(meta, "tool_use_prompt_token_count")),
-        output_tokens=_sum(_get(meta, "response_token_count"), thoughts),
+        input_tokens=_sum(prompt, tool), output_tokens=_sum(answer, thoughts),
         cache_read_tokens=_get(meta, "cached_content_token_count"), reasoning_tokens=thoughts,
     )  # fmt: skip
 
@@ -76,7 +76,7 @@ def _billing(meta: Any) -> Billing | None:
     if found is None or not _get(meta, "cached_content_token_count"):
         return found
     said = dict(found.units)
-    for modality, (heard, cached, _spoken) in _UNITS.items():
+    for heard, cached, _spoken in _UNITS.values():
         if heard in said:
             said.setdefault(cached, 0)
     return found._replace(units=tuple(sorted(said.items())))

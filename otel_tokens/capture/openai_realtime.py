@@ -30,7 +30,7 @@ from .. import faults
 from .. import settings as _settings
 from ..endpoints import endpoint
 from ..usage import Billing, Usage
-from .lifecycle import given, sdk_field
+from .lifecycle import Response, given, sdk_field
 from .openai_sdk import _transcription_response
 from .realtime_session import Session, attach, session_of
 
@@ -101,7 +101,11 @@ def _transcribed(session: Session, event: Any) -> None:
     """An input audio transcription's bill (its own model: tokens, or seconds of audio)."""
     if _get(event, "usage") is None:
         return
-    answer = _transcription_response(event)
+    try:
+        answer = _transcription_response(event)
+    except ValueError as exc:  # not token counts: recorded as reported but unusable
+        faults.report("usage_invalid", exc)
+        answer = Response(Usage())
     item, index = _get(event, "item_id"), _get(event, "content_index")
     key = f"{item}:{index}" if isinstance(item, str) and item else None
     session.bill(answer.usage, answer.billing, operation="transcription",

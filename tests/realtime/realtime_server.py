@@ -5,7 +5,8 @@ each ``response.create`` the events of one response (``response.created``, a tex
 one of OpenAI's own documentation ("Managing costs": the ``response.done`` example).
 
 ``drop_after_created``: the server cuts the connection (no close frame) right after the
-next ``response.created``, as a network failure would.
+next ``response.created``, as a network failure would; ``never_done``: responses start and
+never finish.
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ class RealtimeServer:
     def __init__(self) -> None:
         self.usages: list[dict[str, Any]] = []
         self.drop_after_created = False
+        self.never_done = False  # responses start and never end (no response.done)
         self.responses = 0
         self.client_events: list[dict[str, Any]] = []
         self._server = serve(self._handle, "127.0.0.1", 0)
@@ -120,6 +122,8 @@ class RealtimeServer:
         if self.drop_after_created:
             ws.socket.shutdown(socket.SHUT_RDWR)  # no close frame: a dropped connection
             return False
+        if self.never_done:
+            return True
         ws.send(json.dumps({"type": "response.output_text.delta", "event_id": f"event_d{n}",
                             "response_id": rid, "item_id": "item_1", "output_index": 0,
                             "content_index": 0, "delta": "Hi."}))  # fmt: skip

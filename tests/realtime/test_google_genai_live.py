@@ -45,7 +45,8 @@ def billed(meta: dict) -> float:
 
     thoughts = meta.get("thoughtsTokenCount", 0)
     counts = genai_prices.Usage(
-        input_tokens=meta["promptTokenCount"], cache_read_tokens=meta.get("cachedContentTokenCount", 0),
+        input_tokens=meta["promptTokenCount"],
+        cache_read_tokens=meta.get("cachedContentTokenCount", 0),
         output_tokens=meta["responseTokenCount"] + thoughts, output_reasoning_tokens=thoughts,
         input_audio_tokens=modality("promptTokensDetails", "AUDIO"),
         cache_audio_read_tokens=modality("cacheTokensDetails", "AUDIO"),

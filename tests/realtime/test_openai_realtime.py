@@ -224,3 +224,23 @@ def test_input_audio_transcription_is_billed_apart_by_its_own_model(telemetry, s
     )
     assert attrs["gen_ai.agent.name"] == "voice-desk"
     assert tokens(response.attributes) == (132, 121, 64)
+
+
+def test_responses_that_never_finish_are_bounded_and_end_with_the_connection(telemetry, server):
+    """A server that starts responses and never bills them: at most 16 stay open in the
+    session (the oldest ends, failed, past that), and the rest end when it closes."""
+    from otel_tokens.capture.realtime_session import MAX_OPEN, session_of
+
+    server.never_done = True
+    client, _ = clients(server)
+    with client.realtime.connect(model="gpt-realtime") as connection:
+        connection.recv()
+        for _ in range(MAX_OPEN + 4):
+            connection.response.create()
+            assert connection.recv().type == "response.created"
+        assert session_of(connection).open_count == MAX_OPEN
+        evicted = telemetry.finished()
+        assert len(evicted) == 4
+    spans = telemetry.finished()
+    assert len(spans) == MAX_OPEN + 4 and session_of(connection).open_count == 0
+    assert {s.attributes["error.type"] for s in spans} == {"response_not_done", "connection_closed"}
