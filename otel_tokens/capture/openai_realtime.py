@@ -22,6 +22,7 @@ Usage: ``input_tokens`` (cached included: ``input_token_details.cached_tokens``)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -140,12 +141,13 @@ def observe(session: Session, event: Any) -> None:
         _configured(session, _get(event, "session"))
 
 
-def _observed(session: Session | None, event: Any) -> None:
-    """:func:`observe`, its faults counted, never raised into the caller."""
+def _observed(session: Session | None, event: Any, data: Any = None) -> None:
+    """:func:`observe` (a billed event read from ``data``, the bytes it was made of, when
+    given), its faults counted, never raised into the caller."""
     if session is None:
         return
     try:
-        observe(session, event)
+        observe(session, event if data is None else _as_sent(event, data))
     except Exception as exc:
         faults.report("internal", exc)
 
@@ -212,12 +214,29 @@ def _enter(is_async: bool) -> Callable[..., Any]:
     return enter
 
 
+#: the events that bill: read from the bytes as sent (the SDK coerces ``"132"`` to 132;
+#: the one rule for counts does not, see :mod:`.sent`)
+_BILLED = frozenset(("response.done", "conversation.item.input_audio_transcription.completed"))
+
+
+def _as_sent(event: Any, data: Any) -> Any:
+    """A billed event as the server sent it (its JSON), any other as the SDK made it."""
+    if _get(event, "type") not in _BILLED or not isinstance(data, (str, bytes, bytearray)):
+        return event
+    try:
+        sent = json.loads(data)
+    except ValueError:
+        return event
+    return sent if isinstance(sent, dict) else event
+
+
 def _parse(_is_async: bool) -> Callable[..., Any]:
-    """``parse_event`` (sync in both connections): every server event, as the SDK made it."""
+    """``parse_event(data)`` (sync in both connections): every server event, as the SDK
+    made it, a billed one as sent."""
 
     def parse(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
         event = wrapped(*args, **kwargs)
-        _observed(session_of(instance), event)
+        _observed(session_of(instance), event, args[0] if args else kwargs.get("data"))
         return event
 
     return parse

@@ -244,3 +244,20 @@ def test_responses_that_never_finish_are_bounded_and_end_with_the_connection(tel
     spans = telemetry.finished()
     assert len(spans) == MAX_OPEN + 4 and session_of(connection).open_count == 0
     assert {s.attributes["error.type"] for s in spans} == {"response_not_done", "connection_closed"}
+
+
+def test_usage_that_is_not_token_counts_is_counted_and_the_session_goes_on(telemetry, server):
+    """A ``response.done`` whose counts are not counts as sent (``"132"``, which the SDK's
+    object shows as 132; 10 kB of text) is recorded as unusable (a ``usage_invalid``
+    fault), the caller gets the SDK's object as ever, and the session's next response is
+    recorded as usual."""
+    junk = {"input_tokens": "132", "output_tokens": 121, "total_tokens": "x" * 10_000,
+            "input_token_details": {"audio_tokens": "\x00" * 10}}  # fmt: skip
+    server.usages.extend([junk, DOCUMENTED_USAGE])
+    seen = talk_sync(server, 2)
+    done = [e.response.usage.input_tokens for e in seen if e.type == "response.done"]
+    assert done == [132, 132]  # the SDK's own reading, unchanged
+    first, second = telemetry.finished()
+    assert "gen_ai.usage.input_tokens" not in first.attributes
+    assert tokens(second.attributes) == (132, 121, 64)
+    assert telemetry.errors().get("usage_invalid", 0) >= 1
