@@ -9,7 +9,9 @@ covers the turn), under the agent current when ``connect`` was entered, with the
 ``connect`` model (Live messages name none). :mod:`.google_genai_patches` installs the hooks:
 ``AsyncLive.connect`` (the session opens as its context manager is entered, ends as it
 exits) and ``AsyncSession._receive`` (every message, as the SDK made it: ``receive()``
-and ``start_stream`` go through it; a dropped connection's error ends what is open).
+and ``start_stream`` go through it; a dropped connection's error ends what is open), its
+JSON's ``usageMetadata`` held to the one rule for counts as sent (``_LiveServerMessage_from_*``,
+before the SDK turns ``"10"`` into 10).
 
 Usage, as for ``generate_content`` (:mod:`.google_genai_sdk`): input = ``prompt_token_count``
 + ``tool_use_prompt_token_count``, cache read = ``cached_content_token_count``, output =
@@ -22,10 +24,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable
+from contextvars import ContextVar
 from typing import Any
 
 from .. import faults
-from ..usage import Billing, Usage
+from ..usage import Billing, Usage, check_sent_usage
 from .google_genai_sdk import _model_name, _provider, _server, _sum
 from .lifecycle import sdk_field
 from .realtime_session import Session, attach, session_of
@@ -34,6 +37,9 @@ __all__ = ["observe", "wrapper"]
 
 _get = sdk_field
 _TURN = "turn"  # one model turn is open at a time in a Live session
+#: set while a session's ``_receive`` runs: why the message's counts, as sent, are not counts
+#: (the SDK turns ``"10"`` into 10; the one rule for counts does not, see :mod:`.sent`)
+_SENT: ContextVar[list[ValueError] | None] = ContextVar("otel_tokens_live_sent", default=None)
 #: modality (as the API names it) -> genai-prices' (input, cache read, output) units
 _UNITS = {
     "AUDIO": ("input_audio_tokens", "cache_audio_read_tokens", "output_audio_tokens"),
@@ -82,19 +88,22 @@ def _billing(meta: Any) -> Billing | None:
     return found._replace(units=tuple(sorted(said.items())))
 
 
-def observe(session: Session, message: Any) -> None:
-    """Read one ``LiveServerMessage``; it is never changed."""
+def observe(session: Session, message: Any, broken: ValueError | None = None) -> None:
+    """Read one ``LiveServerMessage`` (``broken``: why its counts as sent are not counts);
+    it is never changed."""
     meta = _get(message, "usage_metadata")
     if meta is None:
         if _get(message, "server_content") is not None or _get(message, "tool_call") is not None:
             session.begin(_TURN)
         return
     try:
-        found = _usage(meta)
+        if broken is not None:
+            raise broken
+        found, billing = _usage(meta), _billing(meta)
     except ValueError as exc:  # not token counts: recorded as reported but unusable
         faults.report("usage_invalid", exc)
-        found = Usage()
-    session.finish(_TURN, found, billing=_billing(meta))
+        found, billing = Usage(), None
+    session.finish(_TURN, found, billing=billing)
 
 
 # -- the hooks ------------------------------------------------------------------------------
@@ -140,15 +149,19 @@ def _receive(_is_async: bool) -> Callable[..., Any]:
     async def receive(wrapped: Callable[..., Any], instance: Any, args: tuple,
                       kwargs: dict) -> Any:  # fmt: skip
         session = session_of(instance)
+        verdicts: list[ValueError] = []
+        token = _SENT.set(verdicts)
         try:
             message = await wrapped(*args, **kwargs)
         except Exception as exc:
             if session is not None:
                 session.close(exc)
             raise
+        finally:
+            _SENT.reset(token)
         if session is not None:
             try:
-                observe(session, message)
+                observe(session, message, verdicts[0] if verdicts else None)
             except Exception as exc:
                 faults.report("internal", exc)
         return message
@@ -156,7 +169,26 @@ def _receive(_is_async: bool) -> Callable[..., Any]:
     return receive
 
 
-_WRAPPERS = {"connect": _connect, "receive": _receive}
+def _sent(_is_async: bool) -> Callable[..., Any]:
+    """``_LiveServerMessage_from_mldev``/``_from_vertex(from_object)``: the message's JSON as
+    sent, its ``usageMetadata`` held to the one rule for counts (inside ``_receive`` only)."""
+
+    def convert(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
+        verdicts = _SENT.get()
+        sent = args[0] if args else kwargs.get("from_object")
+        if verdicts is not None and type(sent) is dict and sent.get("usageMetadata") is not None:
+            try:
+                check_sent_usage(sent["usageMetadata"])
+            except ValueError as exc:
+                verdicts.append(exc)
+            except Exception as exc:
+                faults.report("internal", exc)
+        return wrapped(*args, **kwargs)
+
+    return convert
+
+
+_WRAPPERS = {"connect": _connect, "receive": _receive, "sent": _sent}
 
 
 def wrapper(name: str, is_async: bool) -> Callable[..., Any]:

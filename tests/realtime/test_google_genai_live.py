@@ -157,3 +157,17 @@ def test_a_dropped_connection_ends_its_open_turn_and_leaks_nothing(telemetry, se
     assert len(spans) == 11  # every turn begun was ended ...
     assert all(s.status.status_code.name == "ERROR" for s in spans)  # ... as failed
     assert threads <= before[0] + 2 and fds <= before[1] + 2  # 10 sessions leaked none
+
+
+def test_usage_that_is_not_token_counts_is_counted_and_the_session_goes_on(telemetry, server):
+    """A turn whose counts are not counts as sent (``"522"``, which the SDK's object shows as
+    522) is recorded as unusable (a ``usage_invalid`` fault); the caller gets the SDK's
+    message as ever, and the next turn is recorded as usual."""
+    server.usages.extend([{**CAPTURED, "promptTokenCount": "522"}, CAPTURED])
+    seen = asyncio.run(converse(server, 2))
+    billed_turns = [m.usage_metadata.prompt_token_count for m in seen if m.usage_metadata]
+    assert billed_turns == [522, 522]  # the SDK's own reading, unchanged
+    first, second = telemetry.finished()
+    assert "gen_ai.usage.input_tokens" not in first.attributes
+    assert tokens(second.attributes) == (522, 178, None, 136)
+    assert telemetry.errors().get("usage_invalid", 0) >= 1
