@@ -89,11 +89,11 @@ def _done(session: Session, response: Any) -> None:
     usage = _get(response, "usage")
     status = _get(response, "status")
     try:
-        found = _usage(usage, session.response_model, rid)
+        found, billing = _usage(usage, session.response_model, rid), _billing(usage)
     except ValueError as exc:  # not token counts: recorded as reported but unusable
         faults.report("usage_invalid", exc)
-        found = Usage()
-    session.finish(rid, found, response_id=rid, billing=_billing(usage),
+        found, billing = Usage(), None
+    session.finish(rid, found, response_id=rid, billing=billing,
                    reasons=(status,) if isinstance(status, str) and status else (),
                    once=_ONCE)  # fmt: skip
 
