@@ -9,7 +9,8 @@ Two clients speak it, both hooked here (:mod:`.openai_patches` installs the patc
   when the connection closes or its ``recv_bytes`` finds it dropped;
 * the OpenAI Agents SDK's ``RealtimeSession`` (``agents.realtime``), which opens its own
   websocket (``websockets.connect``) in ``OpenAIRealtimeWebSocketModel.connect`` and reads
-  every event as a dict in ``_handle_ws_event``; its listener's end ends the session.
+  every event as a dict in ``_handle_ws_event``; its listener's end ends the session. With
+  no ``agent(...)`` binding, a response is the ``RealtimeAgent``'s the session runs then.
 
 A response's call opens at ``response.created`` and ends at its ``response.done``, under the
 agent current when the session was opened (:mod:`.realtime_session`), with the model the
@@ -23,7 +24,9 @@ Usage: ``input_tokens`` (cached included: ``input_token_details.cached_tokens``)
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -310,6 +313,16 @@ def _agents_session(model: Any, options: Any) -> Session:
     return _url_session(rest, url, named, None)
 
 
+def _realtime_agent(model: weakref.ref) -> str | None:
+    """The name of the agent the ``RealtimeSession`` listening to ``model`` runs now."""
+    for listener in getattr(model(), "_listeners", None) or ():
+        agent = getattr(listener, "_current_agent", None)
+        name = getattr(agent, "name", None)
+        if isinstance(name, str) and name:
+            return name
+    return None
+
+
 def _agents_connect(_is_async: bool) -> Callable[..., Any]:
     """``OpenAIRealtimeWebSocketModel.connect(options)``: the session opens in the context
     of the ``RealtimeSession`` being entered; its listener task runs in a copy of it."""
@@ -318,7 +331,8 @@ def _agents_connect(_is_async: bool) -> Callable[..., Any]:
                       kwargs: dict) -> Any:  # fmt: skip
         try:
             options = args[0] if args else kwargs.get("options")
-            attach(instance, _agents_session(instance, options))
+            session = attach(instance, _agents_session(instance, options))
+            session.framework_agent = partial(_realtime_agent, weakref.ref(instance))
         except Exception as exc:
             faults.report("internal", exc)
         return await wrapped(*args, **kwargs)

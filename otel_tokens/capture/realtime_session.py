@@ -15,9 +15,11 @@ from __future__ import annotations
 import contextvars
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from .. import faults
+from ..account.agents import FrameworkRun, add_framework_source
 from ..call import Call
 from ..usage import Billing, Usage
 from .lifecycle import open_call
@@ -29,6 +31,19 @@ _ATTRIBUTE = "_otel_tokens_session"
 #: responses open at once in one session; past that the oldest ends (failed): a server that
 #: never sends ``response.done`` cannot grow the table
 MAX_OPEN = 16
+
+
+#: the agent a framework says runs the session's response being opened (see _framework_run)
+_FRAMEWORK_AGENT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "otel_tokens_realtime_agent", default=None)  # fmt: skip
+
+
+def _framework_run() -> FrameworkRun | None:
+    """A framework source (:func:`~otel_tokens.account.agents.add_framework_source`): the
+    agent a realtime framework (the Agents SDK's ``RealtimeSession``) names for a response;
+    an ``agent(...)`` binding current when the session opened still wins."""
+    name = _FRAMEWORK_AGENT.get()
+    return FrameworkRun(name) if name else None
 
 
 def _no_request(_given: Any) -> None:
@@ -47,6 +62,8 @@ class Session:
         self.response_model: str | None = None  # the model the server says it runs
         self.models: dict[str, str] = {}  # operation -> model, of the session's other units
         self.operation = operation
+        #: the framework's agent for the response opening now (None: no framework names one)
+        self.framework_agent: Callable[[], str | None] | None = None
         self._open: dict[Any, Call] = {}
         self._lock = threading.Lock()
 
@@ -106,11 +123,29 @@ class Session:
     def _start(self, operation: str | None = None, model: str | None = None) -> Call | None:
         """Open a call in the session's context (a copy: two threads may open at once); a
         response's unless another ``operation`` and its ``model`` are named."""
-        return self.context.copy().run(
-            open_call, _no_request, None, operation=operation or self.operation,
-            provider=self.provider, request_model=model if operation else self.request_model,
-            stream=operation is None, server_address=self.address,
-            server_port=self.port)  # fmt: skip
+        return self.context.copy().run(self._open_call, operation, model)
+
+    def _open_call(self, operation: str | None, model: str | None) -> Call | None:
+        """Open the call, in the context :meth:`_start` made (the framework's agent in it)."""
+        named = self._framework_agent()
+        if named:
+            add_framework_source(_framework_run)
+            _FRAMEWORK_AGENT.set(named)
+        return open_call(
+            _no_request, None, operation=operation or self.operation, provider=self.provider,
+            request_model=model if operation else self.request_model, stream=operation is None,
+            server_address=self.address, server_port=self.port)  # fmt: skip
+
+    def _framework_agent(self) -> str | None:
+        """The framework's agent name now (None: none, or its reader failed: counted)."""
+        if self.framework_agent is None:
+            return None
+        try:
+            name = self.framework_agent()
+        except Exception as exc:
+            faults.report("internal", exc)
+            return None
+        return name if isinstance(name, str) and name.strip() else None
 
 
 def attach(owner: Any, session: Session) -> Session:

@@ -66,3 +66,12 @@ def test_each_response_of_a_realtime_session_is_one_call(server):
             MODEL,
         )
         assert attrs["otel_tokens.cost.usd"] == pytest.approx(billed(used), rel=1e-9)
+
+
+def test_with_no_binding_a_response_is_the_realtime_agent_s(server):
+    """No ``agent(...)`` binding: each response is recorded under the ``RealtimeAgent`` the
+    session runs (the framework's name, as for the SDK's other runs)."""
+    with handling(openai_patches) as t:
+        asyncio.run(converse(server, 1))
+    (span,) = t.finished()
+    assert span.attributes["gen_ai.agent.name"] == "Greeter"
