@@ -65,8 +65,9 @@ CLIENTS: tuple[Client, ...] = (
            "streamed partial images", _SDK + " (DALL-E reports no usage: unknown)", ("openai",)),
     Client("openai audio.speech", "openai", "`audio.speech.create`; sync, async, raw",
            _SDK + " (tokens with `stream_format=\"sse\"`; plain audio: unknown)", ("openai",)),
-    Client("openai Realtime", "openai", "`realtime.connect` (websocket)",
-           f"{NOT_RECORDED} yet", ()),
+    Client("openai Realtime", "openai", "`realtime.connect` (websocket), sync and async; the "
+           "Agents SDK's `RealtimeSession`", _SDK + " (each `response.done` a call)",
+           ("openai",)),
     Client("openai Batch results", "openai", "`files.content` of a batch's output file; sync, "
            "async, raw, streamed", _SDK + " (each row once, at batch prices)", ("openai",)),
     Client("anthropic", "anthropic", "`messages.create`, `parse`, `stream`, beta; sync, async",
@@ -77,7 +78,8 @@ CLIENTS: tuple[Client, ...] = (
            "sync, `client.aio`; Gemini API and Vertex AI", _SDK, ("google_genai",)),
     Client("google-genai embeddings", "google-genai", "`embed_content`; sync, `client.aio`",
            _SDK + " (Gemini API reports no usage: unknown)", ("google_genai",)),
-    Client("google-genai live", "google-genai", "`live.connect`", f"{NOT_RECORDED} yet", ()),
+    Client("google-genai live", "google-genai", "`aio.live.connect` (websocket)",
+           _SDK + " (each turn's `usage_metadata` a call)", ("google_genai",)),
     Client("boto3 (bedrock-runtime)", "botocore", "`converse`, `converse_stream`, "
            "`invoke_model`, `invoke_model_with_response_stream`", _SDK, ("bedrock",)),
     Client("litellm", "litellm", "`completion`, `text_completion`, `embedding`, `responses` "

@@ -105,7 +105,9 @@ class SdkPatches:
         self.installed = False
         self._hooked: set[str] = set()
         self._patched: list[tuple[Any, str]] = []
-        self._lock = threading.Lock()
+        # reentrant: reading a target off a module may import another target module (a
+        # package's lazy __getattr__), whose post-import hook patches it from inside this one
+        self._lock = threading.RLock()
 
     @property
     def patched(self) -> bool:

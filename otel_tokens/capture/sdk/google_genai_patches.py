@@ -17,7 +17,9 @@ __all__ = ["BACKEND", "DEPENDENCIES", "install", "uninstall"]
 
 BACKEND = Backend(
     "GoogleGenAIInstrumentor",
-    "The ``google-genai`` SDK: ``models.generate_content``, ``generate_content_stream`` and ``embed_content``, sync and async, Gemini API and Vertex AI (each billed request).",
+    "The ``google-genai`` SDK: ``models.generate_content``, ``generate_content_stream`` and "
+    "``embed_content``, sync and async, Gemini API and Vertex AI (each billed request); "
+    "``aio.live`` sessions.",
     requirements=("google-genai >= 1.0, < 4",),
     extra="google-genai",
     apis=("gemini_contents",),
@@ -26,6 +28,7 @@ DEPENDENCIES: tuple[str, ...] = BACKEND.requirements
 _SDK = "otel_tokens.capture.sdk.google_genai"
 _CALL, _STREAM = deferred(_SDK, "generate"), deferred(_SDK, "generate_stream")
 _EMBED = deferred(_SDK, "embed")
+_LIVE = "otel_tokens.capture.websocket.google_genai_live"
 
 #: (module, class, method, wrapper factory)
 _TARGETS: tuple[tuple[str, str, str, Any], ...] = (
@@ -38,6 +41,14 @@ _TARGETS: tuple[tuple[str, str, str, Any], ...] = (
     # every response and chunk, as sent, where the SDK makes its object of it (see .sent)
     ("google.genai.types", "GenerateContentResponse", "_from_response",
      deferred("otel_tokens.capture.sent", "genai")),
+    # Live sessions (websockets): each message with usage_metadata a call (see .google_genai_live)
+    ("google.genai.live", "AsyncLive", "connect", deferred(_LIVE, "connect")),
+    ("google.genai.live", "AsyncSession", "_receive", deferred(_LIVE, "receive")),
+    # ... each message's JSON as sent, before the SDK makes numbers of its counts
+    ("google.genai._live_converters", "", "_LiveServerMessage_from_mldev",
+     deferred(_LIVE, "sent")),
+    ("google.genai._live_converters", "", "_LiveServerMessage_from_vertex",
+     deferred(_LIVE, "sent")),
 )
 
 _PATCHES = SdkPatches("google.genai", _TARGETS)

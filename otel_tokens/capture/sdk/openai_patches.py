@@ -15,7 +15,7 @@ __all__ = ["BACKEND", "DEPENDENCIES", "install", "uninstall"]
 BACKEND = Backend(
     "OpenAIInstrumentor",
     "The ``openai`` SDK: chat completions, Responses, embeddings, images, audio (sync, async, "
-    "streams), batch output files.",
+    "streams), batch output files, Realtime sessions.",
     requirements=("openai >= 1.40, < 4",),
     extra="openai",
     apis=("openai_chat", "openai_responses", "openai_embeddings", "openai_completions"),
@@ -37,6 +37,10 @@ _SENT = ("openai._base_client", "BaseClient", "_process_response_data",
 #: ... and where a response object's ``parse()`` rebuilds that object (``.parse()`` methods);
 #: a gateway's cost header (LiteLLM proxy) is read there too, before the body (see .sent)
 _PARSE = deferred("otel_tokens.capture.sent", "parse")
+#: the Realtime API's websocket sessions: each ``response.done`` a call (see .openai_realtime)
+_RT = "otel_tokens.capture.websocket.openai_realtime"
+_RT_MODULE, _WS_MODULE = "openai.resources.realtime.realtime", "openai._websocket_connection"
+_AGENTS_RT = "agents.realtime.openai_realtime"
 
 
 def _both(module: str, cls: str, methods: tuple[str, ...], factory: object) -> list:
@@ -62,14 +66,32 @@ _PATCHES = SdkPatches("openai", [
     ("openai._response", "APIResponse", "parse", _PARSE),
     ("openai._response", "AsyncAPIResponse", "parse", _PARSE),
     ("openai._legacy_response", "LegacyAPIResponse", "parse", _PARSE),
+    *_both(_RT_MODULE, "RealtimeConnectionManager", ("enter",), deferred(_RT, "enter")),
+    (_RT_MODULE, "RealtimeConnectionManager", "__enter__", deferred(_RT, "enter")),
+    (_RT_MODULE, "AsyncRealtimeConnectionManager", "__aenter__", deferred(_RT, "enter")),
+    *_both(_RT_MODULE, "RealtimeConnection", ("parse_event",), deferred(_RT, "parse")),
+    *_both(_RT_MODULE, "RealtimeConnection", ("recv_bytes",), deferred(_RT, "receive")),
+    *_both(_WS_MODULE, "WebSocketConnectionBase", ("close",), deferred(_RT, "close")),
+])  # fmt: skip
+#: the OpenAI Agents SDK's realtime model opens its own websocket: hooked where it reads events
+_AGENTS = SdkPatches("agents", [
+    (_AGENTS_RT, "OpenAIRealtimeWebSocketModel", "connect", deferred(_RT, "agents_connect")),
+    (_AGENTS_RT, "OpenAIRealtimeWebSocketModel", "_handle_ws_event",
+     deferred(_RT, "agents_event")),
+    (_AGENTS_RT, "OpenAIRealtimeWebSocketModel", "_listen_for_messages",
+     deferred(_RT, "agents_listen")),
 ])  # fmt: skip
 
 
 def install(**_: Any) -> bool:
     """Patch the SDK now if it is imported, else as soon as the application imports it."""
-    return _PATCHES.install()
+    installed = _PATCHES.install()
+    if installed:
+        _AGENTS.install()
+    return installed
 
 
 def uninstall() -> None:
     """Restore the original SDK methods (identity checks hold)."""
     _PATCHES.uninstall()
+    _AGENTS.uninstall()
