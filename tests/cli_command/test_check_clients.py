@@ -81,7 +81,8 @@ def test_the_installed_clients_are_listed_with_how_each_is_recorded(checked):
         assert rows[f"{name} {md.version(name)}"] == verdict
     assert rows["openai Realtime"] == "NOT recorded yet"
     assert rows["anthropic Message Batches results"] == "NOT recorded yet"
-    assert rows["huggingface_hub text_generation"] == "NOT recorded: not a known wire format"
+    assert rows["huggingface_hub text_generation"].startswith("yes: the HTTP layer (TGI format)")
+    assert rows["huggingface_hub other tasks"] == "NOT recorded: their answers carry no usage"
     assert rows["claude-agent-sdk 0.1.0"] == "yes: through the Claude Code CLI parser (exact)"
 
 
