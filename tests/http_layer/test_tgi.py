@@ -55,12 +55,14 @@ def _details(parameters: dict[str, Any]) -> dict[str, Any]:
 
 def _whole(path: str, parameters: dict[str, Any]) -> Answer:
     """``GenerateResponse`` (``details`` only when asked for), its counts in headers (a
-    ``/bare/`` path: a proxy that drops them)."""
+    ``/bare/`` path: a proxy that drops them; ``/odd/``: one that mangles them)."""
     data: dict[str, Any] = {"generated_text": "".join(WORDS)}
     if parameters.get("details") or parameters.get("decoder_input_details"):
         data["details"] = _details(parameters)
     headers = dict(TIMINGS)
-    if not path.startswith("/bare/"):
+    if path.startswith("/odd/"):  # a count that is not one
+        headers["x-prompt-tokens"] = "7 tokens"
+    elif not path.startswith("/bare/"):
         headers["x-prompt-tokens"] = str(PROMPT_TOKENS)
         headers["x-generated-tokens"] = str(len(WORDS))
     if "/models/" in path:  # the serverless API's list
@@ -206,3 +208,56 @@ def test_only_text_generation_is_taken_on_paths_other_tasks_share(telemetry, tgi
     assert list(client.text_generation(PROMPT, stream=True)) == WORDS  # a stream: generation
     (attrs,) = attributes(telemetry)  # the text generation alone, once
     assert tokens(attrs) == (None, len(WORDS)) and attrs["gen_ai.request.stream"] is True
+
+
+def test_a_count_header_that_is_not_a_count_is_unusable_and_the_answer_passes(telemetry, tgi):
+    httpx = pytest.importorskip("httpx")
+    body = {"inputs": PROMPT, "parameters": {"max_new_tokens": 4}}
+    answer = httpx.post(f"{tgi.url}/odd/generate", json=body)
+    assert answer.json() == {"generated_text": "100% open source"}
+    assert answer.headers["x-prompt-tokens"] == "7 tokens"
+    assert tokens(only(telemetry)) == (None, None)
+    assert telemetry.errors() == {"usage_invalid": 1}
+
+
+def test_the_router_host_names_the_provider_and_the_path_the_model(telemetry):
+    """Hugging Face's router (``router.huggingface.co/hf-inference/models/{id}``), answered in
+    memory (no network here): its host is the provider, as :mod:`otel_tokens.endpoints` names
+    it, the path's id the model."""
+    httpx = pytest.importorskip("httpx")
+    headers = {"x-prompt-tokens": str(PROMPT_TOKENS), "x-generated-tokens": str(len(WORDS))}
+    answer = httpx.Response(200, json={"generated_text": "".join(WORDS)}, headers=headers)
+    with httpx.Client(transport=httpx.MockTransport(lambda request: answer)) as client:
+        client.post(
+            "https://router.huggingface.co/hf-inference/models/openai-community/gpt2",
+            json={"inputs": PROMPT, "parameters": {"max_new_tokens": 4}},
+        )
+    attrs = only(telemetry)
+    assert attrs["gen_ai.provider.name"] == "router.huggingface.co"
+    assert attrs["gen_ai.request.model"] == "openai-community/gpt2"
+    assert tokens(attrs) == (PROMPT_TOKENS, len(WORDS))
+
+
+#: path -> whether it is TGI's (its body then decides); the others are other formats' or tasks'
+PATHS = {
+    "/": True,
+    "/generate": True,
+    "/generate_stream": True,
+    "/models/openai-community/gpt2": True,
+    "/api/generate": False,  # Ollama's
+    "/models/chat/completions": False,  # Azure AI inference's (OpenAI format)
+    "/hf-inference/models/gpt2/v1/chat/completions": False,  # the router's OpenAI route
+    "/v1beta/models/gemini-2.0-flash:countTokens": False,  # a Gemini method
+    "/models/gpt2/pipeline/feature-extraction": False,  # another task's route
+}
+
+
+def test_tgi_paths_are_told_from_other_formats_and_tasks():
+    from otel_tokens.capture.wire import tgi
+    from otel_tokens.capture.wire.formats import find
+
+    def is_tgi(path: str) -> bool:
+        found = find(path)
+        return found is not None and found.accepts in (tgi._native, tgi._shared)
+
+    assert {path: is_tgi(path) for path in PATHS} == PATHS

@@ -181,9 +181,12 @@ SUFFIXES = ("/generate", "/generate_stream", "/")
 
 def _serverless(path: str) -> bool:
     """``/models/{id}`` or ``/models/{org}/{name}``, and nothing under it (Azure AI's
-    ``/models/chat/completions`` is OpenAI's, recognised before)."""
+    ``/models/chat/completions`` is OpenAI's, recognised before; a Hub id has no ``:``, a
+    Gemini method has)."""
     _, found, after = path.partition("/models/")
-    return bool(found and after) and after.count("/") <= 1 and not after.endswith("/")
+    if not found or not after or after.endswith("/") or ":" in after:
+        return False
+    return after.count("/") <= 1
 
 
 def recognise(path: str) -> Wire | None:
