@@ -37,7 +37,8 @@ class Client:
 
 
 _SDK = "yes: its SDK capture"
-_ANY = "yes: the HTTP layer, any POST in the OpenAI, Anthropic, Gemini, Cohere or Ollama format"
+_ANY = ("yes: the HTTP layer, any POST in the OpenAI, Anthropic, Gemini, Cohere, Ollama, watsonx.ai "
+        "or TGI format")
 _GRPC = "yes: the gRPC layer (and the HTTP layer for REST)"
 _NAMES = "agent names (its calls: its model client's row)"
 
@@ -96,8 +97,12 @@ CLIENTS: tuple[Client, ...] = (
     Client("huggingface_hub", "huggingface_hub", "`InferenceClient.chat_completion`, streams",
            _http("OpenAI"), ("http",)),
     Client("huggingface_hub text_generation", "huggingface_hub",
-           "`InferenceClient.text_generation` and the other tasks",
-           f"{NOT_RECORDED}: not a known wire format", ()),
+           "`InferenceClient.text_generation`, `AsyncInferenceClient`; `details`, streams",
+           _http("TGI") + "; not a whole call with no generation parameter, whose body is "
+           "that of the other tasks", ("http",)),
+    Client("huggingface_hub other tasks", "huggingface_hub",
+           "`InferenceClient.summarization`, `translation`, `feature_extraction`, ...",
+           f"{NOT_RECORDED}: their answers carry no usage", ()),
     Client("azure-ai-inference", "azure-ai-inference", "`ChatCompletionsClient.complete` "
            "(`stream=True` too), `EmbeddingsClient`; sync, aio", _http("OpenAI"), ("http",)),
     Client("fireworks-ai", "fireworks-ai", "`chat.completions.create`; sync, async, streams",

@@ -81,6 +81,7 @@ def test_the_installed_clients_are_listed_with_how_each_is_recorded(checked):
         assert rows[f"{name} {md.version(name)}"] == verdict
     assert rows["anthropic Message Batches results"] == (
         "yes: its SDK capture (each row once, at batch prices)")
+    assert rows["huggingface_hub other tasks"] == "NOT recorded: their answers carry no usage"
     assert rows["claude-agent-sdk 0.1.0"] == "yes: through the Claude Code CLI parser (exact)"
 
 

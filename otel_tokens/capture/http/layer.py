@@ -102,8 +102,11 @@ def default_port(scheme: str, port: int | None) -> int | None:
 def open_request(
     wire: Wire, body: dict[str, Any], path: str, base: str, host: str | None, port: int | None
 ) -> Call | None:
-    """Open the call of a recognised request (None: instrumentation itself failed)."""
+    """Open the call of a recognised request (None: the body is not the format's, as
+    :attr:`Wire.accepts` tells, or instrumentation itself failed)."""
     try:
+        if wire.accepts is not None and not wire.accepts(path, body):
+            return None
         provider, address, port = _endpoint(base, host, port)
         model = wire.model(path, body)
         stream = wire.streams(path, body)
@@ -159,7 +162,7 @@ class Reader:
         framing = framing_of(headers.get("content-type") or "")
         self.framing = framing() if framing is not None and wire.accumulator is not None else None
         self.observer = StreamObserver(call, wire.accumulator(body)) if self.framing else None
-        self.body = body
+        self.body, self.headers = body, headers
         self.decoder: Any = None  # the content encoding's, for bytes as sent
         self.kept: list[bytes] = []  # a JSON answer's bytes, as they passed
         self.size = 0
@@ -263,7 +266,10 @@ class Reader:
             self._end_stream(observer, "exhausted", None)
             return
         try:
-            stop_with(self.call, self.wire.response(answer))
+            response = self.wire.response(answer)
+            if self.wire.headers is not None:
+                response = self.wire.headers(response, self.headers)
+            stop_with(self.call, response)
         except Exception as exc:
             unusable(self.call, exc)
 

@@ -9,5 +9,7 @@ same format, its dict-capable readers are the one parser (openai, anthropic, goo
 The stream framings (server-sent events, NDJSON) are in :mod:`.framing`.
 
 Adding a wire format: one module here with ``SUFFIXES`` and ``recognise(path)``, listed in
-:mod:`.formats`, and its tests (the shape: :mod:`.base`).
+:mod:`.formats`, and its tests (the shape: :mod:`.base`). A path other formats or tasks share
+(TGI's ``/`` and ``/models/{id}``) is told by its body (``Wire.accepts``); counts an answer
+gives in its headers are read by ``Wire.headers``.
 """

@@ -36,7 +36,10 @@ class Wire(NamedTuple):
     reads; ``response(body)``: a whole answer (decoded JSON) read; ``accumulator(body)``: a
     reader of stream events (None: the API does not stream); ``streams(path, body)``: the
     request asks for a stream; ``model(path, body)``: the requested model; ``event(data)``:
-    a decoded stream event as the accumulator reads it.
+    a decoded stream event as the accumulator reads it; ``accepts(path, body)``: the body is
+    one of this format's requests (None: the path alone tells, as for most formats); ``headers(
+    answer, headers)``: a whole answer completed by what its HTTP headers say (None: they say
+    nothing of usage).
     """
 
     operation: str
@@ -46,3 +49,5 @@ class Wire(NamedTuple):
     streams: Callable[[str, dict[str, Any]], bool] = asked_to_stream
     model: Callable[[str, dict[str, Any]], str | None] = model_in_body
     event: Callable[[Any], Any] = same
+    accepts: Callable[[str, dict[str, Any]], bool] | None = None
+    headers: Callable[[Response, Any], Response] | None = None
