@@ -36,7 +36,10 @@ class Wire(NamedTuple):
     reads; ``response(body)``: a whole answer (decoded JSON) read; ``accumulator(body)``: a
     reader of stream events (None: the API does not stream); ``streams(path, body)``: the
     request asks for a stream; ``model(path, body)``: the requested model; ``event(data)``:
-    a decoded stream event as the accumulator reads it.
+    a decoded stream event as the accumulator reads it; ``plain(event)``: a stream event,
+    as sent, says nothing the call needs but output text (kept unread, read only when the
+    stream ends without usage, or without usage read after it; None: every event is read as
+    it arrives).
     """
 
     operation: str
@@ -46,3 +49,4 @@ class Wire(NamedTuple):
     streams: Callable[[str, dict[str, Any]], bool] = asked_to_stream
     model: Callable[[str, dict[str, Any]], str | None] = model_in_body
     event: Callable[[Any], Any] = same
+    plain: Callable[[bytes], bool] | None = None
