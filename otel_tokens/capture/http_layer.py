@@ -11,7 +11,7 @@ test of its method and path.
 
 The answer is read as the program reads it, never ahead. ``send(stream=False)`` has read the
 whole body before it returns: it is read then. With ``stream=True`` the response's byte stream
-is wrapped (:class:`_Tee`): each chunk the program pulls is passed on unchanged and decoded on the
+is wrapped (a tee): each chunk the program pulls is passed on unchanged and decoded on the
 way (content encoding, then server-sent events or NDJSON, each event shown to the wire
 format's accumulator as it completes; an event that only adds text, :attr:`.wire.Wire.plain`,
 is kept as sent and decoded only if the stream ends without usage, its text then put back in
@@ -42,11 +42,14 @@ from .wire import Wire, find
 from .wire.framing import framing_of
 
 __all__ = [
+    "Ending",
     "Reader",
+    "apassed",
     "default_port",
     "failed",
     "json_object",
     "open_request",
+    "passed",
     "read_whole",
     "wrapper",
 ]
@@ -372,6 +375,53 @@ def _read(package: str, is_async: bool, call: Call, response: Any, context: Any)
 
 
 # -- the response's byte stream, passed on as the program reads it ------------------------------
+class Ending:
+    """How a body's wrapper (a tee, of any client library) ends its reader's call: once, when
+    the body ends, fails or is closed (``ending(how, error)``), or when the wrapper is
+    dropped unread (``abandoned``, found when it is collected)."""
+
+    __slots__ = ("_finalizer", "_reader")
+
+    def __init__(self, owner: Any, reader: Reader) -> None:
+        self._reader = reader
+        self._finalizer = weakref.finalize(owner, reader.end, "abandoned")
+
+    def __call__(self, how: str, error: BaseException | None = None) -> None:
+        self._finalizer.detach()
+        self._reader.end(how, error)
+
+
+def passed(chunks: Any, reader: Reader, ending: Ending) -> Any:
+    """``chunks`` passed on unchanged as the program pulls them, each shown to ``reader``;
+    their end, or an error, ends the call (the program stopping early does not)."""
+    feed = reader.feed
+    try:
+        for chunk in chunks:
+            feed(chunk)
+            yield chunk
+    except GeneratorExit:  # the program stopped reading: not an ending
+        raise
+    except BaseException as exc:
+        ending("error", exc)
+        raise
+    ending("exhausted")
+
+
+async def apassed(chunks: Any, reader: Reader, ending: Ending) -> Any:
+    """:func:`passed`, for an asynchronous iterator."""
+    feed = reader.feed
+    try:
+        async for chunk in chunks:
+            feed(chunk)
+            yield chunk
+    except GeneratorExit:
+        raise
+    except BaseException as exc:
+        ending("error", exc)
+        raise
+    ending("exhausted")
+
+
 def _sync_tee(base: type) -> type:
     """A ``SyncByteStream`` (of the client library ``base`` is from) around a response's own."""
 
@@ -380,30 +430,16 @@ def _sync_tee(base: type) -> type:
 
         def __init__(self, stream: Any, reader: Reader) -> None:
             self._stream, self._reader = stream, reader
-            self._finalizer = weakref.finalize(self, reader.end, "abandoned")
+            self._ending = Ending(self, reader)
 
-        def __iter__(self) -> Any:
-            feed = self._reader.feed
-            try:
-                for chunk in self._stream:
-                    feed(chunk)
-                    yield chunk
-            except GeneratorExit:  # the program stopped reading: not an ending
-                raise
-            except BaseException as exc:
-                self._end("error", exc)
-                raise
-            self._end("exhausted")
+        def __iter__(self) -> Any:  # a generator of its own: the tee lives while it is read
+            yield from passed(self._stream, self._reader, self._ending)
 
         def close(self) -> None:
             try:
                 self._stream.close()
             finally:
-                self._end("closed")
-
-        def _end(self, how: str, error: BaseException | None = None) -> None:
-            self._finalizer.detach()
-            self._reader.end(how, error)
+                self._ending("closed")
 
     return Tee
 
@@ -416,30 +452,17 @@ def _async_tee(base: type) -> type:
 
         def __init__(self, stream: Any, reader: Reader) -> None:
             self._stream, self._reader = stream, reader
-            self._finalizer = weakref.finalize(self, reader.end, "abandoned")
+            self._ending = Ending(self, reader)
 
-        async def __aiter__(self) -> Any:
-            feed = self._reader.feed
-            try:
-                async for chunk in self._stream:
-                    feed(chunk)
-                    yield chunk
-            except GeneratorExit:
-                raise
-            except BaseException as exc:
-                self._end("error", exc)
-                raise
-            self._end("exhausted")
+        async def __aiter__(self) -> Any:  # the tee lives while it is read
+            async for chunk in apassed(self._stream, self._reader, self._ending):
+                yield chunk
 
         async def aclose(self) -> None:
             try:
                 await self._stream.aclose()
             finally:
-                self._end("closed")
-
-        def _end(self, how: str, error: BaseException | None = None) -> None:
-            self._finalizer.detach()
-            self._reader.end(how, error)
+                self._ending("closed")
 
     return AsyncTee
 
