@@ -9,7 +9,7 @@ from ...request import Request
 from ..lifecycle import Response
 from ..stream import Accumulator
 
-__all__ = ["Wire", "asked_to_stream", "model_in_body", "same"]
+__all__ = ["Wire", "asked_to_stream", "embed_request", "model_in_body", "same"]
 
 
 def asked_to_stream(path: str, body: dict[str, Any]) -> bool:
@@ -22,6 +22,16 @@ def model_in_body(path: str, body: dict[str, Any]) -> str | None:
     """The request body's ``model`` (None: not a string)."""
     model = body.get("model")
     return model if isinstance(model, str) else None
+
+
+def embed_request(given: Any, model: str | None) -> Request:
+    """What an embedding request's estimate reads: its input (one text, or a list of them;
+    nothing: none), and no output tokens to reserve."""
+    if isinstance(given, list):
+        inputs = given
+    else:
+        inputs = [] if given is None or given == "" else [given]
+    return Request("openai_embeddings", model, inputs, max_output_tokens=0)
 
 
 def same(event: Any) -> Any:
