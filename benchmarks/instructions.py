@@ -25,7 +25,10 @@ out. Variants:
 * ``openlit``: ``openlit.init()`` on the same providers (its defaults: message content
   recorded), prices from a local file (it fetches them otherwise), when importable by
   ``--openlit-python`` (a venv of its own: ``pip install openlit httpx openai`` and
-  ``pip install -e .``).
+  ``pip install -e .``);
+* ``--http``: ``no_http`` (``instrument()`` without the HTTP layer) and ``http_layer`` (the
+  HTTP layer alone: the call recorded from the bytes by its wire format, as a client no SDK
+  capture covers is), each reported per call and per chunk, beside the official's per chunk.
 
 Every worker runs with the cyclic garbage collector off from its start (collected once, on
 the thread making the calls, after the warm-up): a collection falls where allocations pass its
@@ -43,6 +46,7 @@ none). Run by hand (needs valgrind; ~15 min):
     python benchmarks/instructions.py [--official-python PY] [--openllmetry-python PY]
                                       [--openlit-python PY] [--kinds call,stream1,stream201]
                                       [--calling-thread] [--seeds 1,2] [--calls 20,120]
+                                      [--http] [--variants http_layer,official]
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -355,6 +360,8 @@ def main() -> None:
     parser.add_argument("--kinds", default=",".join(KINDS), help="of " + ", ".join(KINDS))
     parser.add_argument("--http", action="store_true",
                         help="also instrument() without the HTTP layer, and the HTTP layer alone")
+    parser.add_argument("--variants", default="",
+                        help="only these variants (comma-separated; bare is always run)")
     parser.add_argument("--calling-thread", action="store_true",
                         help="count the thread making the calls alone (per chunk: the SDK's "
                              "threads' run-to-run noise is above the figure)")
@@ -374,6 +381,9 @@ def main() -> None:
         python = getattr(args, f"{variant}_python")
         if _available(python, module):
             pythons[variant] = python
+    if args.variants:
+        keep = {"bare", *args.variants.split(",")}
+        pythons = {variant: python for variant, python in pythons.items() if variant in keep}
     kinds = ["call"] if args.no_streams else [k for k in args.kinds.split(",") if k in KINDS]
     started = time.monotonic()
     table: dict[tuple[str, str], float] = {}
@@ -397,6 +407,8 @@ def report(table: dict[tuple[str, str], float], pythons: dict[str, str], kinds: 
           f"{calls[1] - calls[0]}, mean of seeds {seeds}; bare {KINDS[kinds[0]]} "
           f"{table[('bare', kinds[0])]:,.0f}{'; the calling thread alone' if calling_thread else ''})")
     for kind in kinds:
+        if ("otel_tokens", kind) not in table:
+            continue
         ours = added("otel_tokens", kind)
         line = f"  {KINDS[kind]:<18} otel_tokens {ours:>10,.0f}"
         if "official" in pythons:
@@ -406,7 +418,7 @@ def report(table: dict[tuple[str, str], float], pythons: dict[str, str], kinds: 
             if (other, kind) in table:
                 line += f"   {other} {added(other, kind):>10,.0f}"
         print(line)
-    if "stream201" in kinds:
+    if "stream1" in kinds and ("otel_tokens", "stream201") in table:
         chunk = {v: (added(v, "stream201") - added(v, "stream1")) / 200
                  for v in pythons if (v, "stream201") in table}  # fmt: skip
         line = f"  {'per chunk':<18} otel_tokens {chunk['otel_tokens']:>10,.0f}"
@@ -416,10 +428,7 @@ def report(table: dict[tuple[str, str], float], pythons: dict[str, str], kinds: 
             if other in chunk:
                 line += f"   {other} {chunk[other]:>10,.0f}"
         print(line)
-    for variant in HTTP_VARIANTS:
-        if (variant, kinds[0]) in table:
-            figures = ", ".join(f"{KINDS[k]} {added(variant, k):,.0f}" for k in kinds)
-            print(f"  {variant}: {figures}")
+    _report_http(table, kinds, added)
     if ("floor", "call") in table:
         floor = added("floor", "call")
         print(f"  of otel_tokens' non-streamed call: the SDK floor {floor:,.0f}, "
@@ -428,6 +437,21 @@ def report(table: dict[tuple[str, str], float], pythons: dict[str, str], kinds: 
             if (part, "call") in table:
                 print(f"    of the floor: {floor - added(part, 'call'):>8,.0f} {what}")
     print(f"  ({seconds:.0f} s)")
+
+
+def _report_http(table: dict[tuple[str, str], float], kinds: list[str], added: Any) -> None:
+    """The HTTP variants' figures per call and per chunk, beside the official's."""
+    for variant in HTTP_VARIANTS:
+        if (variant, kinds[0]) not in table:
+            continue
+        figures = ", ".join(f"{KINDS[k]} {added(variant, k):,.0f}" for k in kinds)
+        if "stream1" in kinds and "stream201" in kinds:
+            chunk = (added(variant, "stream201") - added(variant, "stream1")) / 200
+            figures += f", per chunk {chunk:,.0f}"
+            if ("official", "stream201") in table:
+                theirs = (added("official", "stream201") - added("official", "stream1")) / 200
+                figures += f" (official {theirs:,.0f}, ratio {chunk / theirs:.2f})"
+        print(f"  {variant}: {figures}")
 
 
 if __name__ == "__main__":

@@ -11,14 +11,13 @@ the body's end, on an error, or when the response is dropped.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import wrapt
 
 from ... import faults
 from ...call import Call
-from .layer import Reader, default_port, failed, json_object, open_request
+from .layer import Ending, Reader, default_port, failed, json_object, open_request
 from ..lifecycle import async_wrapper
 from ..sent import inside_sdk
 from ..wire.formats import find
@@ -83,7 +82,7 @@ class _ContentTee(wrapt.ObjectProxy):  # type: ignore[misc]
     def __init__(self, content: Any, reader: Reader) -> None:
         super().__init__(content)
         self._self_reader = reader
-        self._self_finalizer = weakref.finalize(self, reader.end, "abandoned")
+        self._self_end = Ending(self, reader)
 
     async def _self_step(self, step: Any, whole: bool = False) -> Any:
         """``await step()``: its bytes fed, the end (no bytes, or the whole body) noted."""
@@ -136,10 +135,6 @@ class _ContentTee(wrapt.ObjectProxy):  # type: ignore[misc]
         from aiohttp.streams import ChunkTupleAsyncStreamIterator
 
         return ChunkTupleAsyncStreamIterator(self)
-
-    def _self_end(self, how: str, error: BaseException | None = None) -> None:
-        self._self_finalizer.detach()
-        self._self_reader.end(how, error)
 
 
 _REQUEST = async_wrapper(_start, _read, sdk=True)

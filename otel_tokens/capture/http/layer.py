@@ -11,9 +11,11 @@ test of its method and path.
 
 The answer is read as the program reads it, never ahead. ``send(stream=False)`` has read the
 whole body before it returns: it is read then. With ``stream=True`` the response's byte stream
-is wrapped (:class:`_Tee`): each chunk the program pulls is passed on unchanged and decoded on
-the way (content encoding, then server-sent events or NDJSON, each event shown to the wire
-format's accumulator as it completes); a JSON body is kept as it passes and read at its end.
+is wrapped (a tee): each chunk the program pulls is passed on unchanged and decoded on the
+way (content encoding, then server-sent events or NDJSON, each event shown to the wire
+format's accumulator as it completes; an event that only adds text, :attr:`.wire.Wire.plain`,
+is kept as sent and decoded only if the stream ends without usage, its text then put back in
+order); a JSON body is kept as it passes and read at its end.
 The call ends once, as the stream does: read to its end, closed, failed, or dropped unread.
 An answer with an error status ends the call failed (``error.type`` = the status code), its
 body left to the program.
@@ -40,16 +42,20 @@ from ..wire.formats import Wire, find
 from ..wire.framing import framing_of
 
 __all__ = [
+    "Ending",
     "Reader",
+    "apassed",
     "default_port",
     "failed",
     "json_object",
     "open_request",
+    "passed",
     "read_whole",
     "wrapper",
 ]
 
 _MAX_BODY = 64 * 1024 * 1024  # bytes of a JSON answer kept as it passes, to read at its end
+_MAX_UNREAD = 1024 * 1024  # bytes of a stream's text-only events kept unread (Reader.unread)
 
 
 # -- the request -------------------------------------------------------------------------------
@@ -166,6 +172,13 @@ class Reader:
         self.decoder: Any = None  # the content encoding's, for bytes as sent
         self.kept: list[bytes] = []  # a JSON answer's bytes, as they passed
         self.size = 0
+        #: events that only add text (:attr:`Wire.plain`), kept unread, read if the stream
+        #: ends without usage; ``marks``: (unread events, text pieces) as each other event
+        #: was read, to put their text back in the order it was sent
+        self.unread: list[bytes] = []
+        self.unread_size = 0
+        self.marks: list[tuple[int, int]] = []
+        self.usage_at = 0  # the events kept unread when usage was last read
         self.broken = False  # the body could not be read: the call ends without usage
         self._lock = threading.Lock()
         self._ended = False
@@ -193,16 +206,48 @@ class Reader:
             return
         self.kept.append(chunk)
 
-    def _events(self, payloads: list[bytes]) -> None:
-        for payload in payloads:
-            if payload == b"[DONE]":
-                continue
-            try:
-                event = _loads(payload)
-            except ValueError:
-                faults.report("parse", detail="an unreadable stream event")
-                continue
-            self.observer.item(self.wire.event(event))  # type: ignore[union-attr]
+    def _events(self, events: list[bytes]) -> None:
+        """Events as framed: each read now, or kept unread when it only adds text."""
+        plain, call, unread = self.wire.plain, self.call, self.unread
+        for event in events:
+            if plain is not None and call.first_chunk_at is not None and plain(event):
+                unread.append(event)
+                self.unread_size += len(event)
+            else:
+                self._read_event(event)
+        if self.unread_size > _MAX_UNREAD:
+            self._read_unread()
+
+    def _read_event(self, event: bytes) -> None:
+        if self.unread:  # read after events kept unread: where their text goes (_read_unread)
+            self.marks.append((len(self.unread), len(self.observer.acc.text)))  # type: ignore[union-attr]
+        payload = self.framing.payload(event)  # type: ignore[union-attr]
+        if payload is None or payload == b"[DONE]":
+            return
+        try:
+            data = _loads(payload)
+        except ValueError:
+            faults.report("parse", detail="an unreadable stream event")
+            return
+        observer = self.observer
+        before = observer.acc.usage  # type: ignore[union-attr]
+        observer.item(self.wire.event(data))  # type: ignore[union-attr]
+        if observer.acc.usage is not before:  # type: ignore[union-attr]
+            self.usage_at = len(self.unread)
+
+    def _read_unread(self) -> None:
+        """The events kept unread, read in order: their text put back where it was sent
+        among the others' (``marks``)."""
+        unread, marks = self.unread, self.marks
+        self.unread, self.unread_size, self.marks, self.usage_at = [], 0, [], 0
+        acc = self.observer.acc  # type: ignore[union-attr]
+        read, acc.text = acc.text, []
+        events = texts = 0
+        for upto, text in [*marks, (len(unread), len(read))]:
+            acc.text.extend(read[texts:text])  # the text read before these events came
+            for event in unread[events:upto]:
+                self._read_event(event)
+            events, texts = upto, text
 
     def _flush(self) -> None:
         """What the decoder and the framing still hold at the body's end."""
@@ -238,10 +283,22 @@ class Reader:
                 self.call.stop(None)
 
     def _end_stream(self, observer: StreamObserver, how: str, error: Any) -> None:
+        if self.unread:
+            self._end_unread(observer.acc.usage)
         if error is None and how == "exhausted" and self.call.first_chunk_at is None:
             faults.report("parse", detail="a stream ended without a single event")
             how, error = "error", EMPTY_EVENT_STREAM
         observer.end(how, error)
+
+    def _end_unread(self, usage: Any) -> None:
+        """At the stream's end: the events kept unread are read when no usage came (their
+        text, for the estimate), else those after the last usage read (a running usage)."""
+        if usage is None or usage.output_tokens is None:
+            self._read_unread()
+            return
+        later, self.unread = self.unread[self.usage_at :], []
+        for event in later:
+            self._read_event(event)
 
     def _end_body(self, how: str, error: Any) -> None:
         """A JSON answer: read at its end (one object; a JSON array of stream chunks, as
@@ -324,6 +381,53 @@ def _read(package: str, is_async: bool, call: Call, response: Any, context: Any)
 
 
 # -- the response's byte stream, passed on as the program reads it ------------------------------
+class Ending:
+    """How a body's wrapper (a tee, of any client library) ends its reader's call: once, when
+    the body ends, fails or is closed (``ending(how, error)``), or when the wrapper is
+    dropped unread (``abandoned``, found when it is collected)."""
+
+    __slots__ = ("_finalizer", "_reader")
+
+    def __init__(self, owner: Any, reader: Reader) -> None:
+        self._reader = reader
+        self._finalizer = weakref.finalize(owner, reader.end, "abandoned")
+
+    def __call__(self, how: str, error: BaseException | None = None) -> None:
+        self._finalizer.detach()
+        self._reader.end(how, error)
+
+
+def passed(chunks: Any, reader: Reader, ending: Ending) -> Any:
+    """``chunks`` passed on unchanged as the program pulls them, each shown to ``reader``;
+    their end, or an error, ends the call (the program stopping early does not)."""
+    feed = reader.feed
+    try:
+        for chunk in chunks:
+            feed(chunk)
+            yield chunk
+    except GeneratorExit:  # the program stopped reading: not an ending
+        raise
+    except BaseException as exc:
+        ending("error", exc)
+        raise
+    ending("exhausted")
+
+
+async def apassed(chunks: Any, reader: Reader, ending: Ending) -> Any:
+    """:func:`passed`, for an asynchronous iterator."""
+    feed = reader.feed
+    try:
+        async for chunk in chunks:
+            feed(chunk)
+            yield chunk
+    except GeneratorExit:
+        raise
+    except BaseException as exc:
+        ending("error", exc)
+        raise
+    ending("exhausted")
+
+
 def _sync_tee(base: type) -> type:
     """A ``SyncByteStream`` (of the client library ``base`` is from) around a response's own."""
 
@@ -332,30 +436,16 @@ def _sync_tee(base: type) -> type:
 
         def __init__(self, stream: Any, reader: Reader) -> None:
             self._stream, self._reader = stream, reader
-            self._finalizer = weakref.finalize(self, reader.end, "abandoned")
+            self._ending = Ending(self, reader)
 
-        def __iter__(self) -> Any:
-            feed = self._reader.feed
-            try:
-                for chunk in self._stream:
-                    feed(chunk)
-                    yield chunk
-            except GeneratorExit:  # the program stopped reading: not an ending
-                raise
-            except BaseException as exc:
-                self._end("error", exc)
-                raise
-            self._end("exhausted")
+        def __iter__(self) -> Any:  # a generator of its own: the tee lives while it is read
+            yield from passed(self._stream, self._reader, self._ending)
 
         def close(self) -> None:
             try:
                 self._stream.close()
             finally:
-                self._end("closed")
-
-        def _end(self, how: str, error: BaseException | None = None) -> None:
-            self._finalizer.detach()
-            self._reader.end(how, error)
+                self._ending("closed")
 
     return Tee
 
@@ -368,30 +458,17 @@ def _async_tee(base: type) -> type:
 
         def __init__(self, stream: Any, reader: Reader) -> None:
             self._stream, self._reader = stream, reader
-            self._finalizer = weakref.finalize(self, reader.end, "abandoned")
+            self._ending = Ending(self, reader)
 
-        async def __aiter__(self) -> Any:
-            feed = self._reader.feed
-            try:
-                async for chunk in self._stream:
-                    feed(chunk)
-                    yield chunk
-            except GeneratorExit:
-                raise
-            except BaseException as exc:
-                self._end("error", exc)
-                raise
-            self._end("exhausted")
+        async def __aiter__(self) -> Any:  # the tee lives while it is read
+            async for chunk in apassed(self._stream, self._reader, self._ending):
+                yield chunk
 
         async def aclose(self) -> None:
             try:
                 await self._stream.aclose()
             finally:
-                self._end("closed")
-
-        def _end(self, how: str, error: BaseException | None = None) -> None:
-            self._finalizer.detach()
-            self._reader.end(how, error)
+                self._ending("closed")
 
     return AsyncTee
 

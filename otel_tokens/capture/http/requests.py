@@ -10,7 +10,6 @@ passes on unchanged and is read on the way; closing it, or dropping it unread, e
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -18,7 +17,16 @@ import wrapt
 
 from ... import faults
 from ...call import Call
-from .layer import Reader, default_port, failed, json_object, open_request, read_whole
+from .layer import (
+    Ending,
+    Reader,
+    default_port,
+    failed,
+    json_object,
+    open_request,
+    passed,
+    read_whole,
+)
 from ..lifecycle import sync_wrapper
 from ..sent import inside_sdk
 from ..wire.formats import find
@@ -70,7 +78,7 @@ class _RawTee(wrapt.ObjectProxy):  # type: ignore[misc]
     def __init__(self, raw: Any, reader: Reader) -> None:
         super().__init__(raw)
         self._self_reader = reader
-        self._self_finalizer = weakref.finalize(self, reader.end, "abandoned")
+        self._self_end = Ending(self, reader)
 
     def _self_check(self, decode_content: Any) -> None:
         if decode_content is False and self.__wrapped__.headers.get("content-encoding"):
@@ -78,17 +86,8 @@ class _RawTee(wrapt.ObjectProxy):  # type: ignore[misc]
 
     def stream(self, amt: Any = 2**16, decode_content: Any = None) -> Any:
         self._self_check(decode_content)
-        feed = self._self_reader.feed
-        try:
-            for chunk in self.__wrapped__.stream(amt, decode_content=decode_content):
-                feed(chunk)
-                yield chunk
-        except GeneratorExit:  # the program stopped reading: not an ending
-            raise
-        except BaseException as exc:
-            self._self_end("error", exc)
-            raise
-        self._self_end("exhausted")
+        chunks = self.__wrapped__.stream(amt, decode_content=decode_content)
+        yield from passed(chunks, self._self_reader, self._self_end)  # the tee lives meanwhile
 
     def read(self, amt: Any = None, *args: Any, **kwargs: Any) -> Any:
         self._self_check(kwargs.get("decode_content", args[0] if args else None))
@@ -108,10 +107,6 @@ class _RawTee(wrapt.ObjectProxy):  # type: ignore[misc]
             self.__wrapped__.close()
         finally:
             self._self_end("closed")
-
-    def _self_end(self, how: str, error: BaseException | None = None) -> None:
-        self._self_finalizer.detach()
-        self._self_reader.end(how, error)
 
 
 _SEND = sync_wrapper(_start, _read, sdk=True)

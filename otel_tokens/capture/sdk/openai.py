@@ -347,8 +347,10 @@ class _ChatAccumulator(SentStream, Accumulator):
             self.model, self.response_id = _get(chunk, "model"), _get(chunk, "id")
 
     def add(self, chunk: Any) -> bool:
+        if type(chunk) is dict:  # decoded JSON (the HTTP layer's, a raw body's)
+            return self._add_dict(chunk)
         try:  # SDK chunk objects: plain attribute access, this runs for every chunk
-            choices, usage = chunk.choices, chunk.usage  # (a dict, from a raw body: below)
+            choices, usage = chunk.choices, chunk.usage
             if self.model is None:
                 self.model, self.response_id = chunk.model, chunk.id
             for choice in choices:
@@ -377,21 +379,49 @@ class _ChatAccumulator(SentStream, Accumulator):
             if arguments:
                 self.text.append(arguments)
 
+    def _add_dict(self, chunk: dict[str, Any]) -> bool:
+        """A decoded chunk, read with dict look-ups (a value of another shape: field by
+        field, as :meth:`_add_any` reads it)."""
+        self.model = chunk.get("model") or self.model
+        self.response_id = chunk.get("id") or self.response_id
+        choices = chunk.get("choices") or ()
+        for choice in choices:
+            delta = choice.get("delta") if type(choice) is dict else None
+            if type(delta) is not dict:
+                self._add_choice(choice)
+                continue
+            content, calls = delta.get("content"), delta.get("tool_calls")
+            if content:
+                self.text.append(content)
+            if calls:
+                self._tool_text(calls)
+            reason = choice.get("finish_reason")
+            if reason:
+                self.finish_reasons.append(str(reason))
+        return self._add_usage(chunk, chunk.get("usage"), choices)
+
     def _add_any(self, chunk: Any) -> bool:
-        """Chunks of any shape (dicts, unexpected SDK versions), field by field."""
+        """Chunks of any shape (unexpected SDK versions), field by field."""
         self.model = _get(chunk, "model") or self.model
         self.response_id = _get(chunk, "id") or self.response_id
         choices = _get(chunk, "choices") or ()
         for choice in choices:
-            delta = _get(choice, "delta")
-            content = _get(delta, "content")
-            if content:
-                self.text.append(content)
-            self._tool_text(_get(delta, "tool_calls") or ())
-            reason = _get(choice, "finish_reason")
-            if reason:
-                self.finish_reasons.append(str(reason))
-        usage = _get(chunk, "usage")
+            self._add_choice(choice)
+        return self._add_usage(chunk, _get(chunk, "usage"), choices)
+
+    def _add_choice(self, choice: Any) -> None:
+        delta = _get(choice, "delta")
+        content = _get(delta, "content")
+        if content:
+            self.text.append(content)
+        self._tool_text(_get(delta, "tool_calls") or ())
+        reason = _get(choice, "finish_reason")
+        if reason:
+            self.finish_reasons.append(str(reason))
+
+    def _add_usage(self, chunk: Any, usage: Any, choices: Any) -> bool:
+        """A chunk's usage (Groq's in ``x_groq``, with the last chunk); False for the usage
+        chunk asked for, not the caller's."""
         if usage is None and self.finish_reasons and self.usage is None:
             usage = _get(_get(chunk, "x_groq"), "usage")  # Groq: usage with the last chunk
         if usage is not None:

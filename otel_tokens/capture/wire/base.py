@@ -9,7 +9,7 @@ from ...request import Request
 from ..lifecycle import Response
 from ..stream import Accumulator
 
-__all__ = ["Wire", "asked_to_stream", "model_in_body", "same"]
+__all__ = ["Wire", "asked_to_stream", "embed_request", "model_in_body", "same"]
 
 
 def asked_to_stream(path: str, body: dict[str, Any]) -> bool:
@@ -22,6 +22,16 @@ def model_in_body(path: str, body: dict[str, Any]) -> str | None:
     """The request body's ``model`` (None: not a string)."""
     model = body.get("model")
     return model if isinstance(model, str) else None
+
+
+def embed_request(given: Any, model: str | None) -> Request:
+    """What an embedding request's estimate reads: its input (one text, or a list of them;
+    nothing: none), and no output tokens to reserve."""
+    if isinstance(given, list):
+        inputs = given
+    else:
+        inputs = [] if given is None or given == "" else [given]
+    return Request("openai_embeddings", model, inputs, max_output_tokens=0)
 
 
 def same(event: Any) -> Any:
@@ -39,7 +49,10 @@ class Wire(NamedTuple):
     a decoded stream event as the accumulator reads it; ``accepts(path, body)``: the body is
     one of this format's requests (None: the path alone tells, as for most formats); ``headers(
     answer, headers)``: a whole answer completed by what its HTTP headers say (None: they say
-    nothing of usage).
+    nothing of usage); ``plain(event)``: a stream event,
+    as sent, says nothing the call needs but output text (kept unread, read only when the
+    stream ends without usage, or without usage read after it; None: every event is read as
+    it arrives).
     """
 
     operation: str
@@ -51,3 +64,4 @@ class Wire(NamedTuple):
     event: Callable[[Any], Any] = same
     accepts: Callable[[str, dict[str, Any]], bool] | None = None
     headers: Callable[[Response, Any], Response] | None = None
+    plain: Callable[[bytes], bool] | None = None

@@ -16,7 +16,7 @@ from ...usage import Usage
 from ..lifecycle import Response
 from ..lifecycle import sdk_field as _get
 from ..stream import Accumulator
-from .base import Wire
+from .base import Wire, embed_request
 
 __all__ = ["SUFFIXES", "recognise"]
 
@@ -82,13 +82,7 @@ class _ChatAccumulator(Accumulator):
 
 
 def _embed_request(body: dict[str, Any], model: str | None) -> Request:
-    texts = body.get("texts") or body.get("inputs") or []
-    return Request(
-        "openai_embeddings",
-        model,
-        texts if isinstance(texts, list) else [texts],
-        max_output_tokens=0,
-    )
+    return embed_request(body.get("texts") or body.get("inputs"), model)
 
 
 def _embed_response(body: Any) -> Response:

@@ -1,42 +1,46 @@
 """Stream framings, decoded as the bytes pass (never read ahead): server-sent events and
-newline-delimited JSON. Each ``feed(chunk)`` returns the payloads completed by that chunk;
-``end()`` the last one when the body ended without its closing newline."""
+newline-delimited JSON. Each ``feed(chunk)`` returns the events completed by that chunk, as
+sent; ``end()`` the last one when the body ended without its closing newline; ``payload``
+of an event is its JSON text (None: it carries none)."""
 
 from __future__ import annotations
 
 
 class ServerSentEvents:
-    """``text/event-stream``: each event's ``data`` lines joined (``event:``, ``id:``,
-    ``retry:`` and comments are not read: every format here names its events in the data)."""
+    """``text/event-stream``: an event's payload is its ``data`` lines joined (``event:``,
+    ``id:``, ``retry:`` and comments are not read: every format here names its events in the
+    data). Lines end in LF or CRLF; an event ends at a blank line."""
 
     def __init__(self) -> None:
-        self._rest = b""
-        self._data: list[bytes] = []
+        self._rest = b""  # the event not complete yet
 
     def feed(self, chunk: bytes) -> list[bytes]:
-        lines = (self._rest + chunk).split(b"\n")
-        self._rest = lines.pop()
-        out: list[bytes] = []
-        for line in lines:
-            self._line(line.rstrip(b"\r"), out)
-        return out
+        buffer = self._rest + chunk if self._rest else chunk
+        if buffer.find(b"\r") != -1:  # CRLF lines (a CR the next chunk ends waits for it)
+            buffer = buffer.replace(b"\r\n", b"\n")
+        events = buffer.split(b"\n\n")
+        self._rest = events.pop()
+        return events
 
     def end(self) -> list[bytes]:
-        out: list[bytes] = []
-        if self._rest:
-            self._line(self._rest.rstrip(b"\r"), out)
-            self._rest = b""
-        self._line(b"", out)
-        return out
+        rest, self._rest = self._rest.replace(b"\r\n", b"\n").rstrip(b"\r\n"), b""
+        return [rest] if rest else []
 
-    def _line(self, line: bytes, out: list[bytes]) -> None:
-        if not line:
-            if self._data:
-                out.append(b"\n".join(self._data))
-                self._data = []
-        elif line.startswith(b"data:"):
-            value = line[5:]
-            self._data.append(value[1:] if value.startswith(b" ") else value)
+    @staticmethod
+    def payload(event: bytes) -> bytes | None:
+        """An event's ``data`` lines joined (None: it has none)."""
+        lines = event.split(b"\n")
+        if len(lines) == 1:  # one line, as nearly every event is
+            return _value(event)
+        values = [value for value in map(_value, lines) if value is not None]
+        return b"\n".join(values) if values else None
+
+
+def _value(line: bytes) -> bytes | None:
+    """A ``data:`` line's value (one leading space dropped), or None."""
+    if line[:5] != b"data:":
+        return None
+    return line[6:] if line[5:6] == b" " else line[5:]
 
 
 class JsonLines:
@@ -53,6 +57,10 @@ class JsonLines:
     def end(self) -> list[bytes]:
         rest, self._rest = self._rest, b""
         return [rest] if rest.strip() else []
+
+    @staticmethod
+    def payload(event: bytes) -> bytes:
+        return event
 
 
 def framing_of(content_type: str) -> type[ServerSentEvents | JsonLines] | None:

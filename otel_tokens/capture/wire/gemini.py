@@ -15,7 +15,7 @@ from ...request import Request, output_limit
 from ...usage import Usage
 from ..sdk.google_genai import _Accumulator, _response
 from ..lifecycle import Response
-from .base import Wire
+from .base import Wire, embed_request
 
 __all__ = ["SUFFIXES", "recognise"]
 
@@ -69,10 +69,7 @@ def _streamed(path: str, body: dict[str, Any]) -> bool:
 
 
 def _embed_request(body: dict[str, Any], model: str | None) -> Request:
-    content = body.get("content")
-    return Request(
-        "openai_embeddings", model, [content] if content is not None else [], max_output_tokens=0
-    )
+    return embed_request(body.get("content"), model)
 
 
 def _embedded(body: Any) -> Response:

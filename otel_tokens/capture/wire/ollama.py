@@ -12,7 +12,7 @@ from ...usage import Usage
 from ..lifecycle import Response
 from ..lifecycle import sdk_field as _get
 from ..stream import Accumulator
-from .base import Wire
+from .base import Wire, embed_request
 
 __all__ = ["SUFFIXES", "recognise"]
 
@@ -95,13 +95,7 @@ def _generate_request(body: dict[str, Any], model: str | None) -> Request:
 
 
 def _embed_request(body: dict[str, Any], model: str | None) -> Request:
-    given = body.get("input")
-    return Request(
-        "openai_embeddings",
-        model,
-        [given] if isinstance(given, str) else given or [],
-        max_output_tokens=0,
-    )
+    return embed_request(body.get("input"), model)
 
 
 _ROUTES = {

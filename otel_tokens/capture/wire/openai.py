@@ -54,8 +54,23 @@ def _stream(kind: type) -> Callable[[dict[str, Any]], Any]:
     return lambda body: kind(body, body)
 
 
+def _goes_on(event: bytes) -> bool:
+    """A chat or completions chunk, as sent, of one choice that goes on (its finish reason
+    null): it adds text, and at most a running usage (read at the end when no usage was read
+    after it). A chunk without a choice (the usage chunk), with a choice that ends, or with
+    several choices, is read at once. A key followed by ``:`` is never inside a JSON string
+    (its quotes would be escaped)."""
+    values = event.split(b'"finish_reason":')  # one choice: two parts
+    return len(values) == 2 and values[1].lstrip()[:4] == b"null"
+
+
 _CHAT = Wire(
-    "chat", _described(_chat_request), _chat_response, _stream(_ChatAccumulator), model=_model
+    "chat",
+    _described(_chat_request),
+    _chat_response,
+    _stream(_ChatAccumulator),
+    model=_model,
+    plain=_goes_on,
 )
 _RESPONSES = Wire(
     "chat",
@@ -73,6 +88,7 @@ _COMPLETIONS = Wire(
     _completions_response,
     _stream(_CompletionsAccumulator),
     model=_model,
+    plain=_goes_on,
 )
 
 #: path suffix -> request shape, the more specific first
