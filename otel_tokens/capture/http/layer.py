@@ -189,7 +189,7 @@ class Reader:
             return
         try:
             if self.decoder is not None:
-                chunk = self.decoder.decode(chunk)
+                chunk = _bytes(self.decoder.decode(chunk))
             if self.observer is not None:
                 self._events(self.framing.feed(chunk))
             else:
@@ -255,7 +255,7 @@ class Reader:
             return
         try:
             if self.decoder is not None:
-                rest, self.decoder = self.decoder.flush(), None
+                rest, self.decoder = _bytes(self.decoder.flush()), None
                 if rest:
                     self.feed(rest)
             if self.observer is not None:
@@ -341,6 +341,11 @@ def _decoder(package: str, headers: Any) -> Any:
     module = importlib.import_module(f"{package}._decoders")
     decoders = [module.SUPPORTED_DECODERS[name]() for name in reversed(names)]
     return decoders[0] if len(decoders) == 1 else module.MultiDecoder(decoders)
+
+
+def _bytes(decoded: Any) -> bytes:
+    """A decoder's output as bytes: httpx's decoders return them, httpx2's yield them."""
+    return decoded if isinstance(decoded, bytes) else b"".join(decoded)
 
 
 def failed(call: Call, status: int) -> bool:
