@@ -8,6 +8,7 @@ provider's documented format, served to the real openai (``create``, the ``.pars
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 from collections.abc import Callable
 from typing import Any
@@ -368,6 +369,11 @@ def _litellm_own(model: str, body: Any, stream: bool, is_async: bool = False,
         assert text() == "ok"
     finally:
         server.close()
+        # litellm leaves a streamed response unclosed: its byte stream, in a reference cycle
+        # with the response, is finalised by the cyclic collector, which may run inside
+        # httpcore's pool lock during a later request, whose close then waits on that lock for
+        # ever (httpcore's, with or without otel_tokens). Collected here, outside any lock.
+        gc.collect()
 
 
 def litellm_anthropic(value: Any) -> None:
