@@ -103,9 +103,6 @@ def _reset_child() -> None:
         instance = str(uuid.uuid4())
         _new_instance(setup, instance)
         _drop_metric_state(setup.meter_provider)
-        from .instruments import reset_counter_sums
-
-        reset_counter_sums()
         if setup.endpoint is not None:
             setup.endpoint.after_fork_in_child()
         _flush_at_any_exit(setup)
