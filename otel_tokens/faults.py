@@ -33,7 +33,7 @@ class Faults:
         self.counts: dict[str, int] = {}
 
     def bind(self, counter: Any) -> None:
-        """Feed ``counter`` (the recorder's error counter) from now on;
+        """Feed ``counter`` (the recorder's error sums: ``add(amount, key)``) from now on;
         ``counts`` (and the once-per-kind log) start again with it. The faults reported while
         no counter was bound (bad settings at start) go to it first."""
         with self._lock:
@@ -44,7 +44,7 @@ class Faults:
             for kind in pending:
                 self.counts[kind] = self.counts.get(kind, 0) + 1
         for kind in pending:
-            counter.add(1, {"otel_tokens.error.kind": kind})
+            counter.add(1, (("otel_tokens.error.kind", kind),))
 
     def report(self, kind: str, exc: BaseException | None = None, detail: str = "", *,
                log: bool = True, each: bool = False) -> None:  # fmt: skip
@@ -70,7 +70,7 @@ class Faults:
                     kind, what, kind, exc_info=exc if kind == "internal" else None,
                 )  # fmt: skip
             if counter is not None:
-                counter.add(1, {"otel_tokens.error.kind": kind})
+                counter.add(1, (("otel_tokens.error.kind", kind),))
         except Exception:  # the error counter itself failing must not escape either
             pass
 

@@ -11,13 +11,14 @@ from dataclasses import dataclass
 from time import time_ns
 from typing import Any, Callable, Iterable
 
-from opentelemetry.metrics import Counter, Histogram, Meter, ObservableGauge, Observation
+from opentelemetry.metrics import Histogram, Meter, ObservableGauge, Observation
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as _gen_ai
 from opentelemetry.semconv._incubating.attributes import user_attributes as _user
 from opentelemetry.semconv.attributes import error_attributes as _error
 from opentelemetry.semconv.attributes import server_attributes as _server
 
 from ..usage import USAGE_SOURCES
+from .sums import CounterSums
 
 # -- attribute names ------------------------------------------------------------------------
 OPERATION = _gen_ai.GEN_AI_OPERATION_NAME
@@ -156,13 +157,13 @@ class Instruments:
     time_to_first_chunk: Histogram
     estimate_error: Histogram
     context_utilization: ObservableGauge
-    tokens: Counter
-    cost: Counter
-    premium_requests: Counter
-    anomalies: Counter
-    unpriced: Counter
-    usage_missing: Counter
-    errors: Counter
+    tokens: CounterSums
+    cost: CounterSums
+    premium_requests: CounterSums
+    anomalies: CounterSums
+    unpriced: CounterSums
+    usage_missing: CounterSums
+    errors: CounterSums
 
     @classmethod
     def create(
@@ -176,8 +177,12 @@ class Instruments:
                 explicit_bucket_boundaries_advisory=list(HISTOGRAM_BUCKETS[name]),
             )  # fmt: skip
 
-        def counter(name: str, unit: str, description: str) -> Counter:
-            return meter.create_counter(name, unit=unit, description=description)
+        def counter(name: str, unit: str, description: str) -> CounterSums:
+            sums = CounterSums()
+            meter.create_observable_counter(
+                name, callbacks=[sums.observe], unit=unit, description=description
+            )
+            return sums
 
         return cls(
             token_usage=histogram(TOKEN_USAGE, "{token}", "Input and output tokens per call."),

@@ -285,7 +285,7 @@ class Recorder:
             for line in outcome.lines:
                 self._line(emission.shape, main, outcome.response_model, line, context)
             if outcome.usage_missing:
-                inst.usage_missing.add(1, main.attrs)
+                inst.usage_missing.add(1, main.key)
             estimate = outcome.estimate
             if outcome.estimate_error is not None and estimate is not None:
                 record_signed(inst.estimate_error, outcome.estimate_error,
@@ -303,12 +303,12 @@ class Recorder:
         if line.cost_usd is not None:
             inst.cost.add(line.cost_usd, points.cost(line.cost_source or "computed"))
         elif line.unpriced:
-            inst.unpriced.add(1, points.attrs)
+            inst.unpriced.add(1, points.key)
         for component in line.unpriced_components:
             attrs = self.cardinality.label_set({**points.attrs, names.COST_UNPRICED: component})
-            inst.unpriced.add(1, attrs)
+            inst.unpriced.add(1, tuple(attrs.items()))
         if line.premium_requests is not None:
-            inst.premium_requests.add(line.premium_requests, points.attrs)
+            inst.premium_requests.add(line.premium_requests, points.key)
 
     def _tokens(self, points: _AttributeSet, usage: Any, context: Any = None) -> None:
         """A line's token points: input and output on the token histogram, every reported
@@ -339,7 +339,8 @@ class Recorder:
             if scope in _WHO_ATTRIBUTE:
                 named = {**attrs, _WHO_ATTRIBUTE[scope]: anomaly.agent.partition(":")[2]}
                 attrs = self.cardinality.label_set(named)
-            self.instruments.anomalies.add(1, {**attrs, names.ANOMALY_KIND: anomaly.kind})
+            key = (*attrs.items(), (names.ANOMALY_KIND, anomaly.kind))
+            self.instruments.anomalies.add(1, key)
         except Exception as exc:
             faults.report("metrics", exc)
 
@@ -470,34 +471,35 @@ class _AttributeSet:
     and re-guard the same dictionaries for every point.
     """
 
-    __slots__ = ("attrs", "cost_attrs", "estimate_attrs", "input_attrs", "output_attrs",
+    __slots__ = ("attrs", "cost_attrs", "estimate_attrs", "input_attrs", "key", "output_attrs",
                  "token_attrs")  # fmt: skip
 
     def __init__(self, attrs: dict[str, Any]) -> None:
         self.attrs = attrs = dict(attrs)  # its own: the caller's dict may be a call's
+        self.key: tuple[tuple[str, Any], ...] = tuple(attrs.items())  # the counters' sums' key
         #: token histogram attributes, by token type
         self.input_attrs = {**attrs, names.TOKEN_TYPE: "input"}
         self.output_attrs = {**attrs, names.TOKEN_TYPE: "output"}
-        self.token_attrs: dict[str, tuple[dict[str, Any], ...]] = {}
-        self.cost_attrs: dict[str, dict[str, Any]] = {}
+        self.token_attrs: dict[str, tuple[tuple[tuple[str, Any], ...], ...]] = {}
+        self.cost_attrs: dict[str, tuple[tuple[str, Any], ...]] = {}
         self.estimate_attrs: dict[str, dict[str, Any]] = {}
 
-    def tokens(self, source: str) -> tuple[dict[str, Any], ...]:
-        """``otel_tokens.tokens`` attributes of a usage source, per token class (in
+    def tokens(self, source: str) -> tuple[tuple[tuple[str, Any], ...], ...]:
+        """``otel_tokens.tokens`` attribute keys of a usage source, per token class (in
         ``TOKEN_ATTRIBUTES``' order)."""
         found = self.token_attrs.get(source)
         if found is None:
             found = self.token_attrs[source] = tuple(
-                {**self.attrs, names.TOKEN_TYPE: token_type, names.USAGE_SOURCE: source}
+                (*self.key, (names.TOKEN_TYPE, token_type), (names.USAGE_SOURCE, source))
                 for _field, _span_attr, token_type in names.TOKEN_ATTRIBUTES
             )
         return found
 
-    def cost(self, source: str) -> dict[str, Any]:
-        """``otel_tokens.cost`` attributes of a cost source."""
+    def cost(self, source: str) -> tuple[tuple[str, Any], ...]:
+        """``otel_tokens.cost`` attribute key of a cost source."""
         found = self.cost_attrs.get(source)
         if found is None:
-            found = self.cost_attrs[source] = {**self.attrs, names.COST_SOURCE: source}
+            found = self.cost_attrs[source] = (*self.key, (names.COST_SOURCE, source))
         return found
 
     def estimate(self, source: str) -> dict[str, Any]:

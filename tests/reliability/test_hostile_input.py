@@ -260,3 +260,15 @@ def test_a_200_event_stream_without_an_event_is_an_error_not_a_zero_token_answer
     assert span.status.status_code.name == "ERROR"
     assert "gen_ai.usage.input_tokens" not in span.attributes
     assert world.errors() == {"parse": 1}
+
+
+def test_a_cumulative_sum_never_leaves_int64_and_export_keeps_working(world):
+    """The bound per call keeps sums far from int64; past it anyway (2**63 tokens in sums of
+    at most 10**8 each), a sum is held at the limit and counted, and OTLP still encodes."""
+    sums = world.handler.recorder.instruments.tokens
+    key = (("gen_ai.token.type", "input"),)
+    sums.add(2**63 - 10, key)
+    sums.add(100, key)
+    encode_metrics(world.reader.get_metrics_data())
+    assert world.point("otel_tokens.tokens", gen_ai__token__type="input").value == 2**63 - 1
+    assert world.errors() == {"metrics": 1}

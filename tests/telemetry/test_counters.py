@@ -1,18 +1,22 @@
-"""The contract's counters (plain OpenTelemetry counters): what a collection reads after many
-calls is what adding one amount at a time gives: ints exact, floats to their last digits (the
-SDK adds each collection's amounts to the cumulative sum), a class never reported absent, a
-class reported as 0 present."""
+"""The contract's counters, asynchronous counters over running sums (``emit/sums.py``): what a
+collection reads after many calls is what adding one amount at a time gives (ints exact, floats
+with the rounding of one addition after another), a class never reported absent, a class
+reported as 0 present; nothing lost or counted twice between threads or across a fork."""
 
 from __future__ import annotations
 
+import os
 import random
-
-import pytest
+import select
+import signal
+import sys
+import threading
 
 from otel_tokens import Usage
 from otel_tokens.account.outcome import Line, Outcome
 from otel_tokens.account.pricing import PriceResult
 from otel_tokens.call import Call
+from otel_tokens.emit.sums import CounterSums, reset_all
 
 from .conftest import make_telemetry
 
@@ -49,12 +53,12 @@ def test_many_calls_sum_as_one_addition_at_a_time_at_every_collection():
         sums["output"] += out
         sums["cache_read"] += cached
         sums["reasoning"] += reasoning or 0
-        cost = cost + amount
+        cost = cost + amount  # the rounding of one addition at a time
         if n in checkpoints:
             tokens = {p.attributes["gen_ai.token.type"]: p.value
                       for p in t.points("otel_tokens.tokens")}  # fmt: skip
             assert tokens == sums  # cache_write: never reported, so no point at all
-            assert t.point("otel_tokens.cost").value == pytest.approx(cost, rel=1e-12)
+            assert t.point("otel_tokens.cost").value == cost
 
 
 def test_a_class_reported_only_as_zero_is_a_point_of_zero():
@@ -67,3 +71,80 @@ def test_a_class_reported_only_as_zero_is_a_point_of_zero():
                                            cache_read_tokens=0), 0.0))  # fmt: skip
     tokens = {p.attributes["gen_ai.token.type"]: p.value for p in t.points("otel_tokens.tokens")}
     assert tokens == {"input": 15, "output": 3, "cache_read": 0}
+
+
+def _values(sums: CounterSums) -> dict:
+    return {p.attributes["k"]: p.value for p in sums.observe()}
+
+
+def test_threads_adding_while_collections_read_lose_nothing():
+    sums = CounterSums()
+    threads, each = 6, 10_000
+    seen: list[dict] = []
+    done = threading.Event()
+
+    def add() -> None:
+        for _ in range(each):  # what the recorder does per call
+            sums.add(1, (("k", "a"),))
+            sums.add(2, (("k", "b"),))
+
+    def collect() -> None:
+        while not done.is_set():
+            seen.append(_values(sums))
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads taking turns between any two steps, or nearly
+    try:
+        reader = threading.Thread(target=collect)
+        reader.start()
+        workers = [threading.Thread(target=add) for _ in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        done.set()
+        reader.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert _values(sums) == {"a": threads * each, "b": 2 * threads * each}
+    assert all(earlier.get("a", 0) <= later.get("a", 0) for earlier, later in zip(seen, seen[1:]))
+
+
+def test_a_forked_child_counts_its_own_amounts_once_even_with_the_lock_held_at_the_fork():
+    """The child starts from zero (the parent's amounts are the parent's to export), under a
+    new lock (the parent's was held by a thread the child does not have); the parent's sums
+    are untouched by the child's."""
+    sums = CounterSums()
+    sums.add(5, (("k", "a"),))
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with sums._lock:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(10)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: what process.py's fork hook does, then its own calls
+        try:
+            reset_all()
+            sums.add(3, (("k", "a"),))
+            sums.add(0, (("k", "b"),))
+            os.write(write, repr(_values(sums)).encode())
+        finally:
+            os._exit(0)
+    release.set()
+    holder.join()
+    os.close(write)
+    answered = select.select([read], [], [], 30)[0]  # a child stuck on the old lock: never
+    if not answered:
+        os.kill(pid, signal.SIGKILL)
+    with os.fdopen(read) as child:
+        seen = child.read() if answered else "no answer: stuck on the parent's lock"
+    assert os.waitpid(pid, 0)[1] == (0 if answered else signal.SIGKILL)
+    assert seen == repr({"a": 3, "b": 0})
+    sums.add(1, (("k", "a"),))
+    assert _values(sums) == {"a": 6}

@@ -77,5 +77,5 @@ def test_faults_before_any_recorder_are_counted_by_the_first_one(kind):
 
     sums = Sums()
     sink.bind(sums)
-    assert sums.added == [(1, {"otel_tokens.error.kind": kind})]
+    assert sums.added == [(1, (("otel_tokens.error.kind", kind),))]
     assert sink.counts == {kind: 1}
