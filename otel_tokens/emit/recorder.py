@@ -318,9 +318,10 @@ class Recorder:
             inst.token_usage.record(usage.input_tokens, points.input_attrs, context)
         if usage.output_tokens is not None:
             inst.token_usage.record(usage.output_tokens, points.output_attrs, context)
-        amounts = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
-                   usage.cache_write_tokens, usage.reasoning_tokens)  # TOKEN_ATTRIBUTES' order
-        inst.tokens.add_each(amounts, points.tokens(usage.source))
+        for (field, _, _), attrs in zip(names.TOKEN_ATTRIBUTES, points.tokens(usage.source)):
+            amount = getattr(usage, field)
+            if amount is not None:
+                inst.tokens.add(amount, attrs)
 
     # -- anomalies ----------------------------------------------------------------------------
     def anomaly(self, span: Any, anomaly: Anomaly, attrs: dict[str, Any]) -> None:

@@ -4,10 +4,10 @@ Why not plain synchronous counters: with the OpenTelemetry SDK (1.45), each ``Co
 validates and hashes its attribute set, and a call adds up to seven amounts (five token
 classes, cost, premium requests). Measured with ``benchmarks/instructions.py`` (2026-11-28),
 plain counters took a call to 2.18x the official instrumentation's added cost, these sums
-1.40-1.45x (budget: 1.45x); figures in ``docs/benchmarks.md``. A call adds its amounts to
-sums under one lock, keyed by attribute tuples the recorder keeps per label set; the SDK
-turns the sums into cumulative points at each collection (names, units, attributes and
-values are a synchronous counter's). A forked child starts from zero (:func:`reset_all`, from
+1.44x over two hash seeds (budget: 1.45x); figures in ``docs/benchmarks.md``. A call adds
+each amount to a sum under one lock, keyed by an attribute tuple the recorder keeps per label
+set; the SDK turns the sums into cumulative points at each collection (names, units,
+attributes and values are a synchronous counter's). A forked child starts from zero (:func:`reset_all`, from
 ``process.py``); tests: ``tests/telemetry/test_counters.py``.
 """
 
@@ -42,15 +42,6 @@ class CounterSums:
         """Add ``amount`` (>= 0; 0 makes a point) to the sum of attribute set ``key``."""
         with self._lock:
             self._sums[key] = self._sums.get(key, 0) + amount
-
-    def add_each(self, amounts: tuple[float | None, ...], keys: tuple[AttributeKey, ...]) -> None:
-        """Add each amount to the sum of its attribute set in ``keys`` (None adds nothing),
-        under the lock once: a call's token classes."""
-        with self._lock:
-            sums = self._sums
-            for amount, key in zip(amounts, keys):
-                if amount is not None:
-                    sums[key] = sums.get(key, 0) + amount
 
     def reset(self) -> None:
         """Back to no sums, under a new lock (a forked child: the parent's lock may have been
