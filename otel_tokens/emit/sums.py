@@ -7,8 +7,8 @@ plain counters took a call to 2.18x the official instrumentation's added cost, t
 1.44x over two hash seeds (budget: 1.45x); figures in ``docs/benchmarks.md``. A call adds
 each amount to a sum under one lock, keyed by an attribute tuple the recorder keeps per label
 set; the SDK turns the sums into cumulative points at each collection (names, units,
-attributes and values are a synchronous counter's). A forked child starts from zero (:func:`reset_all`, from
-``process.py``); tests: ``tests/telemetry/test_counters.py``.
+attributes and values are a synchronous counter's). A forked child starts from zero
+(:func:`reset_all`, from ``process.py``); tests: ``tests/telemetry/test_counters.py``.
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ class CounterSums:
             if value > INT64_MAX:
                 if key not in self._held:
                     self._held.add(key)
-                    faults.report("metrics", detail="a cumulative sum reached the int64 limit: held there")
+                    detail = "a cumulative sum reached the int64 limit: held there"
+                    faults.report("metrics", detail=detail)
                 value = INT64_MAX
             points.append(Observation(value, dict(key)))
         return points
