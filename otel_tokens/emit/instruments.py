@@ -7,13 +7,8 @@ carry yet) are defined here, once. ``docs/telemetry-contract.md`` is the public 
 
 from __future__ import annotations
 
-import logging
-import threading
-import weakref
-from time import time_ns
 from dataclasses import dataclass
-from functools import reduce
-from operator import add
+from time import time_ns
 from typing import Any, Callable, Iterable
 
 from opentelemetry.metrics import Histogram, Meter, ObservableGauge, Observation
@@ -22,10 +17,8 @@ from opentelemetry.semconv._incubating.attributes import user_attributes as _use
 from opentelemetry.semconv.attributes import error_attributes as _error
 from opentelemetry.semconv.attributes import server_attributes as _server
 
-from .. import faults
 from ..usage import USAGE_SOURCES
-
-_log = logging.getLogger(__name__)
+from .sums import CounterSums
 
 # -- attribute names ------------------------------------------------------------------------
 OPERATION = _gen_ai.GEN_AI_OPERATION_NAME
@@ -155,150 +148,6 @@ def views(max_label_sets: int | None = None, max_attribute_values: int | None = 
     return histograms + [View(instrument_name=name, meter_name=SCOPE, **limit) for name in others]
 
 
-AttributeKey = tuple  # ((name, value), ...): a hashable attribute set
-_INT64_MAX = 2**63 - 1
-
-
-class CounterSums:
-    """Running sums behind one counter of the contract, per attribute set.
-
-    Counters are asynchronous instruments over these sums: a call adds to a running sum
-    (well under a microsecond) and the SDK turns the sums into points once per collection,
-    instead of validating and hashing attributes on every call (~8 us per measurement).
-    Exported names, units, attributes and values are those of a synchronous counter.
-
-    Each sum is a cell of its own, a list: empty until the first addition (no point yet),
-    then holding the sum. The recorder adds through the :class:`SumGroup` objects it keeps
-    per label set, so a call neither hashes an attribute set again nor takes a lock.
-    """
-
-    __slots__ = ("__weakref__", "_cells", "_groups", "_held", "_lock")
-
-    def __init__(self) -> None:
-        self._cells: dict[AttributeKey, list[float]] = {}
-        self._groups: dict[tuple[AttributeKey, ...], SumGroup] = {}
-        self._lock = threading.Lock()
-        self._held: set[AttributeKey] = set()  # sums held at the int64 limit (counted once each)
-        _every_sum.add(self)
-
-    def reset(self) -> None:
-        """Start from zero (a forked child: its counts are its own, never the parent's), under
-        a new lock (the parent's may have been held by a thread the child does not have). The
-        cells and groups stay (the recorder holds them), emptied: no point until added to."""
-        self._lock = threading.Lock()
-        for group in self._groups.values():
-            group.clear()
-        for cell in self._cells.values():
-            cell.clear()
-        self._held = set()
-
-    def group(self, keys: tuple[AttributeKey, ...], integers: bool = False) -> SumGroup:
-        """The sums of attribute sets ``keys``, added to together (made at the first ask);
-        ``integers``: only ints are ever added to them."""
-        group = self._groups.get(keys)
-        if group is None:
-            with self._lock:  # not while a collection reads the cells
-                group = self._groups.get(keys)
-                if group is None:
-                    cells = tuple(self._cells.setdefault(key, []) for key in keys)
-                    group = self._groups[keys] = SumGroup(self, cells, integers)
-        return group
-
-    def add(self, amount: float, key: AttributeKey) -> None:
-        """Add ``amount`` (>= 0) to the sum of attribute set ``key``."""
-        with self._lock:
-            cell = self._cells.get(key)
-            if cell is None:
-                self._cells[key] = [0 + amount]
-            elif cell:
-                cell[0] += amount
-            else:
-                cell.append(0 + amount)
-
-    def observe(self, options: Any = None) -> list[Observation]:
-        """The SDK callback: one cumulative point per attribute set. A sum never leaves what
-        OTLP and Prometheus can carry (int64): one past it would fail every later export of
-        the process, so it is held at the limit and counted (the plausibility bound per call
-        makes this a guard that never fires in practice)."""
-        with self._lock:
-            for group in self._groups.values():
-                if group:
-                    group.fold_locked()
-            items = [(key, cell[0]) for key, cell in self._cells.items() if cell]
-        points = []
-        for key, value in items:
-            if value > _INT64_MAX:
-                if key not in self._held:
-                    self._held.add(key)
-                    faults.report("metrics", detail="a cumulative sum reached the int64 limit: held there")
-                value = _INT64_MAX
-            points.append(Observation(value, dict(key)))
-        return points
-
-
-FOLD_AT = 128  #: amounts a group keeps before adding them up (and at each collection)
-
-
-class SumGroup(list):  # type: ignore[type-arg]
-    """Sums of one counter that a call adds to together (a label set's token classes of one
-    usage source, or one sum alone). The group is the list of amounts not added up yet: a
-    call extends it with its amounts (a tuple in the cells' order; None adds nothing), one
-    list operation (atomic: no lock, no frame), and calls :meth:`fold` once it holds
-    :data:`FOLD_AT`; each collection folds first. The sums are those of adding one amount
-    at a time (integers in any order: exact)."""
-
-    __slots__ = ("cells", "integers", "sums")
-
-    def __init__(self, sums: CounterSums, cells: tuple[list[float], ...], integers: bool) -> None:
-        super().__init__()
-        self.sums = sums
-        self.cells = cells
-        self.integers = integers
-
-    def fold(self) -> None:
-        """Add the amounts appended so far to the cells."""
-        with self.sums._lock:
-            self.fold_locked()
-
-    def fold_locked(self) -> None:
-        """:meth:`fold`, the sums' lock held. Amounts other threads add meanwhile stay: only
-        what was there is taken out."""
-        taken = len(self)
-        if not taken:  # another thread folded first
-            return
-        batch = self[:taken]
-        del self[:taken]
-        width = len(self.cells)
-        total = sum if self.integers else _in_order
-        for i, cell in enumerate(self.cells):
-            column = batch[i::width]
-            if column[0] is None and column.count(None) == len(column):
-                continue  # a class no record reported: nothing added, no point made
-            try:
-                added = total(column, cell[0] if cell else 0)
-            except TypeError:  # None: a record that did not report this class
-                column = [amount for amount in column if amount is not None]
-                added = total(column, cell[0] if cell else 0)
-            if cell:
-                cell[0] = added
-            else:
-                cell.append(added)
-
-
-def _in_order(amounts: list[float], start: float) -> float:
-    """``start`` plus each amount in turn (floats: the rounding of one addition at a time)."""
-    return reduce(add, amounts, start)
-
-
-_every_sum: weakref.WeakSet[CounterSums] = weakref.WeakSet()
-
-
-def reset_counter_sums() -> None:
-    """Every counter's sums back to zero (see :meth:`CounterSums.reset`)."""
-    for sums in list(_every_sum):
-        sums.reset()
-
-
 @dataclass(frozen=True, slots=True)
 class Instruments:
     """Every metric instrument of the contract, created once per meter."""
@@ -370,14 +219,13 @@ def record_signed(histogram: Histogram, value: float, attributes: dict[str, Any]
     therefore handed to the SDK histogram's measurement consumer, the step that follows that
     check; under any other SDK it is recorded normally.
     """
-    if value >= 0:
-        histogram.record(value, attributes)
-        return
     consumer = getattr(histogram, "_measurement_consumer", None)
-    if consumer is None:
+    if value >= 0 or consumer is None:
         histogram.record(value, attributes)
         return
-    Measurement, get_current = _measurement or _load_measurement()  # noqa: N806 (a class)
+    from opentelemetry.context import get_current
+    from opentelemetry.sdk.metrics._internal.measurement import Measurement
+
     if getattr(histogram, "_is_enabled", lambda: True)():
         consumer.consume_measurement(
             Measurement(
@@ -385,17 +233,3 @@ def record_signed(histogram: Histogram, value: float, attributes: dict[str, Any]
                 context=get_current(), attributes=attributes,
             )  # fmt: skip
         )
-
-
-_measurement: tuple[Any, Callable[[], Any]] | None = None  # (the SDK's Measurement, get_current)
-
-
-def _load_measurement() -> tuple[Any, Callable[[], Any]]:
-    """The SDK parts a negative value is recorded with, imported at the first one (not per
-    value: an import statement costs a few thousand instructions even when loaded)."""
-    global _measurement
-    from opentelemetry.context import get_current
-    from opentelemetry.sdk.metrics._internal.measurement import Measurement
-
-    _measurement = (Measurement, get_current)
-    return _measurement

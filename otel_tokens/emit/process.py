@@ -34,6 +34,7 @@ import uuid
 from typing import Any, Callable, NoReturn
 
 from .. import faults, threads
+from . import sums
 
 __all__ = ["deliver_deferred_signal", "install"]
 
@@ -103,9 +104,7 @@ def _reset_child() -> None:
         instance = str(uuid.uuid4())
         _new_instance(setup, instance)
         _drop_metric_state(setup.meter_provider)
-        from .instruments import reset_counter_sums
-
-        reset_counter_sums()
+        sums.reset_all()
         if setup.endpoint is not None:
             setup.endpoint.after_fork_in_child()
         _flush_at_any_exit(setup)

@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, trace
-from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
+from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from .. import faults
 from ..account.agents import agents
 from ..version import __version__
 from . import instruments as names
 from .cardinality import DEFAULT_MAX_LABEL_SETS, CardinalityGuard
-from .instruments import FOLD_AT, SCOPE, Instruments, SumGroup, record_signed
+from .instruments import SCOPE, Instruments, record_signed
 
 if TYPE_CHECKING:
     from opentelemetry.metrics import Histogram
@@ -45,8 +45,8 @@ _WHO_ATTRIBUTE = {"tenant": names.TENANT_ID, "user": names.USER_ID}
 
 class _Emission:
     """What the recorder keeps of one call between start and stop; also the context manager
-    ``call.activate()`` returns, making the span current while the backend runs (a class of
-    its own: this runs on every call, and a generator-based one costs several times more)."""
+    ``call.activate()`` returns, making the span current while the backend runs (re-entrant:
+    activated again inside itself, it restores the outer activation on exit)."""
 
     __slots__ = ("span", "shape", "borrowed", "context", "_token", "_outer")
 
@@ -153,11 +153,7 @@ class Recorder:
                 span = emission.span = self.tracer.start_span(
                     call.span_name or shape.name, kind=_CLIENT, attributes=attrs)
             ids = span.get_span_context()
-            if _BY_POSITION and type(ids) is SpanContext:  # its properties: a call each
-                trace_id, span_id, _, _, _, valid = ids
-                if valid:
-                    call.trace_id, call.span_id = trace_id, span_id
-            elif ids.is_valid:
+            if ids.is_valid:
                 call.trace_id, call.span_id = ids.trace_id, ids.span_id
         except Exception as exc:
             faults.report("span", exc)
@@ -230,7 +226,7 @@ class Recorder:
                 if span is not None:
                     self._span(span, outcome)
                 for anomaly in outcome.anomalies:
-                    self.anomaly(span, anomaly, main.key)
+                    self.anomaly(span, anomaly, main.attrs)
                 # histogram points in the call's span's context: the SDK's exemplar filter
                 # attaches its trace id (None: exemplars off, the current context)
                 context = None
@@ -249,132 +245,86 @@ class Recorder:
                     faults.report("span", exc)
 
     def _span(self, span: Any, outcome: Outcome) -> None:
+        """The span's end attributes and status (only what is known: an unreported class is
+        absent, not 0)."""
         try:
             if not span.is_recording():
                 return
-            # each value read once (a named tuple's field by name is a call each time)
-            (failed, error_type, error_message, usage, price, _, response_model, response_id,
-             reasons, _, estimate_error, _, first_chunk, _, state, _, attributes, _) = outcome
-            cost_usd, cost_source, _, components, unpriced, match = price
-            values: dict[str, Any] = {}  # only what is known: an unreported class is absent, not 0
-            if usage.input_tokens is not None:  # (a slot: read twice, cheaper than by a getter)
-                values[names.USAGE_INPUT] = usage.input_tokens
-            if usage.output_tokens is not None:
-                values[names.USAGE_OUTPUT] = usage.output_tokens
-            if usage.cache_read_tokens is not None:
-                values[names.USAGE_CACHE_READ] = usage.cache_read_tokens
-            if usage.cache_write_tokens is not None:
-                values[names.USAGE_CACHE_WRITE] = usage.cache_write_tokens
-            if usage.reasoning_tokens is not None:
-                values[names.USAGE_REASONING] = usage.reasoning_tokens
-            if values or usage.premium_requests is not None or usage.cost_usd is not None:
-                values[names.USAGE_SOURCE] = usage.source  # no figure, no source
-            if response_model is not None:
-                values[names.RESPONSE_MODEL] = response_model
-            if response_id is not None:
-                values[names.RESPONSE_ID] = response_id
-            if reasons:  # an empty tuple is none
-                values[names.FINISH_REASONS] = reasons
-            if cost_usd is not None:
-                values[names.COST_USD] = cost_usd
-            if cost_source is not None:
-                values[names.COST_SOURCE] = cost_source
-            if components:
-                values[names.COST_COMPONENTS] = components
-            if unpriced:
-                values[names.COST_UNPRICED] = unpriced
-            if match is not None:
-                values[names.COST_MATCH] = match
-            if usage.premium_requests is not None:
-                values[names.PREMIUM_REQUESTS] = usage.premium_requests
-            if estimate_error is not None:
-                values[names.ESTIMATE_ERROR] = estimate_error
-            if first_chunk is not None:
-                values[names.TIME_TO_FIRST_CHUNK] = first_chunk
-            if state is not None:
-                turns, total_output, max_observed, utilization = state
-                values[names.STATE_TURN_COUNT] = turns
-                values[names.STATE_TOTAL_OUTPUT] = total_output
-                if max_observed is not None:
-                    values[names.STATE_MAX_OBSERVED_INPUT] = max_observed
-                if utilization is not None:
-                    values[names.STATE_CONTEXT_UTILIZATION] = utilization
-            if attributes:
-                values.update(attributes)
-            if failed:
-                values[names.ERROR_TYPE] = error_type
-                span.set_status(Status(StatusCode.ERROR, error_message))
+            values = _usage_attributes(outcome.usage)
+            _put(values, names.RESPONSE_MODEL, outcome.response_model)
+            _put(values, names.RESPONSE_ID, outcome.response_id)
+            if outcome.finish_reasons:  # an empty tuple is none
+                values[names.FINISH_REASONS] = outcome.finish_reasons
+            values.update(_price_attributes(outcome.price))
+            _put(values, names.PREMIUM_REQUESTS, outcome.usage.premium_requests)
+            _put(values, names.ESTIMATE_ERROR, outcome.estimate_error)
+            _put(values, names.TIME_TO_FIRST_CHUNK, outcome.time_to_first_chunk)
+            if outcome.state is not None:
+                values.update(_state_attributes(outcome.state))
+            if outcome.attributes:
+                values.update(outcome.attributes)
+            if outcome.failed:
+                values[names.ERROR_TYPE] = outcome.error_type
+                span.set_status(Status(StatusCode.ERROR, outcome.error_message))
             span.set_attributes(values)
         except Exception as exc:
             faults.report("span", exc)
 
     def _metrics(self, emission: _Emission, main: _AttributeSet, outcome: Outcome,
                  context: Any = None) -> None:  # fmt: skip
+        """Every metric point of the call: duration, time to first chunk, each line's
+        points, the missing-usage count and the estimate's error."""
         inst = self.instruments
         try:
-            # each value read once (a named tuple's field by name is a call each time)
-            (failed, error_type, _, _, _, lines, response_model, _, _, estimate, estimate_error,
-             duration, first_chunk, stream, _, _, _, usage_missing) = outcome  # fmt: skip
             attrs = main.attrs
-            if failed:
-                attrs = self.cardinality.label_set({**attrs, names.ERROR_TYPE: error_type})
-            inst.duration.record(duration, attrs, context)
-            if first_chunk is not None and stream:
-                inst.time_to_first_chunk.record(first_chunk, attrs, context)
-            for line in lines:
-                self._line(emission.shape, main, response_model, line, context)
-            if usage_missing:
+            if outcome.failed:
+                attrs = self.cardinality.label_set({**attrs, names.ERROR_TYPE: outcome.error_type})
+            inst.duration.record(outcome.duration, attrs, context)
+            if outcome.time_to_first_chunk is not None and outcome.stream:
+                inst.time_to_first_chunk.record(outcome.time_to_first_chunk, attrs, context)
+            for line in outcome.lines:
+                self._line(emission.shape, main, outcome.response_model, line, context)
+            if outcome.usage_missing:
                 inst.usage_missing.add(1, main.key)
-            if estimate_error is not None and estimate is not None:
-                source = estimate.source
-                attrs = main.estimate_attrs.get(source) or main.estimate(source)
-                if estimate_error >= 0:  # the SDK takes it as is
-                    inst.estimate_error.record(estimate_error, attrs)
-                else:
-                    record_signed(inst.estimate_error, estimate_error, attrs)
+            estimate = outcome.estimate
+            if outcome.estimate_error is not None and estimate is not None:
+                record_signed(inst.estimate_error, outcome.estimate_error,
+                              main.estimate(estimate.source))  # fmt: skip
         except Exception as exc:
             faults.report("metrics", exc)
 
     def _line(self, shape: _Shape, main: _AttributeSet, response_model: str | None, line: Line,
               context: Any = None) -> None:  # fmt: skip
         """One line's metric points, under ``main`` when its model is the call's."""
-        model, usage, cost_usd, cost_source, unpriced, premium, unpriced_components = line
         inst = self.instruments
-        points = main if model == response_model else self._attribute_set(shape, model)
-        if usage is not None:
-            # per token class, in names.TOKEN_ATTRIBUTES' order (the sums' order; slots read
-            # in bytecode: a third of an attrgetter's cost)
-            values = (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
-                      usage.cache_write_tokens, usage.reasoning_tokens)  # fmt: skip
-            if values[0] is not None:
-                inst.token_usage.record(values[0], points.input_attrs, context)
-            if values[1] is not None:
-                inst.token_usage.record(values[1], points.output_attrs, context)
-            # the counters' additions: kept, added up every FOLD_AT (see SumGroup)
-            source = usage.source
-            sums = points.token_sums.get(source) or points.tokens(source)
-            sums.extend(values)
-            if len(sums) >= FOLD_AT:
-                sums.fold()
-        if cost_usd is not None:
-            cost_source = cost_source or "computed"
-            sums = points.cost_sums.get(cost_source) or points.cost(cost_source)
-            sums.append(cost_usd)
-            if len(sums) >= FOLD_AT:
-                sums.fold()
-        elif unpriced:
+        points = main if line.model == response_model else self._attribute_set(shape, line.model)
+        if line.usage is not None:
+            self._tokens(points, line.usage, context)
+        if line.cost_usd is not None:
+            inst.cost.add(line.cost_usd, points.cost(line.cost_source or "computed"))
+        elif line.unpriced:
             inst.unpriced.add(1, points.key)
-        for component in unpriced_components:
+        for component in line.unpriced_components:
             attrs = self.cardinality.label_set({**points.attrs, names.COST_UNPRICED: component})
             inst.unpriced.add(1, tuple(attrs.items()))
-        if premium is not None:
-            sums = points.premium or points.premium_sums()
-            sums.append(premium)
-            if len(sums) >= FOLD_AT:
-                sums.fold()
+        if line.premium_requests is not None:
+            inst.premium_requests.add(line.premium_requests, points.key)
+
+    def _tokens(self, points: _AttributeSet, usage: Any, context: Any = None) -> None:
+        """A line's token points: input and output on the token histogram, every reported
+        class (0 included; an unreported one adds nothing) on ``otel_tokens.tokens``."""
+        inst = self.instruments
+        if usage.input_tokens is not None:
+            inst.token_usage.record(usage.input_tokens, points.input_attrs, context)
+        if usage.output_tokens is not None:
+            inst.token_usage.record(usage.output_tokens, points.output_attrs, context)
+        for (field, _, _), attrs in zip(names.TOKEN_ATTRIBUTES, points.tokens(usage.source)):
+            amount = getattr(usage, field)
+            if amount is not None:
+                inst.tokens.add(amount, attrs)
 
     # -- anomalies ----------------------------------------------------------------------------
-    def anomaly(self, span: Any, anomaly: Anomaly, key: tuple[tuple[str, Any], ...]) -> None:
+    def anomaly(self, span: Any, anomaly: Anomaly, attrs: dict[str, Any]) -> None:
         """An anomaly: a span event (when there is a span) and a count; a tenant's or a
         user's budget is named on both (``tenant:acme``; ``tenant.id``/``user.id`` on the
         count, bounded like every outside value)."""
@@ -387,16 +337,16 @@ class Recorder:
                     event[names.ANOMALY_BUDGET] = anomaly.agent
                 span.add_event(names.ANOMALY_EVENT, event)
             if scope in _WHO_ATTRIBUTE:
-                named = {**dict(key), _WHO_ATTRIBUTE[scope]: anomaly.agent.partition(":")[2]}
-                key = tuple(self.cardinality.label_set(named).items())
-            self.instruments.anomalies.add(1, (*key, (names.ANOMALY_KIND, anomaly.kind)))
+                named = {**attrs, _WHO_ATTRIBUTE[scope]: anomaly.agent.partition(":")[2]}
+                attrs = self.cardinality.label_set(named)
+            key = (*attrs.items(), (names.ANOMALY_KIND, anomaly.kind))
+            self.instruments.anomalies.add(1, key)
         except Exception as exc:
             faults.report("metrics", exc)
 
     def refused(self, agent: str, anomaly: Anomaly) -> None:
         """A call refused before it started (an enforced budget): counted, no span."""
-        attrs = self.cardinality.label_set({names.AGENT_NAME: agent})
-        self.anomaly(None, anomaly, tuple(attrs.items()))
+        self.anomaly(None, anomaly, self.cardinality.label_set({names.AGENT_NAME: agent}))
 
     # -- attribute sets -------------------------------------------------------------------------
     def _attribute_set(self, shape: _Shape, response_model: str | None) -> _AttributeSet:
@@ -413,7 +363,7 @@ class Recorder:
             labels = shape.labels
             full = {**labels, names.RESPONSE_MODEL: response_model} if response_model else labels
             bounded = self.cardinality.label_set(full)
-            found = _AttributeSet(bounded, self.instruments)
+            found = _AttributeSet(bounded)
             if bounded is not full:
                 return found
             if len(self._attribute_sets) >= _ATTRIBUTE_SETS_MAX:
@@ -486,16 +436,6 @@ _NOT_MODEL_CALLS = frozenset({"invoke_agent", "create_agent", "execute_tool", "i
 _CLIENT = SpanKind.CLIENT
 
 
-def _by_position() -> bool:
-    """True when the API's span context is the tuple (trace id, span id, remote, flags, state,
-    valid) its properties read (then read by position: a property is a Python call each)."""
-    ids = SpanContext(1, 2, False)
-    return len(ids) == 6 and (ids[0], ids[1], ids[5]) == (ids.trace_id, ids.span_id, ids.is_valid)
-
-
-_BY_POSITION = _by_position()
-
-
 def _takes_context(histogram: Histogram) -> bool:
     import inspect
 
@@ -524,55 +464,90 @@ class _Shape:
 
 
 class _AttributeSet:
-    """One bounded metric attribute set and what its instruments record with.
+    """One bounded metric attribute set and the attributes of its points.
 
     A call's metric points all share its common attributes; these objects are built once per
-    distinct set (see :meth:`Recorder._attribute_set`) and reused, so a call does not rebuild,
-    re-guard and re-hash the same dictionaries and tuples for every point: the histograms'
-    attributes and the counters' sums (``SumGroup``) are kept here.
+    distinct set (see :meth:`Recorder._attribute_set`) and reused, so a call does not rebuild
+    and re-guard the same dictionaries for every point.
     """
 
-    __slots__ = ("attrs", "cost_sums", "estimate_attrs", "input_attrs", "instruments", "key",
-                 "output_attrs", "premium", "token_sums")  # fmt: skip
+    __slots__ = ("attrs", "cost_attrs", "estimate_attrs", "input_attrs", "key", "output_attrs",
+                 "token_attrs")  # fmt: skip
 
-    def __init__(self, attrs: dict[str, Any], instruments: Instruments) -> None:
+    def __init__(self, attrs: dict[str, Any]) -> None:
         self.attrs = attrs = dict(attrs)  # its own: the caller's dict may be a call's
-        self.key: tuple[tuple[str, Any], ...] = tuple(attrs.items())
+        self.key: tuple[tuple[str, Any], ...] = tuple(attrs.items())  # the counters' sums' key
         #: token histogram attributes, by token type
         self.input_attrs = {**attrs, names.TOKEN_TYPE: "input"}
         self.output_attrs = {**attrs, names.TOKEN_TYPE: "output"}
-        self.instruments = instruments
-        self.token_sums: dict[str, SumGroup] = {}
-        self.cost_sums: dict[str, SumGroup] = {}
-        self.premium: SumGroup | None = None
+        self.token_attrs: dict[str, tuple[tuple[tuple[str, Any], ...], ...]] = {}
+        self.cost_attrs: dict[str, tuple[tuple[str, Any], ...]] = {}
         self.estimate_attrs: dict[str, dict[str, Any]] = {}
 
-    def tokens(self, source: str) -> SumGroup:
-        """``otel_tokens.tokens`` sums of a usage source, per token class (in
-        ``TOKEN_ATTRIBUTES``' order); found once per set and source."""
-        group = self.token_sums[source] = self.instruments.tokens.group(tuple(
-            (*self.key, (names.TOKEN_TYPE, token_type), (names.USAGE_SOURCE, source))
-            for _field, _span_attr, token_type in names.TOKEN_ATTRIBUTES
-        ), integers=True)  # fmt: skip
-        return group
+    def tokens(self, source: str) -> tuple[tuple[tuple[str, Any], ...], ...]:
+        """``otel_tokens.tokens`` attribute keys of a usage source, per token class (in
+        ``TOKEN_ATTRIBUTES``' order)."""
+        found = self.token_attrs.get(source)
+        if found is None:
+            found = self.token_attrs[source] = tuple(
+                (*self.key, (names.TOKEN_TYPE, token_type), (names.USAGE_SOURCE, source))
+                for _field, _span_attr, token_type in names.TOKEN_ATTRIBUTES
+            )
+        return found
 
-    def cost(self, source: str) -> SumGroup:
-        """``otel_tokens.cost`` sum of a cost source."""
-        group = self.cost_sums[source] = self.instruments.cost.group(
-            ((*self.key, (names.COST_SOURCE, source)),))  # fmt: skip
-        return group
-
-    def premium_sums(self) -> SumGroup:
-        """``otel_tokens.premium_requests`` sum."""
-        self.premium = self.instruments.premium_requests.group((self.key,))
-        return self.premium
+    def cost(self, source: str) -> tuple[tuple[str, Any], ...]:
+        """``otel_tokens.cost`` attribute key of a cost source."""
+        found = self.cost_attrs.get(source)
+        if found is None:
+            found = self.cost_attrs[source] = (*self.key, (names.COST_SOURCE, source))
+        return found
 
     def estimate(self, source: str) -> dict[str, Any]:
         """``otel_tokens.estimate.error`` attributes for one estimate source."""
-        attrs = self.estimate_attrs.get(source)
-        if attrs is None:
-            attrs = self.estimate_attrs[source] = {**self.attrs, names.ESTIMATE_SOURCE: source}
-        return attrs
+        found = self.estimate_attrs.get(source)
+        if found is None:
+            found = self.estimate_attrs[source] = {**self.attrs, names.ESTIMATE_SOURCE: source}
+        return found
+
+
+def _put(values: dict[str, Any], name: str, value: Any) -> None:
+    """``values[name] = value`` unless the value is unknown (None)."""
+    if value is not None:
+        values[name] = value
+
+
+def _usage_attributes(usage: Any) -> dict[str, Any]:
+    """A usage's span attributes: each reported token class, and its source when it reports
+    any figure (no figure, no source)."""
+    values: dict[str, Any] = {}
+    for field, attribute, _token_type in names.TOKEN_ATTRIBUTES:
+        _put(values, attribute, getattr(usage, field))
+    if values or usage.premium_requests is not None or usage.cost_usd is not None:
+        values[names.USAGE_SOURCE] = usage.source
+    return values
+
+
+def _price_attributes(price: Any) -> dict[str, Any]:
+    """A price's span attributes (``otel_tokens.cost.unpriced``: the billed components no
+    price covers)."""
+    values: dict[str, Any] = {}
+    _put(values, names.COST_USD, price.cost_usd)
+    _put(values, names.COST_SOURCE, price.source)
+    if price.components:
+        values[names.COST_COMPONENTS] = price.components
+    if price.unpriced_components:
+        values[names.COST_UNPRICED] = price.unpriced_components
+    _put(values, names.COST_MATCH, price.match)
+    return values
+
+
+def _state_attributes(state: Any) -> dict[str, Any]:
+    """The agent's state figures after the call, as span attributes."""
+    values = {names.STATE_TURN_COUNT: state.turn_count,
+              names.STATE_TOTAL_OUTPUT: state.total_output_tokens}  # fmt: skip
+    _put(values, names.STATE_MAX_OBSERVED_INPUT, state.max_observed_input_tokens)
+    _put(values, names.STATE_CONTEXT_UTILIZATION, state.context_utilization)
+    return values
 
 
 class _Inactive:

@@ -159,15 +159,8 @@ def test_histogram_points_link_to_the_call_s_trace_when_exemplars_are_on(on):
     assert _exemplar_trace_ids(t) == (expected if on else {})
 
 
-@pytest.mark.parametrize("by_position", [True, False])
-def test_the_call_carries_its_span_s_ids_read_either_way(monkeypatch, by_position):
-    """The span's ids go on the record (the ledger's link to the trace), read by position from
-    the API's span context when it is the tuple its properties read (it is today), else by
-    its properties."""
-    from otel_tokens.emit import recorder as module
-
-    assert module._by_position()  # the API's layout as read: the fast path is the one taken
-    monkeypatch.setattr(module, "_BY_POSITION", by_position)
+def test_the_call_carries_its_span_s_ids():
+    """The span's ids go on the record (the ledger's link to the trace)."""
     t = make_telemetry()
     call = Call(None, "chat", "openai", "model-req", False, started=0.0)
     t.handler.recorder.start(call)

@@ -1,11 +1,14 @@
-"""The counters' running sums: a call's additions are kept and added up later (SumGroup), and
-what a collection reads is exactly what adding one amount at a time would have given: ints
-exact, floats with the rounding of one addition after another, a class never reported absent,
-a class reported as 0 present, nothing lost between threads, nothing kept across a reset."""
+"""The contract's counters, asynchronous counters over running sums (``emit/sums.py``): what a
+collection reads after many calls is what adding one amount at a time gives (ints exact, floats
+with the rounding of one addition after another), a class never reported absent, a class
+reported as 0 present; nothing lost or counted twice between threads or across a fork."""
 
 from __future__ import annotations
 
+import os
 import random
+import select
+import signal
 import sys
 import threading
 
@@ -13,7 +16,7 @@ from otel_tokens import Usage
 from otel_tokens.account.outcome import Line, Outcome
 from otel_tokens.account.pricing import PriceResult
 from otel_tokens.call import Call
-from otel_tokens.emit.instruments import FOLD_AT, CounterSums
+from otel_tokens.emit.sums import CounterSums, reset_all
 
 from .conftest import make_telemetry
 
@@ -35,8 +38,8 @@ def test_many_calls_sum_as_one_addition_at_a_time_at_every_collection():
     rng = random.Random(35)
     sums = {"input": 0, "output": 0, "cache_read": 0, "reasoning": 0}
     cost = 0
-    checkpoints = {37, FOLD_AT, 5 * FOLD_AT + 3}  # before, at and well past a fold
-    for n in range(1, 5 * FOLD_AT + 4):
+    checkpoints = {37, 128, 300}  # collections between calls, cumulative
+    for n in range(1, 301):
         inp, out = rng.randrange(10, 5000), rng.randrange(1, 900)
         cached = rng.choice((0, 0, rng.randrange(0, inp)))  # reported, often as 0
         reasoning = rng.choice((None, rng.randrange(0, out)))  # reported by some calls only
@@ -61,32 +64,33 @@ def test_many_calls_sum_as_one_addition_at_a_time_at_every_collection():
 def test_a_class_reported_only_as_zero_is_a_point_of_zero():
     t = make_telemetry()
     recorder = t.handler.recorder
-    for _ in range(FOLD_AT + 1):
+    for _ in range(3):
         call = Call(None, "chat", "openai", "model-a", False, started=0.0)
         recorder.start(call)
         recorder.stop(call, _outcome(Usage(input_tokens=5, output_tokens=1,
                                            cache_read_tokens=0), 0.0))  # fmt: skip
     tokens = {p.attributes["gen_ai.token.type"]: p.value for p in t.points("otel_tokens.tokens")}
-    assert tokens == {"input": 5 * (FOLD_AT + 1), "output": FOLD_AT + 1, "cache_read": 0}
+    assert tokens == {"input": 15, "output": 3, "cache_read": 0}
+
+
+def _values(sums: CounterSums) -> dict:
+    return {p.attributes["k"]: p.value for p in sums.observe()}
 
 
 def test_threads_adding_while_collections_read_lose_nothing():
     sums = CounterSums()
-    keys = ((("k", "a"),), (("k", "b"),), (("k", "c"),))
-    group = sums.group(keys, integers=True)
     threads, each = 6, 10_000
     seen: list[dict] = []
     done = threading.Event()
 
     def add() -> None:
         for _ in range(each):  # what the recorder does per call
-            group.extend((1, 2, None))
-            if len(group) >= FOLD_AT:
-                group.fold()
+            sums.add(1, (("k", "a"),))
+            sums.add(2, (("k", "b"),))
 
     def collect() -> None:
         while not done.is_set():
-            seen.append({p.attributes["k"]: p.value for p in sums.observe()})
+            seen.append(_values(sums))
 
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # threads taking turns between any two steps, or nearly
@@ -102,19 +106,45 @@ def test_threads_adding_while_collections_read_lose_nothing():
         reader.join()
     finally:
         sys.setswitchinterval(interval)
-    assert {p.attributes["k"]: p.value for p in sums.observe()} == {
-        "a": threads * each, "b": 2 * threads * each}  # fmt: skip
+    assert _values(sums) == {"a": threads * each, "b": 2 * threads * each}
     assert all(earlier.get("a", 0) <= later.get("a", 0) for earlier, later in zip(seen, seen[1:]))
 
 
-def test_a_reset_keeps_nothing_of_before_and_the_kept_groups_still_count():
+def test_a_forked_child_counts_its_own_amounts_once_even_with_the_lock_held_at_the_fork():
+    """The child starts from zero (the parent's amounts are the parent's to export), under a
+    new lock (the parent's was held by a thread the child does not have); the parent's sums
+    are untouched by the child's."""
     sums = CounterSums()
-    group = sums.group(((("k", "a"),), (("k", "b"),)))
-    group.extend((0.5, 0.25))
-    group.fold()
-    group.extend((1.0, None))  # still pending at the reset
-    sums.add(3, (("k", "c"),))
-    sums.reset()
-    assert sums.observe() == []
-    group.extend((None, 2.0))
-    assert {p.attributes["k"]: p.value for p in sums.observe()} == {"b": 2.0}
+    sums.add(5, (("k", "a"),))
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with sums._lock:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(10)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: what process.py's fork hook does, then its own calls
+        try:
+            reset_all()
+            sums.add(3, (("k", "a"),))
+            sums.add(0, (("k", "b"),))
+            os.write(write, repr(_values(sums)).encode())
+        finally:
+            os._exit(0)
+    release.set()
+    holder.join()
+    os.close(write)
+    answered = select.select([read], [], [], 30)[0]  # a child stuck on the old lock: never
+    if not answered:
+        os.kill(pid, signal.SIGKILL)
+    with os.fdopen(read) as child:
+        seen = child.read() if answered else "no answer: stuck on the parent's lock"
+    assert os.waitpid(pid, 0)[1] == (0 if answered else signal.SIGKILL)
+    assert seen == repr({"a": 3, "b": 0})
+    sums.add(1, (("k", "a"),))
+    assert _values(sums) == {"a": 6}
