@@ -39,13 +39,24 @@ def _send(env: dict[str, str], count: int) -> None:
     subprocess.run([sys.executable, "-c", send], cwd=APPS, env=env, check=True, timeout=60)
 
 
+def _tasks_done(path: str) -> int:
+    """How many tasks have returned from their call (each writes a line once it is recorded:
+    a shutdown is tested between tasks, not inside a call)."""
+    try:
+        with open(path) as f:
+            return len(f.readlines())
+    except FileNotFoundError:
+        return 0
+
+
 def _run_tasks(llm, env: dict[str, str], shutdown: str, scrape: str = "") -> str:
     """Start the worker, run TASKS tasks (``scrape``: then read the /metrics front while it
     runs), then shut it down: its stderr."""
     _send(env, TASKS)  # queued before the worker starts: it takes them at once
     worker = _worker(env)
     try:
-        ran = wait_for(lambda: llm.calls >= TASKS or worker.poll() is not None, 60)
+        done = os.path.join(env["CELERY_FOLDER"], "done")
+        ran = wait_for(lambda: _tasks_done(done) >= TASKS or worker.poll() is not None, 60)
         assert ran, "the tasks were not run"
         assert worker.poll() is None and llm.calls == TASKS, worker.stderr.read()
         if scrape:  # while it runs: the ended children's last figures, the live ones'
