@@ -61,3 +61,19 @@ def _no_telemetry_from_earlier_tests():
 
     CREATED.clear()
     yield
+
+
+@pytest.fixture
+def provider_urls(monkeypatch: pytest.MonkeyPatch):
+    """``provider_urls(url, "ibm.watsonx.ai")``: calls to ``url`` are that provider's (a user's
+    ``OTEL_TOKENS_PROVIDER_URLS``), forgotten after the test."""
+    from otel_tokens import settings as otel_settings
+
+    def name(url: str, provider: str) -> str:
+        monkeypatch.setenv("OTEL_TOKENS_PROVIDER_URLS", f"{url}={provider}")
+        otel_settings.reload()
+        return url
+
+    yield name
+    monkeypatch.delenv("OTEL_TOKENS_PROVIDER_URLS", raising=False)
+    otel_settings.reload()

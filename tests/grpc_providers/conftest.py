@@ -44,18 +44,3 @@ def http_telemetry():
 
     with handling(http_patches) as t:
         yield t
-
-
-@pytest.fixture
-def provider_urls(monkeypatch):
-    """``provider_urls(url, "ibm.watsonx.ai")``: the server's URL is that provider's."""
-    from otel_tokens import settings as otel_settings
-
-    def name(url: str, provider: str) -> str:
-        monkeypatch.setenv("OTEL_TOKENS_PROVIDER_URLS", f"{url}={provider}")
-        otel_settings.reload()
-        return url
-
-    yield name
-    monkeypatch.delenv("OTEL_TOKENS_PROVIDER_URLS", raising=False)
-    otel_settings.reload()

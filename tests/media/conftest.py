@@ -5,23 +5,6 @@ as a user names a gateway) so that its calls are priced."""
 from __future__ import annotations
 
 import genai_prices
-import pytest
-
-from otel_tokens import settings as otel_settings
-
-
-@pytest.fixture
-def name_provider(monkeypatch):
-    """``name_provider(url, "openai")``: calls to ``url`` are that provider's."""
-
-    def name(url: str, provider: str) -> str:
-        monkeypatch.setenv("OTEL_TOKENS_PROVIDER_URLS", f"{url}={provider}")
-        otel_settings.reload()
-        return url
-
-    yield name
-    monkeypatch.delenv("OTEL_TOKENS_PROVIDER_URLS", raising=False)
-    otel_settings.reload()
 
 
 def price(model: str, provider: str = "openai", **usage: int) -> float:

@@ -87,8 +87,8 @@ def server():
 
 
 @pytest.fixture
-def url(server, name_provider):
-    return name_provider(server.url, "openai")
+def url(server, provider_urls):
+    return provider_urls(server.url, "openai")
 
 
 PNG = ("in.png", b"\x89PNG\r\n\x1a\nfake", "image/png")
