@@ -15,7 +15,8 @@ providers ``configure()`` built, right after the fork the child:
   shutdown; billiard's ``Pool``), at any ``os._exit()`` (a bare ``os.fork()`` child), and on
   SIGTERM when nothing else handles it (a pool's ``terminate()``): the signal or exit status
   is then as before, after the flush (at most ``OTEL_TOKENS_EXIT_TIMEOUT`` for the exporter).
-  Only SIGKILL (or an ``_exit`` from C) loses what the child counted since its last export.
+  Only SIGKILL (or an ``_exit`` from C) loses what the child counted since its last export;
+  a Celery child's parent-death SIGKILL (a cold shutdown) is lifted while it flushes.
 
 The ledger needs nothing here: its rows are written per call, and a child opens its own
 SQLite connection (:mod:`otel_tokens.account.ledger.sqlite`).
@@ -188,7 +189,8 @@ def _flush_at_billiard_exit() -> None:
     notice to the pool, then ``os._exit()``; no finalizer or ``atexit`` hook runs, and
     Celery's child initializer resets SIGTERM (billiard's handler raises ``SystemExit``,
     which also ends there). The worker flushes as ``_do_exit`` begins, while the pool still
-    counts it alive. Patched at ``configure()`` (a spawned worker) and in a forked child, only
+    counts it alive, with SIGTERM held until it ends and the parent's death no longer fatal
+    to it. Patched at ``configure()`` (a spawned worker) and in a forked child, only
     where billiard is imported already: otel_tokens never imports it."""
     pool = sys.modules.get("billiard.pool")
     worker = getattr(pool, "Worker", None)
@@ -199,12 +201,25 @@ def _flush_at_billiard_exit() -> None:
     @functools.wraps(do_exit)
     def _do_exit(self: Any, *args: Any, **kwargs: Any) -> None:
         try:
-            _flush_before_exit()
+            _outlive_parent()
+            with threads.quiet():  # a terminate signal meanwhile comes after the flush
+                _flush_before_exit()
         finally:  # ends in os._exit(): an exception raised meanwhile never escapes it
             do_exit(self, *args, **kwargs)
 
     _do_exit._otel_tokens_flush = True  # type: ignore[attr-defined]
     worker._do_exit = _do_exit  # type: ignore[union-attr]
+
+
+def _outlive_parent() -> None:
+    """Celery has its pool workers SIGKILLed when the worker's main process ends, which a cold
+    shutdown ends at once: cleared for the exit flush (bounded by the exit timeout)."""
+    clear = getattr(sys.modules.get("billiard.util"), "set_pdeathsig", None)
+    try:
+        if clear is not None:
+            clear(0)
+    except OSError:  # not Linux: nothing was set
+        pass
 
 
 _exit_pid = 0  # the forked child whose os._exit() flushes first (not its own children)

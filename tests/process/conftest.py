@@ -73,6 +73,10 @@ class Collector(http.server.ThreadingHTTPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _OtlpHandler)
         self.last: dict[tuple, float] = {}
+        #: answer each instance's first export 503 (kept nothing): its exporter retries after
+        #: a backoff, so its export outlasts whatever ends the process meanwhile
+        self.refuse_first = False
+        self.refused: set[str] = set()
         self.lock = threading.Lock()
         self.url = f"http://127.0.0.1:{self.server_address[1]}"
         threading.Thread(target=self.serve_forever, daemon=True).start()
@@ -97,6 +101,11 @@ class _OtlpHandler(http.server.BaseHTTPRequestHandler):
         if self.path == "/v1/metrics":
             request = metrics_service_pb2.ExportMetricsServiceRequest()
             request.ParseFromString(body)
+            if _refused(self.server, request):  # type: ignore[arg-type]
+                self.send_response(503)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             _keep_last(self.server, request)  # type: ignore[arg-type]
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")
@@ -105,6 +114,17 @@ class _OtlpHandler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args: object) -> None:
         pass
+
+
+def _refused(collector: Collector, request: object) -> bool:
+    """The first export of each instance, when ``collector.refuse_first``."""
+    instances = {a.value.string_value for r in request.resource_metrics  # type: ignore[attr-defined]
+                 for a in r.resource.attributes if a.key == "service.instance.id"}  # fmt: skip
+    with collector.lock:
+        if not collector.refuse_first or instances <= collector.refused:
+            return False
+        collector.refused |= instances
+        return True
 
 
 def _keep_last(collector: Collector, request: object) -> None:

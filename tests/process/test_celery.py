@@ -83,6 +83,9 @@ def test_celery_prefork_over_otlp_every_call_once(llm, collector, tmp_path, shut
     app (and sets itself up) as billiard starts it."""
     env = _env(llm, tmp_path, OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, CELERY_START_METHOD=start,
                OTEL_METRIC_EXPORT_INTERVAL="300000", OTEL_TOKENS_EXIT_TIMEOUT="10")  # fmt: skip
+    # each child's export is refused once and retried after a backoff (~1 s): a cold shutdown
+    # ends the main process meanwhile, and Celery has its children SIGKILLed when it ends
+    collector.refuse_first = True
     err = _run_tasks(llm, env, shutdown)
     # a cold shutdown leaves the children to end after the worker: each may take its whole
     # exit timeout (10 s) to export on a loaded machine
