@@ -25,8 +25,8 @@ from otel_tokens.capture.sdk import openai as openai_sdk
 from .. import peer
 
 READERS = {
-    "openai chat": (openai_sdk._chat_request, "openai"),
-    "openai responses": (openai_sdk._responses_request, "openai"),
+    "openai chat": (openai_sdk.chat_request, "openai"),
+    "openai responses": (openai_sdk.responses_request, "openai"),
     "anthropic messages": (anthropic_sdk._messages_request, "anthropic"),
 }
 _IMAGES = ('"image_url"', '"input_image"', '"type": "image"', "data:image")

@@ -75,9 +75,9 @@ def test_a_compaction_item_stands_for_the_items_before_it():
     body = recorded[3].request_body
     assert body["input"][0]["type"] == "compaction"
     billed = cassettes.reported_input_tokens(recorded[3])
-    alone = Estimator().estimate(openai_sdk._responses_request(body), provider="openai")
+    alone = Estimator().estimate(openai_sdk.responses_request(body), provider="openai")
     prefixed = dict(body, input=recorded[2].request_body["input"] + body["input"])
-    after = Estimator().estimate(openai_sdk._responses_request(prefixed), provider="openai")
+    after = Estimator().estimate(openai_sdk.responses_request(prefixed), provider="openai")
     assert after.estimate.input_tokens == alone.estimate.input_tokens
     assert 0.5 <= alone.estimate.input_tokens / billed <= 2
 

@@ -40,6 +40,7 @@ import otel_tokens
 from otel_tokens import AnomalyGuard, Handler, Pricer
 from otel_tokens.capture.sdk import anthropic as anthropic_sdk
 from otel_tokens.capture.sdk import openai as openai_sdk
+from otel_tokens.capture.wire import openai as openai_wire
 from otel_tokens.account.anomalies import Budget
 from otel_tokens.emit.exporters import GuardedMetricExporter, GuardedSpanExporter
 from otel_tokens.emit.instruments import views
@@ -259,9 +260,9 @@ def parser_raising(cell: Cell) -> tuple[set[str], str]:
 
     mp = cell.monkeypatch
     if cell.instrumentor == "openai":
-        mp.setattr(openai_sdk, "_chat_usage", broken)  # the usage reader of responses
-        mp.setattr(openai_sdk._ChatAccumulator, "add", broken)  # and of stream chunks, one
-        mp.setattr(openai_sdk._ChatAccumulator, "_read_plain", broken)  # by one and in bulk
+        mp.setattr(openai_wire, "_chat_usage", broken)  # the usage reader of responses
+        mp.setattr(openai_wire.ChatAccumulator, "add", broken)  # and of stream chunks, one
+        mp.setattr(openai_wire.ChatAccumulator, "_read_plain", broken)  # by one and in bulk
     elif cell.instrumentor == "anthropic":
         mp.setattr(anthropic_sdk, "_fields", broken)  # responses and stream events alike
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from otel_tokens.capture.sdk.openai import _chat_response
+from otel_tokens.capture.wire.openai import chat_response
 
 BODY = {
     "id": "chatcmpl-own-1", "object": "chat.completion", "created": 1, "model": "gpt-4o-2024-08-06",
@@ -22,8 +22,8 @@ BODY = {
 def test_sdk_object_and_dict_read_alike():
     from openai.types.chat import ChatCompletion
 
-    from_sdk = _chat_response(ChatCompletion.model_validate(BODY))
-    from_dict = _chat_response(BODY)
+    from_sdk = chat_response(ChatCompletion.model_validate(BODY))
+    from_dict = chat_response(BODY)
     assert from_sdk == from_dict
     usage = from_sdk.usage
     assert (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
@@ -35,6 +35,6 @@ def test_an_object_missing_fields_falls_back_to_the_field_reader():
     """No ``choices`` and usage without details: the fast path raises AttributeError inside,
     the field-by-field reader takes over and reads what is there."""
     odd = SimpleNamespace(id="r-1", model="gpt-4o", usage=SimpleNamespace(prompt_tokens=7, completion_tokens=2))
-    answer = _chat_response(odd)
+    answer = chat_response(odd)
     assert answer.finish_reasons == () and answer.model == "gpt-4o"
     assert (answer.usage.input_tokens, answer.usage.output_tokens, answer.usage.cache_read_tokens) == (7, 2, None)

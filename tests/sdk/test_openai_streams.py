@@ -368,8 +368,8 @@ def _read_by(name: str | cassettes.Interaction, how: str, made: bool, monkeypatc
 
     with monkeypatch.context() as m:
         if not made:
-            m.setattr(openai_sdk._ChatAccumulator, "reads_made", False)
-            m.setattr(openai_sdk._ChatAccumulator, "reader", SentStream.reader)
+            m.setattr(openai_sdk.ChatAccumulator, "reads_made", False)
+            m.setattr(openai_sdk.ChatAccumulator, "reader", SentStream.reader)
         with handling(openai_sdk) as t:
             plain, _ = openai_client([recorded(PLAIN)])
             plain.chat.completions.create(**recorded(PLAIN).request_body)  # the hook, loaded

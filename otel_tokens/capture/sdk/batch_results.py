@@ -59,10 +59,10 @@ def _openai_readers() -> dict[str, tuple[str, Callable[[Any], Response]]]:
     from . import openai as sdk
 
     return {
-        "chat.completion": ("chat", sdk._chat_response),
-        "response": ("chat", sdk._responses_response),
-        "list": ("embeddings", sdk._embeddings_response),
-        "text_completion": ("text_completion", sdk._completions_response),
+        "chat.completion": ("chat", sdk.chat_response),
+        "response": ("chat", sdk.responses_response),
+        "list": ("embeddings", sdk.embeddings_response),
+        "text_completion": ("text_completion", sdk.completions_response),
     }
 
 

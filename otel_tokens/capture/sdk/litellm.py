@@ -25,10 +25,10 @@ from ...call import Call
 from ...request import Request
 from ...usage import Usage
 from ..lifecycle import Response, async_wrapper, open_call, stop_with, sync_wrapper
-from .openai import (
-    _chat_request, _chat_response, _ChatAccumulator, _completions_request,
-    _completions_response, _CompletionsAccumulator, _embeddings_request, _embeddings_response,
-    _responses_request, _responses_response, _ResponsesAccumulator,
+from ..wire.openai import (
+    chat_request, chat_response, ChatAccumulator, completions_request,
+    completions_response, CompletionsAccumulator, embeddings_request, embeddings_response,
+    responses_request, responses_response, ResponsesAccumulator,
 )
 from ..sent import RawEvents, Sent, inside_gateway
 from ..stream import not_an_event_stream, wrap_stream
@@ -137,15 +137,15 @@ class _Held:
         super().end_call(call, how, error, once)
 
 
-class _Accumulator(_Held, _ChatAccumulator):
+class _Accumulator(_Held, ChatAccumulator):
     """Chat completion chunks."""
 
 
-class _TextAccumulator(_Held, _CompletionsAccumulator):
+class _TextAccumulator(_Held, CompletionsAccumulator):
     """Text completion chunks."""
 
 
-class _EventsAccumulator(_Held, _ResponsesAccumulator):
+class _EventsAccumulator(_Held, ResponsesAccumulator):
     """Responses API events."""
 
 
@@ -244,11 +244,11 @@ def _read(kind: _Kind, is_async: bool, call: Call, result: Any, gateway: _Gatewa
 
 
 _KINDS = {
-    "completion": _Kind("chat", _chat_request, _chat_response, _Accumulator),
-    "text_completion": _Kind("text_completion", _completions_request, _completions_response,
+    "completion": _Kind("chat", chat_request, chat_response, _Accumulator),
+    "text_completion": _Kind("text_completion", completions_request, completions_response,
                              _TextAccumulator),
-    "embedding": _Kind("embeddings", _embeddings_request, _embeddings_response, None),
-    "responses": _Kind("chat", _responses_request, _responses_response, _EventsAccumulator),
+    "embedding": _Kind("embeddings", embeddings_request, embeddings_response, None),
+    "responses": _Kind("chat", responses_request, responses_response, _EventsAccumulator),
 }  # fmt: skip
 
 

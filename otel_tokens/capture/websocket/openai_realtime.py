@@ -35,7 +35,7 @@ from ... import settings as _settings
 from ...endpoints import endpoint
 from ...usage import Billing, Usage
 from ..lifecycle import Response, given, sdk_field
-from ..sdk.openai import _transcription_response
+from ..wire.openai import transcription_response
 from .session import Session, attach, session_of
 
 __all__ = ["observe", "wrapper"]
@@ -106,7 +106,7 @@ def _transcribed(session: Session, event: Any) -> None:
     if _get(event, "usage") is None:
         return
     try:
-        answer = _transcription_response(event)
+        answer = transcription_response(event)
     except ValueError as exc:  # not token counts: recorded as reported but unusable
         faults.report("usage_invalid", exc)
         answer = Response(Usage())

@@ -13,7 +13,7 @@ from typing import Any
 from ...request import Request, output_limit
 from ...usage import Usage
 from ..lifecycle import Response
-from ..sdk.openai import _chat_request, _chat_response, _ChatAccumulator
+from ..wire.openai import chat_request, chat_response, ChatAccumulator
 from ..stream import Accumulator
 from .base import Wire
 
@@ -38,14 +38,14 @@ def _named(data: Any) -> Any:
 
 # -- chat: OpenAI's shape ----------------------------------------------------------------------
 def _chat(body: dict[str, Any], model: str | None) -> Request:
-    return _chat_request({**body, "model": model})
+    return chat_request({**body, "model": model})
 
 
 _CHAT = Wire(
     "chat",
     _chat,
-    lambda answer: _chat_response(_named(answer)),
-    lambda body: _ChatAccumulator(body, body),
+    lambda answer: chat_response(_named(answer)),
+    lambda body: ChatAccumulator(body, body),
     streams=_streamed,
     model=_model,
     event=_named,

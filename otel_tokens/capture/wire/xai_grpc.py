@@ -16,7 +16,7 @@ from ...request import Request
 from ...usage import Usage
 from .compatible import output_tokens
 from ..lifecycle import Response
-from ..sdk.openai import _chat_request
+from ..wire.openai import chat_request
 from ..stream import Accumulator
 from .protobuf import Method, enum_name, status
 
@@ -40,7 +40,7 @@ def _request(request: Any, model: str | None) -> Request:
         for m in request.messages
     ]
     limit = request.max_tokens if request.HasField("max_tokens") else None
-    return _chat_request({"model": model, "messages": messages, "max_tokens": limit})
+    return chat_request({"model": model, "messages": messages, "max_tokens": limit})
 
 
 def usage_of(usage: Any, model: str | None, response_id: str | None) -> Usage:
