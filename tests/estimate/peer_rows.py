@@ -27,7 +27,7 @@ from .. import peer
 READERS = {
     "openai chat": (openai_sdk.chat_request, "openai"),
     "openai responses": (openai_sdk.responses_request, "openai"),
-    "anthropic messages": (anthropic_sdk._messages_request, "anthropic"),
+    "anthropic messages": (anthropic_sdk.messages_request, "anthropic"),
 }
 _IMAGES = ('"image_url"', '"input_image"', '"type": "image"', "data:image")
 _FILES = ('"input_audio"', '"input_file"', '"type": "document"', '"file_id"', "data:audio",

@@ -52,6 +52,16 @@ def _internal(target: str) -> str | None:
     return target or None
 
 
+def test_wire_formats_import_no_capture_site():
+    """One parser per wire format: ``capture/wire/`` is read by the SDK captures, the HTTP,
+    gRPC and websocket layers, never the other way round."""
+    sites = ("sdk", "http", "grpc", "websocket", "agent_cli", "methods", "frameworks")
+    wrong = {name: sorted(m for m in map(_internal, imports_of(name))
+                          if m and m.split(".")[2:3] and m.split(".")[2] in sites)  # fmt: skip
+             for name in MODULES if name.startswith("otel_tokens.capture.wire")}  # fmt: skip
+    assert not {name: found for name, found in wrong.items() if found}
+
+
 def test_no_import_cycle_among_otel_tokens_modules():
     graph = {name: {m for m in map(_internal, imports_of(name)) if m and m != name} for name in MODULES}
     state: dict[str, int] = {}  # 1: on the path, 2: done

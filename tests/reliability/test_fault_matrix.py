@@ -38,8 +38,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import otel_tokens
 from otel_tokens import AnomalyGuard, Handler, Pricer
-from otel_tokens.capture.sdk import anthropic as anthropic_sdk
-from otel_tokens.capture.sdk import openai as openai_sdk
+from otel_tokens.capture.wire import anthropic as anthropic_wire
 from otel_tokens.capture.wire import openai as openai_wire
 from otel_tokens.account.anomalies import Budget
 from otel_tokens.emit.exporters import GuardedMetricExporter, GuardedSpanExporter
@@ -264,7 +263,7 @@ def parser_raising(cell: Cell) -> tuple[set[str], str]:
         mp.setattr(openai_wire.ChatAccumulator, "add", broken)  # and of stream chunks, one
         mp.setattr(openai_wire.ChatAccumulator, "_read_plain", broken)  # by one and in bulk
     elif cell.instrumentor == "anthropic":
-        mp.setattr(anthropic_sdk, "_fields", broken)  # responses and stream events alike
+        mp.setattr(anthropic_wire, "usage_fields", broken)  # responses and stream events alike
     else:
         mp.setattr(importlib.import_module("otel_tokens.capture.agent_cli.parsers.copilot"), "parse", broken)
     return {"parse", "internal"}, ""

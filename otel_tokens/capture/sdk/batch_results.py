@@ -90,7 +90,7 @@ def openai_row(line: Any, readers: dict[str, Any]) -> tuple[str, Response] | Non
 
 def anthropic_row(row: Any) -> Response | None:
     """The answer of one ``succeeded`` result row; None for any other."""
-    from .anthropic import _messages_response
+    from ..wire.anthropic import messages_response as _messages_response
 
     result = _get(row, "result")
     if _get(result, "type") != "succeeded":

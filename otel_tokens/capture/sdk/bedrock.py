@@ -107,12 +107,12 @@ def _body_usage(body: Any) -> tuple[Usage | None, Billing | None, tuple[str, ...
         return None, None, ()
     usage = body.get("usage")
     if isinstance(usage, dict) and "input_tokens" in usage:  # Anthropic Messages
-        from .anthropic import _billing, _fields, _usage
+        from ..wire.anthropic import fields_billing, fields_usage, usage_fields
 
-        fields = _fields(usage)
-        found = _usage(fields, None, None)
+        fields = usage_fields(usage)
+        found = fields_usage(fields, None, None)
         reason = body.get("stop_reason")
-        return (found.replace(provider=None) if found else None), _billing(fields), ((str(reason),) if reason else ())
+        return (found.replace(provider=None) if found else None), fields_billing(fields), ((str(reason),) if reason else ())
     if isinstance(usage, dict):  # Nova: Converse's shape
         reason = body.get("stopReason")
         return converse_usage(usage), converse_billing(usage), ((str(reason),) if reason else ())
@@ -173,7 +173,7 @@ class _ChunkAccumulator(Accumulator):
 
     def __init__(self) -> None:
         super().__init__()
-        from .anthropic import _MessagesAccumulator
+        from ..wire.anthropic import MessagesAccumulator as _MessagesAccumulator
 
         self._anthropic = _MessagesAccumulator()
 

@@ -29,11 +29,11 @@ from __future__ import annotations
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
-from ...call import Call
-from ...request import Request, output_limit
-from ...usage import Billing, Usage
-from ..lifecycle import Operation, Response, operation_wrapper, sdk_field
-from ..stream import Accumulator
+from ..lifecycle import Operation, operation_wrapper, sdk_field
+from ..wire.gemini import (
+    GenerateAccumulator, contents_request, embed_content_request, embed_content_response,
+    error_status, generate_response,
+)
 
 __all__ = ["wrapper"]
 
@@ -64,193 +64,17 @@ def _server(instance: Any) -> tuple[str | None, int | None]:
     return found
 
 
-# -- the request ---------------------------------------------------------------------------
-def _request(kwargs: dict[str, Any]) -> Request:
-    """``contents`` and the config's system instruction, tools and response schema."""
-    config = kwargs.get("config")
-    contents = kwargs.get("contents")
-    if contents is None or isinstance(contents, (str, dict)) or not isinstance(contents, (list, tuple)):
-        contents = [] if contents is None else [contents]
-    schema = _get(config, "response_json_schema") or _get(config, "response_schema")
-    return Request(
-        "gemini_contents", _model_name(kwargs.get("model")), contents,
-        system=_get(config, "system_instruction"), tools=_get(config, "tools") or (),
-        response_format={"type": "json_schema", "schema": schema} if isinstance(schema, dict) else None,
-        max_output_tokens=output_limit(_get(config, "max_output_tokens")),
-    )  # fmt: skip
-
-
-def _model_name(model: Any) -> str | None:
-    """The model id of ``models/gemini-x`` or a Vertex resource name (``.../models/gemini-x``)."""
-    if not isinstance(model, str):
-        return None
-    return model.rsplit("/", 1)[-1] if "/" in model else model
-
-
-# -- the response --------------------------------------------------------------------------
-def _usage(meta: Any, model: str | None, response_id: str | None,
-           final: bool = True) -> Usage | None:  # fmt: skip
-    """Usage of one ``usage_metadata`` (None: the response had none). Of a stream chunk
-    before the last (not ``final``: no finish reason yet), an absent output count is not yet
-    known (the stream may be cut before its last chunk), not 0."""
-    if meta is None:
-        return None
-    prompt, tool = _get(meta, "prompt_token_count"), _get(meta, "tool_use_prompt_token_count")
-    candidates, thoughts = _get(meta, "candidates_token_count"), _get(meta, "thoughts_token_count")
-    if prompt is None and candidates is None and thoughts is None and _get(meta, "total_token_count") is None:
-        return Usage(model=model, response_id=response_id)  # nothing reported
-    known = final or candidates is not None or thoughts is not None
-    output = _sum(candidates, thoughts) if known else None
-    return Usage(
-        input_tokens=_sum(prompt, tool), output_tokens=output,
-        cache_read_tokens=_get(meta, "cached_content_token_count"), reasoning_tokens=thoughts,
-        model=model, response_id=response_id,  # the provider: the call's (Gemini API or Vertex)
-    )  # fmt: skip
-
-
-def _sum(a: Any, b: Any) -> Any:
-    """a + b where an absent count (left out of the JSON) is 0; a non-count goes through as is
-    (the usage record rejects it)."""
-    if b is None:
-        return 0 if a is None else a
-    if a is None:
-        return b
-    if type(a) is int and type(b) is int:
-        return a + b
-    return a if type(a) is not int else b  # the invalid one, for the usage record to reject
-
-
-def _audio(details: Any) -> Any:
-    """Audio tokens of a modality breakdown (``[{modality: AUDIO, token_count: n}, ...]``)."""
-    total = None
-    for entry in details or ():
-        modality = _get(entry, "modality")
-        if str(getattr(modality, "value", modality)).upper() == "AUDIO":
-            total = (total or 0) + (_get(entry, "token_count") or 0)
-    return total
-
-
-def _billing(meta: Any) -> Billing | None:
-    if meta is None:
-        return None
-    heard = _audio(_get(meta, "prompt_tokens_details"))
-    cached = _audio(_get(meta, "cache_tokens_details"))
-    spoken = _audio(_get(meta, "candidates_tokens_details"))
-    if not heard and not cached and not spoken:
-        return None
-    return Billing.of(None, {"input_audio_tokens": heard, "cache_audio_read_tokens": cached,
-                             "output_audio_tokens": spoken})  # fmt: skip
-
-
-def _reason(value: Any) -> str | None:
-    """A finish reason as the API names it, lower case (``STOP`` -> ``stop``)."""
-    if value is None:
-        return None
-    value = getattr(value, "value", value)
-    return str(value).lower() if value else None
-
-
-def _response(result: Any) -> Response:
-    model, rid = _get(result, "model_version"), _get(result, "response_id")
-    reasons = tuple(r for r in (_reason(_get(c, "finish_reason")) for c in _get(result, "candidates") or ()) if r)
-    meta = _get(result, "usage_metadata")
-    return Response(_usage(meta, model, rid), model, rid, reasons, _billing(meta))
-
-
-class _Accumulator(Accumulator):
-    """Stream chunks: running usage (the last chunk's wins), model, id, text, finish reasons."""
-
-    def __init__(self, given: dict[str, Any], sent: dict[str, Any]) -> None:
-        super().__init__()
-        self._meta: Any = None  # the last usage_metadata
-
-    def add(self, chunk: Any) -> bool:
-        self.model = _get(chunk, "model_version") or self.model
-        self.response_id = _get(chunk, "response_id") or self.response_id
-        final = False
-        for candidate in _get(chunk, "candidates") or ():
-            for part in _get(_get(candidate, "content"), "parts") or ():
-                text = _get(part, "text")
-                if isinstance(text, str) and text:
-                    self.text.append(text)
-            reason = _reason(_get(candidate, "finish_reason"))
-            if reason:
-                self.finish_reasons, final = [reason], True
-        meta = _get(chunk, "usage_metadata")
-        if meta is not None:
-            self.usage, self._meta = _usage(meta, self.model, self.response_id, final), meta
-            self.billing = _billing(meta)
-        return True
-
-    def end_call(self, call: Call, how: str, error: BaseException | str | None = None,
-                 once: str | None = None) -> None:  # fmt: skip
-        """A stream's request is sent at its first read: an HTTP failure ends it here. A
-        stream read to its end without a finish reason: its last usage is the whole."""
-        if isinstance(error, BaseException):
-            error = _failure(error)
-        elif error is None and how == "exhausted" and self._meta is not None and not self.invalid \
-                and self.usage is not None and self.usage.output_tokens is None:  # fmt: skip
-            self.usage = _usage(self._meta, self.model, self.response_id)
-        super().end_call(call, how, error, once)
-
-
-# -- embeddings ------------------------------------------------------------------------------
-def _embed_request(kwargs: dict[str, Any]) -> Request:
-    """The texts to embed (an embedding has no output: nothing to reserve for it)."""
-    contents = kwargs.get("contents")
-    if contents is None:
-        contents = kwargs.get("batch_contents") or kwargs.get("content")
-    if contents is None or not isinstance(contents, (list, tuple)):
-        contents = [] if contents is None else [contents]
-    return Request("gemini_contents", _model_name(kwargs.get("model")), list(contents),
-                   max_output_tokens=0)  # fmt: skip
-
-
-def _embed_response(result: Any) -> Response:
-    """An ``EmbedContentResponse``: ``usage_metadata``'s prompt tokens, else the embeddings'
-    own token counts (Vertex AI); Vertex's billable characters as a billed unit."""
-    meta = _get(result, "usage_metadata")
-    tokens = _get(meta, "prompt_token_count") if meta is not None else None
-    if tokens is None:
-        tokens = _statistics_tokens(_get(result, "embeddings") or ())
-    characters = _get(_get(result, "metadata"), "billable_character_count")
-    billing = Billing.of(None, {"input_characters": characters}) if characters else None
-    return Response(None if tokens is None else Usage(input_tokens=tokens), billing=billing)
-
-
-def _statistics_tokens(embeddings: Any) -> Any:
-    """The sum of each embedding's ``statistics.token_count`` (None: none says it). The API
-    sends it as a JSON number (``6.0``); the usage record holds it to the one rule."""
-    total = None
-    for embedding in embeddings:
-        count = _whole(_get(_get(embedding, "statistics"), "token_count"))
-        if count is not None:
-            total = count if total is None else _sum(total, count)
-    return total
-
-
-def _whole(count: Any) -> Any:
-    """An integral float count as an int (``6.0`` -> 6); anything else as it is."""
-    return int(count) if type(count) is float and count.is_integer() else count
-
 
 def _always(_kwargs: dict[str, Any]) -> bool:
     return True
 
 
-def _failure(exc: BaseException) -> BaseException | str:
-    """The SDK raises one ``ClientError``/``ServerError`` for every status: ``error.type`` is
-    the HTTP status (``429``, ``503``), as the alerts on rate limits and server errors read it."""
-    code = getattr(exc, "code", None)
-    return str(code) if type(code) is int and 400 <= code <= 599 else exc
-
-
 _OPERATIONS = {
-    "generate": Operation("chat", _provider, _server, _request, _response, failure=_failure),
-    "generate_stream": Operation("chat", _provider, _server, _request, _response, _Accumulator,
-                                 is_stream=_always, failure=_failure),  # fmt: skip
-    "embed": Operation("embeddings", _provider, _server, _embed_request, _embed_response,
-                       failure=_failure),  # fmt: skip
+    "generate": Operation("chat", _provider, _server, contents_request, generate_response, failure=error_status),
+    "generate_stream": Operation("chat", _provider, _server, contents_request, generate_response, GenerateAccumulator,
+                                 is_stream=_always, failure=error_status),  # fmt: skip
+    "embed": Operation("embeddings", _provider, _server, embed_content_request, embed_content_response,
+                       failure=error_status),  # fmt: skip
 }
 
 

@@ -29,7 +29,8 @@ from typing import Any
 
 from ... import faults
 from ...usage import Billing, Usage, check_sent_usage
-from ..sdk.google_genai import _model_name, _provider, _server, _sum
+from ..sdk.google_genai import _provider, _server
+from ..wire.gemini import add_counts, model_name
 from ..lifecycle import sdk_field
 from .session import Session, attach, session_of
 
@@ -54,7 +55,7 @@ def _usage(meta: Any) -> Usage:
     thoughts, answer = _get(meta, "thoughts_token_count"), _get(meta, "response_token_count")
     prompt, tool = _get(meta, "prompt_token_count"), _get(meta, "tool_use_prompt_token_count")
     return Usage(
-        input_tokens=_sum(prompt, tool), output_tokens=_sum(answer, thoughts),
+        input_tokens=add_counts(prompt, tool), output_tokens=add_counts(answer, thoughts),
         cache_read_tokens=_get(meta, "cached_content_token_count"), reasoning_tokens=thoughts,
     )  # fmt: skip
 
@@ -66,7 +67,7 @@ def _by_modality(details: Any) -> dict[str, int]:
         modality = _get(entry, "modality")
         name = str(getattr(modality, "value", modality)).upper()
         if name in _UNITS:
-            found[name] = _sum(found.get(name), _get(entry, "token_count"))
+            found[name] = add_counts(found.get(name), _get(entry, "token_count"))
     return found
 
 
@@ -109,7 +110,7 @@ def observe(session: Session, message: Any, broken: ValueError | None = None) ->
 # -- the hooks ------------------------------------------------------------------------------
 def _session(live: Any, kwargs: dict[str, Any]) -> Session:
     address, port = _server(live)
-    return Session(_provider(live), address, port, _model_name(kwargs.get("model")))
+    return Session(_provider(live), address, port, model_name(kwargs.get("model")))
 
 
 @contextlib.asynccontextmanager

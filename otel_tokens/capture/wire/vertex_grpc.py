@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...request import Request, output_limit
-from ..sdk.google_genai import _Accumulator, _model_name, _response
+from .gemini import GenerateAccumulator, generate_response, model_name
 from ..lifecycle import Response
 from .protobuf import Method, enum_name, plain, status
 
@@ -48,7 +48,7 @@ def view(message: Any) -> dict[str, Any]:
 
 def _model(request: Any) -> str | None:
     """The model of the request's resource name (``.../publishers/google/models/gemini-x``)."""
-    return _model_name(plain(request).model or None)
+    return model_name(plain(request).model or None)
 
 
 def _request(request: Any, model: str | None) -> Request:
@@ -67,10 +67,10 @@ def _request(request: Any, model: str | None) -> Request:
 
 
 def _generated(message: Any) -> Response:
-    return _response(view(message))
+    return generate_response(view(message))
 
 
-class _Stream(_Accumulator):
+class _Stream(GenerateAccumulator):
     """``StreamGenerateContent``'s messages, each viewed as a decoded JSON chunk; a failed
     stream ends with its gRPC status."""
 
