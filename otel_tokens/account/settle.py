@@ -347,20 +347,24 @@ class Accountant:
         elif usage.source == "reported":  # no figure was reported: the row must not say so
             usage = usage.replace(source="estimated")
         response_id = call.response_id
+        failure = error_type(call.error) if failed else None  # the row's error type
         try:
             if key is None and len(parts) == 1 and (not failed or usage.input_tokens is not None
                                                     or usage.output_tokens is not None):
                 # one row (the common case), its ids by keyword: no dict made per call
                 ledger.append(usage, cost_usd=price.cost_usd, request_id=response_id,
                               trace_id=call.trace_id, span_id=call.span_id, who=who,
-                              provider=provider)  # fmt: skip
+                              provider=provider, error_type=failure)  # fmt: skip
                 return
             ids = {"trace_id": call.trace_id, "span_id": call.span_id, "who": who,
-                   "provider": provider}  # fmt: skip
+                   "provider": provider, "error_type": failure}  # fmt: skip
             if failed and usage.input_tokens is None and usage.output_tokens is None:
-                # a failed call with no usage is still a request: a row, its tokens unknown
+                # a failed call with no usage is still a row (its error type; tokens unknown),
+                # under the model it asked for
                 if key is not None:
                     ledger.stream_discard(key)
+                if usage.model is None and default_model is not None:
+                    usage = usage.replace(model=default_model)
                 ledger.append(usage, request_id=response_id, **ids)
             elif len(parts) == 1:
                 if key is not None:

@@ -1,8 +1,10 @@
 """``otel-tokens report``: what a persisted usage ledger holds, for every agent in it.
 
 Reads the SQLite file ``OTEL_TOKENS_LEDGER_PATH`` points to (or ``--db``) read-only, and
-prints totals per agent, statistics (p50/p95/p99), cost by model, cost by time range and the
-top requests. Only the current timeline counts (rows a rollback deactivated are left out).
+prints totals per agent, statistics (p50/p95/p99), cost by model, cost by time range, the
+failed calls by error type and the top requests. Only the current timeline counts (rows a
+rollback deactivated are left out). A failed call is counted as a failure, never as a request
+whose usage is unpriced or estimated.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import shutil
 import sqlite3
 import tempfile
 import time
+from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -29,6 +32,13 @@ _COLUMNS = ("ledger, request_id, ts, model, provider, source, input_tokens, outp
             "premium_requests, trace_id, span_id")  # fmt: skip
 _STAT_FIGURES = ("input_tokens", "output_tokens", "total_tokens", "cost_usd")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+#: the error type of a failed call in a ledger that does not record error types (a file
+#: before schema version 3, a fleet ledger): a row without any token figure or estimate
+NOT_RECORDED = "(error type not recorded)"
+#: providers whose streams report usage only when asked (``stream_options.include_usage``)
+_INCLUDE_USAGE_PROVIDERS = ("openai", "azure")
+#: decimals of a USD amount in ``--json`` (sums of binary floats rounded: no 0.0223324000000002)
+JSON_USD_DECIMALS = 10
 
 
 def shown(value: Any) -> str:
@@ -111,22 +121,40 @@ def _rows(conn: sqlite3.Connection, path: str) -> list[dict[str, Any]]:
             raise CliError(f"report: cannot read {path}: {_reason(exc)}") from None
         except sqlite3.DatabaseError as exc:
             raise CliError(f"report: cannot read {path}: {_reason(exc)}") from None
-        from ..account.ledger.sqlite import SCHEMA_VERSION, WHO_COLUMNS
+        from ..account.ledger.sqlite import ERROR_COLUMN, SCHEMA_VERSION, WHO_COLUMNS
 
-        if version is None or version[0] not in ("1", str(SCHEMA_VERSION)):
+        if version is None or version[0] not in [str(v) for v in range(1, SCHEMA_VERSION + 1)]:
             raise CliError(f"report: {path} has ledger schema version "
                            f"{version[0] if version else 'unknown'}, this otel_tokens reads "
                            f"versions 1 to {SCHEMA_VERSION}")  # fmt: skip
         who = ", ".join(WHO_COLUMNS) if version[0] != "1" else "NULL, NULL, NULL"  # 1: before them
-        names = [c.strip() for c in _COLUMNS.split(",")] + list(WHO_COLUMNS)
+        error = ERROR_COLUMN if int(version[0]) >= 3 else "NULL"  # before 3: not recorded
+        names = [c.strip() for c in _COLUMNS.split(",")] + [*WHO_COLUMNS, ERROR_COLUMN]
         try:
-            cursor = conn.execute(
-                f"SELECT {_COLUMNS}, {who} FROM otel_tokens_requests WHERE active=1 ORDER BY id")
-            return [dict(zip(names, row)) for row in cursor]
+            cursor = conn.execute(f"SELECT {_COLUMNS}, {who}, {error} FROM otel_tokens_requests "
+                                  "WHERE active=1 ORDER BY id")  # fmt: skip
+            rows = [dict(zip(names, row)) for row in cursor]
+            return rows if int(version[0]) >= 3 else with_inferred_failures(rows)
         except sqlite3.Error as exc:
             raise CliError(f"report: cannot read {path}: {exc}") from None
     finally:
         conn.close()
+
+
+def with_inferred_failures(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Rows of a ledger that does not record error types, failed calls' marked as such: a row
+    without any token figure, estimate or cost is taken for a failed call's (a success whose
+    backend reported nothing and that could not be estimated reads the same)."""
+    for row in rows:
+        failed = row["input_tokens"] is None and row["output_tokens"] is None \
+            and row["source"] == "estimated" and row["cost_usd"] is None  # fmt: skip
+        row["error_type"] = NOT_RECORDED if failed else None
+    return rows
+
+
+def is_failure(row: dict[str, Any]) -> bool:
+    """Whether the row is a failed call's (its error type recorded)."""
+    return row.get("error_type") is not None
 
 
 def _reason(exc: sqlite3.Error) -> str:
@@ -162,8 +190,9 @@ def build_ledgers(rows: list[dict[str, Any]], since: float | None) -> dict[str, 
     return ledgers
 
 
-def time_ranges(ledger: Any, now: float) -> list[dict[str, Any]]:
-    """Totals per day (per hour when everything falls within two days)."""
+def time_ranges(ledger: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Totals per day (per hour when everything falls within two days); ``requests`` without
+    the failed calls, which ``failed`` counts."""
     records = ledger.history()
     if not records:
         return []
@@ -171,11 +200,14 @@ def time_ranges(ledger: Any, now: float) -> list[dict[str, Any]]:
     last = max(r.timestamp for r in records)
     step = 3600 if last - first <= 2 * 86400 else 86400
     start = math.floor(first / step) * step
+    failed_in = Counter(math.floor(row["ts"] / step) * step for row in rows if is_failure(row))
     out = []
     while start <= last:
         totals = ledger.totals_between(start, start + step)
         if totals.requests:
+            failed = failed_in.get(start, 0)
             out.append({"start": _iso(start), "end": _iso(start + step), **totals.to_dict(),
+                        "requests": totals.requests - failed, "failed": failed,
                         "total_tokens": totals.total_tokens})  # fmt: skip
         start += step
     return out
@@ -186,18 +218,21 @@ def _iso(ts: float) -> str:
 
 
 def _new_totals(**extra: Any) -> dict[str, Any]:
-    return {**extra, "requests": 0, "input_tokens": None, "output_tokens": None, "cost_usd": None,
-            "estimated_requests": 0, "estimated_tokens": 0, "estimated_cost_usd": None}  # fmt: skip
+    return {**extra, "requests": 0, "failed": 0, "input_tokens": None, "output_tokens": None,
+            "cost_usd": None, "estimated_requests": 0, "estimated_tokens": 0,
+            "estimated_cost_usd": None}  # fmt: skip
 
 
 def _add(totals: dict[str, Any], row: dict[str, Any]) -> None:
-    """One row into a group's totals, and into their estimated share when its usage is an
+    """One row into a group's totals: a request, or a failed call (whose tokens, when its
+    backend reported some, still count); a request's estimated share when its usage is an
     estimate (the backend reported none)."""
-    totals["requests"] += 1
+    failed = is_failure(row)
+    totals["failed" if failed else "requests"] += 1
     for key in ("input_tokens", "output_tokens", "cost_usd"):
         if row[key] is not None:
             totals[key] = (totals[key] or 0) + row[key]
-    if row["source"] == "estimated":
+    if row["source"] == "estimated" and not failed:
         totals["estimated_requests"] += 1
         totals["estimated_tokens"] += (row["input_tokens"] or 0) + (row["output_tokens"] or 0)
         if row["cost_usd"] is not None:
@@ -210,9 +245,12 @@ def _rows_since(rows: list[dict[str, Any]], since: float | None) -> list[dict[st
 
 def by_model(rows: list[dict[str, Any]], since: float | None) -> dict[str | None, dict[str, Any]]:
     """Requests, tokens and cost per model (None: not recorded), unpriced models (cost None)
-    included, most expensive first and unpriced ones last."""
+    included, most expensive first and unpriced ones last. A failed call without tokens is in
+    :func:`failures`, not here: it used no model the bill shows."""
     models: dict[str | None, dict[str, Any]] = {}
     for row in _rows_since(rows, since):
+        if is_failure(row) and row["input_tokens"] is None and row["output_tokens"] is None:
+            continue
         m = models.get(row["model"])
         if m is None:
             m = models[row["model"]] = _new_totals(provider=row["provider"], unpriced_requests=0)
@@ -220,6 +258,21 @@ def by_model(rows: list[dict[str, Any]], since: float | None) -> dict[str | None
         if row["cost_usd"] is None and (row["input_tokens"] or row["output_tokens"]):
             m["unpriced_requests"] += 1
     return dict(sorted(models.items(), key=lambda kv: (kv[1]["cost_usd"] is None, -(kv[1]["cost_usd"] or 0))))
+
+
+def failures(rows: list[dict[str, Any]], since: float | None) -> list[dict[str, Any]]:
+    """Failed calls per agent, model and error type, the most frequent first."""
+    groups: dict[tuple[Any, Any, Any], dict[str, Any]] = {}
+    for row in _rows_since(rows, since):
+        if not is_failure(row):
+            continue
+        key = (row["ledger"], row["model"], row["error_type"])
+        g = groups.setdefault(key, {"agent": key[0], "model": key[1], "error_type": key[2],
+                                    "calls": 0, "first": row["ts"], "last": row["ts"]})  # fmt: skip
+        g["calls"] += 1
+        g["first"], g["last"] = min(g["first"], row["ts"]), max(g["last"], row["ts"])
+    out = sorted(groups.values(), key=lambda g: (-g["calls"], -g["last"]))
+    return [{**g, "first": _iso(g["first"]), "last": _iso(g["last"])} for g in out]
 
 
 #: ``--by`` -> the ledger column it groups by (service: a fleet ledger's only)
@@ -241,7 +294,7 @@ def by_who(rows: list[dict[str, Any]], since: float | None, column: str) -> dict
 
 
 def by_agent(rows: list[dict[str, Any]], since: float | None) -> dict[str, dict[str, Any]]:
-    """How much of each agent's totals (None: all of them) is estimated."""
+    """Each agent's (None: all agents') requests, failed calls and estimated share."""
     agents: dict[str | None, dict[str, Any]] = {None: _new_totals()}
     for row in _rows_since(rows, since):
         _add(agents.setdefault(row["ledger"], _new_totals()), row)
@@ -249,14 +302,14 @@ def by_agent(rows: list[dict[str, Any]], since: float | None) -> dict[str, dict[
     return agents
 
 
-_ESTIMATED = ("estimated_requests", "estimated_tokens", "estimated_cost_usd")
+_SHARES = ("requests", "failed", "estimated_requests", "estimated_tokens", "estimated_cost_usd")
 
 
 def build_report(path: str, since: float | None, top_n: int, by: str | None = None) -> dict[str, Any]:
     """The report's figures; dictionaries are keyed by the recorded values (None: none
     recorded). :func:`json_ready` turns them into JSON keys."""
-    if is_url(path):  # a fleet ledger: every process's rows in PostgreSQL
-        rows, path = read_fleet_rows(path, since), shown_url(path)
+    if is_url(path):  # a fleet ledger: every process's rows in PostgreSQL (no error types)
+        rows, path = with_inferred_failures(read_fleet_rows(path, since)), shown_url(path)
     else:
         rows = read_rows(path)
     if by is not None:
@@ -266,7 +319,7 @@ def build_report(path: str, since: float | None, top_n: int, by: str | None = No
     everything = ledgers.pop(None)
     shares = by_agent(rows, since)
     agents = {name: {**lg.cumulative.to_dict(), "total_tokens": lg.cumulative.total_tokens,
-                     **{k: shares[name][k] for k in _ESTIMATED}}
+                     **{k: shares[name][k] for k in _SHARES}}
               for name, lg in ledgers.items()}  # fmt: skip
     stats = everything.statistics()
     return {
@@ -274,12 +327,13 @@ def build_report(path: str, since: float | None, top_n: int, by: str | None = No
         "since": _iso(since) if since is not None else None,
         "totals": {**everything.cumulative.to_dict(),
                    "total_tokens": everything.cumulative.total_tokens,
-                   **{k: shares[None][k] for k in _ESTIMATED}},
+                   **{k: shares[None][k] for k in _SHARES}},
         "agents": agents,
         "statistics": {f: stats[f].to_dict() for f in _STAT_FIGURES},
         "cost_by_model": dict(sorted(everything.cost_by_model().items(), key=lambda kv: -kv[1])),
         "models": by_model(rows, since),
-        "cost_by_time": time_ranges(everything, time.time()),
+        "cost_by_time": time_ranges(everything, _rows_since(rows, since)),
+        "failures": failures(rows, since),
         "top_requests": [
             {**r.to_dict(), "agent": _agent_of(ledgers, r.request_id),
              "time": _iso(r.timestamp), "total_tokens": r.total_tokens}
@@ -295,12 +349,25 @@ def json_key(value: Any) -> str:
 
 
 def json_ready(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` with every dictionary keyed by recorded values keyed by :func:`json_key`."""
+    """``data`` with every dictionary keyed by recorded values keyed by :func:`json_key`, and
+    every USD amount rounded (:func:`usd_rounded`)."""
     out = dict(data)
     for field in ("groups", "agents", "models", "cost_by_model"):
         if field in out:
             out[field] = {json_key(k): v for k, v in out[field].items()}
-    return out
+    return usd_rounded(out)
+
+
+def usd_rounded(value: Any, money: bool = False) -> Any:
+    """``value`` with every amount under a ``cost`` key rounded to :data:`JSON_USD_DECIMALS`
+    decimals: the sums of the rows' binary floats, without their last-digit noise."""
+    if isinstance(value, dict):
+        return {k: usd_rounded(v, money or "cost" in str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [usd_rounded(v, money) for v in value]
+    if money and isinstance(value, float):
+        return round(value, JSON_USD_DECIMALS)
+    return value
 
 
 def _agent_of(ledgers: dict[str, Any], request_id: str) -> str | None:
@@ -368,18 +435,21 @@ def print_report(data: dict[str, Any]) -> None:
     console = _console()
     t = data["totals"]
     scope = f" since {data['since']}" if data["since"] else ""
+    failed = f"{t['failed']} failed, " if t["failed"] else ""
     console.print(Text(f"ledger {shown(data['ledger'])}{scope}: {t['requests']} requests, "
-                       f"{_n(t['total_tokens'])} tokens, USD {_n(t['cost_usd'], 4)}, "
+                       f"{failed}{_n(t['total_tokens'])} tokens, USD {_n(t['cost_usd'], 4)}, "
                        f"{_n(t['premium_requests'], 2) if t['premium_requests'] is not None else '-'} "
                        f"premium requests{_estimated(t)}"), overflow="fold")  # fmt: skip
-    if not t["requests"]:
+    if not t["requests"] and not t["failed"]:
         return
     agents = [*((_cell(name), a) for name, a in data["agents"].items()), (Text("TOTAL"), t)]
     last = len(agents) - 2
-    table = _table("totals by agent: tokens", ["agent", "requests", "input", "cache\nread",
-                                               "cache\nwrite", "output", "reasoning", "total"])
+    table = _table("totals by agent: tokens", ["agent", "requests", "failed", "input",
+                                               "cache\nread", "cache\nwrite", "output",
+                                               "reasoning", "total"])  # fmt: skip
     for i, (name, a) in enumerate(agents):
-        table.add_row(name, str(a["requests"]), _n(a["input_tokens"]), _n(a["cache_read_tokens"]),
+        table.add_row(name, str(a["requests"]), str(a["failed"]), _n(a["input_tokens"]),
+                      _n(a["cache_read_tokens"]),
                       _n(a["cache_write_tokens"]), _n(a["output_tokens"]), _n(a["reasoning_tokens"]),
                       _n(a["total_tokens"]), end_section=i == last)  # fmt: skip
     console.print(table)
@@ -393,6 +463,7 @@ def print_report(data: dict[str, Any]) -> None:
     console.print(table)
     _print_statistics(console, data)
     _print_models(console, data)
+    _print_failures(console, data)
     _print_time_and_top(console, data)
 
 
@@ -414,7 +485,9 @@ def _print_models(console: Any, data: dict[str, Any]) -> None:
                                      "estimated\nrequests"])  # fmt: skip
     unpriced = []
     for model, m in data["models"].items():
-        cost = "unpriced" if m["cost_usd"] is None else _n(m["cost_usd"], 4)
+        cost = _n(m["cost_usd"], 4)
+        if m["cost_usd"] is None and m["unpriced_requests"]:
+            cost = "unpriced"  # tokens, no price (a model without tokens costs nothing known)
         if m["unpriced_requests"]:
             unpriced.append(shown(model))
             if m["cost_usd"] is not None:
@@ -426,22 +499,54 @@ def _print_models(console: Any, data: dict[str, Any]) -> None:
         console.print(Text(f"no price known for {', '.join(unpriced)} (* partly): their cost is "
                            "missing from the totals; add them to a price file named by "
                            "OTEL_TOKENS_PRICES_FILE (USD per million tokens)."), overflow="fold")  # fmt: skip
+    _print_estimated(console, data)
+
+
+def _print_estimated(console: Any, data: dict[str, Any]) -> None:
+    """Which models' requests are estimates; the ``include_usage`` advice only when some are
+    OpenAI's (the calls that reported no usage are then streams without it)."""
+    from rich.text import Text
+
     estimated = {shown(model): m["estimated_requests"] for model, m in data["models"].items()
                  if m["estimated_requests"]}  # fmt: skip
-    if estimated:
-        counts = ", ".join(f"{model} {n}" for model, n in estimated.items())
-        console.print(Text(f"usage missing, recorded as estimates: {counts} requests (the backend "
-                           "reported no usage: OpenAI streams without stream_options.include_usage; "
-                           "OTEL_TOKENS_OPENAI_INCLUDE_USAGE=true asks for it)."), overflow="fold")  # fmt: skip
+    if not estimated:
+        return
+    counts = ", ".join(f"{model} {n}" for model, n in estimated.items())
+    openai = any(m["estimated_requests"] and m["provider"] in _INCLUDE_USAGE_PROVIDERS
+                 for m in data["models"].values())  # fmt: skip
+    advice = ("; OpenAI streams report it with stream_options.include_usage, which "
+              "OTEL_TOKENS_OPENAI_INCLUDE_USAGE=true asks for") if openai else ""
+    console.print(Text(f"usage missing, recorded as estimates: {counts} requests (successful calls "
+                       f"whose backend reported no usage{advice})."), overflow="fold")  # fmt: skip
+
+
+def _print_failures(console: Any, data: dict[str, Any]) -> None:
+    """Failed calls by agent, model and error type (none: nothing printed)."""
+    from rich.text import Text
+
+    if not data["failures"]:
+        return
+    table = _table("failed calls (not counted as requests)",
+                   ["agent", "model", "error type", "calls", "last (UTC)"],
+                   left=("model", "error type"))  # fmt: skip
+    for f in data["failures"]:
+        table.add_row(_cell(f["agent"]), _cell(f["model"]), _cell(f["error_type"]),
+                      str(f["calls"]), f["last"][5:16].replace("T", " "))  # fmt: skip
+    console.print(table)
+    if any(f["error_type"] == NOT_RECORDED for f in data["failures"]):
+        console.print(Text("this ledger does not record error types (a file written before "
+                           "schema version 3, or a fleet ledger): its rows without any token "
+                           "figure are counted as failed calls."), overflow="fold")  # fmt: skip
 
 
 def _print_time_and_top(console: Any, data: dict[str, Any]) -> None:
     from rich.text import Text
 
-    table = _table("cost by time (UTC)", ["from", "to", "requests", "tokens", "cost USD"], left=("to",))
+    table = _table("cost by time (UTC)", ["from", "to", "requests", "failed", "tokens", "cost USD"],
+                   left=("to",))  # fmt: skip
     for r in data["cost_by_time"]:
         table.add_row(r["start"][:16].replace("T", " "), r["end"][11:16], str(r["requests"]),
-                      _n(r["total_tokens"]), _n(r["cost_usd"], 4))  # fmt: skip
+                      str(r["failed"]), _n(r["total_tokens"]), _n(r["cost_usd"], 4))  # fmt: skip
     console.print(table)
     table = _table(f"top {len(data['top_requests'])} requests by cost",
                    ["time (UTC)", "agent", "model", "input", "output", "cost USD"],
@@ -484,12 +589,16 @@ def report(db: str | None, since: str | None, top_n: int, by: str | None, as_jso
 
 
 def print_groups(data: dict[str, Any]) -> None:
-    """``--by``: one row per user, tenant or conversation (``-``: calls that did not say)."""
+    """``--by``: one row per user, tenant or conversation (``-``: calls that did not say); a
+    ``failed`` column when some calls failed."""
     console = _console()
     scope = f" since {data['since']}" if data["since"] else ""
-    table = _table(f"totals by {data['by']}{scope}", [data["by"], "requests", "input", "output",
-                                                       "cost USD", "estimated\ntokens"])  # fmt: skip
+    failed = any(g["failed"] for g in data["groups"].values())
+    table = _table(f"totals by {data['by']}{scope}", [data["by"], "requests",
+                                                       *(["failed"] if failed else []), "input",
+                                                       "output", "cost USD", "estimated\ntokens"])
     for name, g in data["groups"].items():
-        table.add_row(_cell(name), str(g["requests"]), _n(g["input_tokens"]), _n(g["output_tokens"]),
-                      _n(g["cost_usd"], 4), _n(g["estimated_tokens"]))  # fmt: skip
+        table.add_row(_cell(name), str(g["requests"]), *([str(g["failed"])] if failed else []),
+                      _n(g["input_tokens"]), _n(g["output_tokens"]), _n(g["cost_usd"], 4),
+                      _n(g["estimated_tokens"]))  # fmt: skip
     console.print(table)

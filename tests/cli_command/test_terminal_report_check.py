@@ -139,7 +139,8 @@ def test_report_lists_unpriced_models_with_their_tokens(tmp_path):
     assert "no price known for private-llm" in " ".join(text.stdout.split())
     assert "OTEL_TOKENS_PRICES_FILE" in text.stdout
     data = json.loads(otel_tokens("report", "--db", str(db), "--json").stdout)
-    assert data["models"]["private-llm"] == {"provider": "openai", "requests": 2, "input_tokens": 14000,
+    assert data["models"]["private-llm"] == {"provider": "openai", "requests": 2, "failed": 0,
+                                             "input_tokens": 14000,
                                              "output_tokens": 600, "cost_usd": None, "unpriced_requests": 2,
                                              "estimated_requests": 0, "estimated_tokens": 0,
                                              "estimated_cost_usd": None}  # fmt: skip

@@ -137,5 +137,5 @@ def test_a_version_1_ledger_is_migrated_and_still_reported(tmp_path):
     ledger.append(Usage(input_tokens=5, output_tokens=1, model="gpt-4o", provider="openai"), who=("u", None, None))
     ledger.close()
     conn = sqlite3.connect(db)
-    assert conn.execute("SELECT value FROM otel_tokens_meta").fetchone() == ("2",)
+    assert conn.execute("SELECT value FROM otel_tokens_meta").fetchone() == ("3",)
     assert conn.execute("SELECT user_id FROM otel_tokens_requests ORDER BY id").fetchall() == [(None,), ("u",)]

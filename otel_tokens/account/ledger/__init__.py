@@ -159,11 +159,12 @@ class UsageLedger:
         span_id: int | str | None = None,
         who: tuple[str | None, str | None, str | None] | None = None,
         provider: str | None = None,
+        error_type: str | None = None,
     ) -> int:
         """Record one finalized request; returns its index in the timeline.
 
-        ``who`` (user, tenant, conversation) is written with the persisted row (the report
-        groups by it); the in-memory history does not keep it. ``provider``: the row's
+        ``who`` (user, tenant, conversation) and ``error_type`` (a failed call's) are written
+        with the persisted row (the report groups by them); the in-memory history has neither. ``provider``: the row's
         provider when ``usage`` names none (the call's), without a copy of the record per call.
         ``cost_usd`` is the request's cost (computed by pricing); it defaults to the cost the
         backend reported in ``usage``. With persistence on, a write failure raises
@@ -196,8 +197,8 @@ class UsageLedger:
                                         -1, True, provider)  # (rowid, persist, provider)  # fmt: skip
             lid = self._next_lid - 1
             if self._store is not None:
-                if who is not None:
-                    self._pending[lid].extend(who)  # after the active flag
+                if who is not None or error_type is not None:
+                    self._pending_extra(lid, who, error_type)
                 self._flush_locked()
         finally:
             lock.release()
@@ -207,6 +208,13 @@ class UsageLedger:
                            usage.provider else usage.replace(provider=provider), cost, trace,
                            span, who)  # fmt: skip
         return index
+
+    def _pending_extra(self, lid: int, who: tuple[str | None, str | None, str | None] | None,
+                       error_type: str | None) -> None:  # fmt: skip
+        """The unwritten row ``lid``'s columns after its active flag: who, then the error type."""
+        self._pending[lid].extend(who or (None, None, None))
+        if error_type is not None:
+            self._pending[lid].append(str(error_type))
 
     def _append_locked(
         self,

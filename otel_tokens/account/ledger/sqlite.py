@@ -19,9 +19,11 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ...errors import LedgerPersistenceError
 
-__all__ = ["SCHEMA_VERSION", "SqliteStore", "StoredRow", "WHO_COLUMNS", "checkpoint_all"]
+__all__ = ["ERROR_COLUMN", "SCHEMA_VERSION", "SqliteStore", "StoredRow", "WHO_COLUMNS",
+           "checkpoint_all"]  # fmt: skip
 
-SCHEMA_VERSION = 2  # 2: user_id, tenant_id, conversation_id (version 1 files are migrated)
+#: 2: user_id, tenant_id, conversation_id; 3: error_type (older files are migrated)
+SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS otel_tokens_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -45,7 +47,8 @@ CREATE TABLE IF NOT EXISTS otel_tokens_requests (
     active INTEGER NOT NULL DEFAULT 1,
     user_id TEXT,
     tenant_id TEXT,
-    conversation_id TEXT
+    conversation_id TEXT,
+    error_type TEXT
 );
 CREATE INDEX IF NOT EXISTS otel_tokens_requests_by_ledger
     ON otel_tokens_requests (ledger, id);
@@ -60,10 +63,17 @@ _COLUMNS = (
 
 #: who each request was for (written with every row; read by ``otel-tokens report --by``)
 WHO_COLUMNS = ("user_id", "tenant_id", "conversation_id")
-_MIGRATIONS = {"1": [f"ALTER TABLE otel_tokens_requests ADD COLUMN {c} TEXT" for c in WHO_COLUMNS]}
+#: a failed call's ``error.type`` (None: the call succeeded); read by ``otel-tokens report``
+ERROR_COLUMN = "error_type"
+_ADD = "ALTER TABLE otel_tokens_requests ADD COLUMN {} TEXT"
+_MIGRATIONS = {"1": [_ADD.format(c) for c in (*WHO_COLUMNS, ERROR_COLUMN)],
+               "2": [_ADD.format(ERROR_COLUMN)]}  # fmt: skip
+
+_INSERT = (f"INSERT INTO otel_tokens_requests (ledger, {_COLUMNS}, {', '.join(WHO_COLUMNS)}, "
+           f"{ERROR_COLUMN}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
 
 #: (request_id, ts, model, provider, source, 5 token counts, cost, premium, trace, span, active,
-#: user, tenant, conversation); ``load`` returns the first 15
+#: user, tenant, conversation, error type); ``load`` returns the first 15
 StoredRow = tuple
 
 
@@ -254,9 +264,7 @@ class SqliteStore:
                 ids = []
                 for row in rows:
                     cur = conn.execute(
-                        f"INSERT INTO otel_tokens_requests (ledger, {_COLUMNS}, {', '.join(WHO_COLUMNS)}) "
-                        "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                        (self.ledger, *row, *(None,) * (18 - len(row))),
+                        _INSERT, (self.ledger, *row, *(None,) * (19 - len(row))),
                     )
                     ids.append(cur.lastrowid)
                 conn.executemany(
