@@ -4,9 +4,9 @@ Prints versions, every setting that cannot be used (each is a problem), the inst
 (available: their library is installed; active: turned on by ``instrument()`` in this check;
 registered for ``opentelemetry-instrument``), the model clients installed and whether each is
 recorded (:mod:`otel_tokens.coverage`; one that is not is said, not a problem), where
-telemetry goes under the current environment, the ledger file, the budgets in force (enforced
-or alerting), the fleet ledger and whether it answers, and the date of the bundled
-genai-prices data.
+telemetry goes under the current environment, the ledger (:mod:`.check_ledger`: the file, the
+fleet database and whether it answers, its spool), the budgets in force (enforced or alerting,
+and the variable setting each), and the date of the bundled genai-prices data.
 """
 
 from __future__ import annotations

@@ -10,10 +10,8 @@ rows from where the settings send them is a problem: ``check`` exits 1 on it.
 from __future__ import annotations
 
 import os
-import sqlite3
 import stat
 import threading
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -53,9 +51,13 @@ def _file(path: str, problems: list[str]) -> None:
     if not os.path.exists(path):
         click.echo(f"  file    {path}: not there yet (SQLite, made at the first row)")
         return
+    mode = _journal_mode(path)
+    if mode is None:
+        click.echo(f"  file    {path}: empty (SQLite, made a ledger at the first row)")
+        return
     wal = Path(f"{path}-wal")
-    log = f"write-ahead log {wal.name} {_size(wal)}" if wal.exists() else "no write-ahead log yet"
-    click.echo(f"  file    {path}: SQLite, {_journal_mode(path)} mode, {log}")
+    log = f"write-ahead log {wal.name} {_size(wal)}" if wal.exists() else "every row checkpointed"
+    click.echo(f"  file    {path}: SQLite, {mode} mode, {log}")
 
 
 def _file_trouble(path: str) -> str | None:
@@ -75,16 +77,22 @@ def _file_trouble(path: str) -> str | None:
         return "not writable"
     try:
         _journal_mode(path)
-    except sqlite3.DatabaseError as exc:
-        return f"not a SQLite ledger ({exc})"
+    except (OSError, ValueError) as exc:
+        return str(exc) if isinstance(exc, ValueError) else f"cannot be read ({exc.strerror})"
     return None
 
 
-def _journal_mode(path: str) -> str:
-    """The file's journal mode (``wal`` once otel_tokens wrote it), read without writing."""
-    with closing(sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True)) as conn:
-        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # raises if not SQLite
-        return str(conn.execute("PRAGMA journal_mode").fetchone()[0]).upper()
+def _journal_mode(path: str) -> str | None:
+    """``WAL`` or ``rollback journal`` from the file's SQLite header (None: an empty file,
+    made a database at the first row), read as bytes: the check never opens the database,
+    so it neither checkpoints nor removes a write-ahead log a running program relies on."""
+    with open(path, "rb") as f:
+        header = f.read(20)
+    if not header:
+        return None
+    if len(header) < 20 or not header.startswith(b"SQLite format 3\x00"):
+        raise ValueError("not a SQLite file")
+    return "WAL" if header[18:20] == b"\x02\x02" else "rollback journal"
 
 
 def _fleet(url: str, problems: list[str]) -> None:

@@ -91,7 +91,7 @@ def test_an_unusable_ledger_path_is_a_problem(tmp_path):
     text = tmp_path / "notes.txt"
     text.write_text("not sqlite at all " * 100)
     for path, why in ((tmp_path, "a directory, not a file"),
-                      (text, "not a SQLite ledger (file is not a database)"),
+                      (text, "not a SQLite file"),
                       (tmp_path / "gone" / "l.db", f"its folder {tmp_path / 'gone'} does not exist")):  # fmt: skip
         out = _check(_env(tmp_path, OTEL_TOKENS_LEDGER_PATH=str(path)))
         assert out.returncode == 1, (path, out.stdout)
