@@ -7,11 +7,16 @@ the program itself (which runs on). This worktree's code runs in every subproces
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+import struct
 import subprocess
 import sys
+import threading
 import time
+
+import pytest
 
 from ..fleet.conftest import new_database, pg_cluster, pg_server  # noqa: F401 - fixtures
 from .conftest import clean_env, otel_tokens
@@ -99,23 +104,62 @@ def test_an_unusable_ledger_path_is_a_problem(tmp_path):
         assert f"OTEL_TOKENS_LEDGER_PATH {str(path)!r}: {why}" in out.stderr
 
 
-def test_a_database_that_never_answers_is_a_problem_in_bounded_time(tmp_path):
-    """A server that accepts connections and never answers: check does not hang (it waits
-    seconds, bounded by its own deadline), says the database is not usable and shows the row
-    a program spooled meanwhile; exit 1."""
-    with socket.socket() as hung:
-        hung.bind(("127.0.0.1", 0))
-        hung.listen(16)
-        port = hung.getsockname()[1]
-        env = _env(tmp_path, OTEL_TOKENS_LEDGER_URL=f"postgresql://bob:{SECRET}@127.0.0.1:{port}/f")
-        assert "app done" in _app(env).stdout  # the program runs on; its row is spooled
-        started = time.monotonic()
-        out = _check(env)
-        took = time.monotonic() - started
+def _parameter(name: str, value: str) -> bytes:
+    body = f"{name}\0{value}\0".encode()
+    return b"S" + struct.pack("!i", 4 + len(body)) + body
+
+
+def _answer_startup_then_hang(conn: socket.socket) -> None:
+    """PostgreSQL's wire protocol up to "ready for query" (encryption refused, no password
+    asked), then silence: every query waits for ever."""
+    with conn:
+        while True:
+            head = conn.recv(8, socket.MSG_WAITALL)
+            if len(head) < 8:
+                return
+            length, code = struct.unpack("!ii", head)
+            conn.recv(max(0, length - 8), socket.MSG_WAITALL)
+            if code in (80877103, 80877104):  # SSLRequest, GSSENCRequest
+                conn.sendall(b"N")
+                continue
+            conn.sendall(b"R" + struct.pack("!ii", 8, 0) + _parameter("server_version", "16.0")
+                         + _parameter("client_encoding", "UTF8")
+                         + b"Z" + struct.pack("!i", 5) + b"I")  # fmt: skip
+            while conn.recv(65536):
+                pass
+
+
+@pytest.fixture(params=["accepts, never answers", "answers the start-up, never a query"])
+def hung_server(request):
+    """A port whose server hangs: at the connection (only the kernel accepts it), or once
+    connected (a query never answered: no connect timeout helps there)."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(16)
+        if request.param.startswith("answers"):
+            def serve() -> None:
+                with contextlib.suppress(OSError):
+                    while True:
+                        conn, _ = server.accept()
+                        threading.Thread(target=_answer_startup_then_hang, args=(conn,),
+                                         daemon=True).start()  # fmt: skip
+
+            threading.Thread(target=serve, daemon=True).start()
+        yield server.getsockname()[1]
+
+
+def test_a_database_that_never_answers_is_a_problem_in_bounded_time(hung_server, tmp_path):
+    """A server that hangs: check does not (it waits seconds, bounded by its own deadline),
+    says the database is not usable and shows the row a program spooled meanwhile; exit 1."""
+    env = _env(tmp_path, OTEL_TOKENS_LEDGER_URL=f"postgresql://bob:{SECRET}@127.0.0.1:{hung_server}/f")
+    assert "app done" in _app(env).stdout  # the program runs on; its row is spooled
+    started = time.monotonic()
+    out = otel_tokens("check", env=env, timeout=60)
+    took = time.monotonic() - started
     assert out.returncode == 1
     assert took < 30, took
     lines = _ledger_lines(out.stdout)
-    shown = f"postgresql://bob:***@127.0.0.1:{port}/f"
+    shown = f"postgresql://bob:***@127.0.0.1:{hung_server}/f"
     assert lines["fleet"].startswith(f"{shown}: NOT usable: ")
     assert lines["spool"].split(": ", 1)[1].startswith("1 batch(es) waiting for the database")
     assert f"the fleet ledger {shown} cannot be used" in out.stderr
