@@ -311,11 +311,22 @@ def postgres_url(url: str) -> str | None:
         if _POSTGRES_URL.match(url) else None  # fmt: skip
 
 
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]{0,30})://")
+
+
+def _scheme_of(url: str) -> str:
+    """What is wrong with a ledger URL that is not PostgreSQL's, said plainly."""
+    found = _SCHEME.match(url)
+    return f"{found[1]}:// is not supported" if found else "this is not a URL"
+
+
 def _fleet_ledger(reader: _Reader) -> dict[str, Any]:
     """``OTEL_TOKENS_LEDGER_URL`` and its spool and queue (issue 32)."""
     name, url = reader.raw("OTEL_TOKENS_LEDGER_URL")
     if url and postgres_url(url) is None:
-        url = reader.bad(name, url, "a postgresql://user@host:port/db URL", None)
+        reader.bad(name, url, f"a postgresql://user@host:port/db URL; {_scheme_of(url)} "
+                   "(the fleet ledger is PostgreSQL only)", "none: no fleet ledger")  # fmt: skip
+        url = None
     elif url:
         url = postgres_url(url)
     return {

@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 from .. import faults
 from . import budget_db
 from .anomalies import Anomaly, Budget, BudgetExceeded
+from .ledger.postgres import unusable
 from .pg_schema import ensure_schema
 
 __all__ = ["FleetBudgets", "LocalWindows", "Reservation", "Scope", "Verdict", "WindowEntry"]
@@ -416,8 +417,8 @@ class FleetBudgets:
                 return
             self._down, self._probe_at = True, time.monotonic() + PROBE_EVERY
         self.faults += 1
-        faults.report("budget_fleet", exc, f"fleet budgets unreachable ({type(exc).__name__}: "
-                      f"{exc}); enforcing this process's own budgets until it is back")  # fmt: skip
+        faults.report("budget_fleet", exc, f"{unusable('fleet budgets', exc)}; enforcing this "
+                      "process's own budgets until it is back")  # fmt: skip
 
     def _probe(self) -> None:
         """At most one probe at a time, every :data:`PROBE_EVERY` seconds, on a worker."""

@@ -4,15 +4,14 @@ Prints versions, every setting that cannot be used (each is a problem), the inst
 (available: their library is installed; active: turned on by ``instrument()`` in this check;
 registered for ``opentelemetry-instrument``), the model clients installed and whether each is
 recorded (:mod:`otel_tokens.coverage`; one that is not is said, not a problem), where
-telemetry goes under the current environment, the ledger file, the budgets in force (enforced
-or alerting), the fleet ledger and whether it answers, and the date of the bundled
-genai-prices data.
+telemetry goes under the current environment, the ledger (:mod:`.check_ledger`: the file, the
+fleet database and whether it answers, its spool), the budgets in force (enforced or alerting,
+and the variable setting each), and the date of the bundled genai-prices data.
 """
 
 from __future__ import annotations
 
 import importlib.metadata as md
-import os
 import platform
 import sys
 from datetime import datetime
@@ -20,8 +19,8 @@ from typing import Any
 
 import click
 
+from otel_tokens.cli.check_ledger import ledger
 from otel_tokens.coverage import CLIENTS, Client, installed_versions
-from otel_tokens.redact import redact
 
 _PACKAGES = ("otel-tokens", "opentelemetry-api", "opentelemetry-sdk",
              "opentelemetry-semantic-conventions", "opentelemetry-instrumentation",
@@ -70,8 +69,8 @@ def check() -> None:
     _instrumentors(active, problems)
     _clients(active, found)
     _telemetry(setup, found, problems)
+    ledger(found, problems)
     _budgets(found, warnings)
-    _fleet(found, problems)
     _prices(found, problems, warnings)
     setup.shutdown()
     for warning in warnings:
@@ -186,37 +185,41 @@ def _telemetry(setup: Any, found: Any, problems: list[str]) -> None:
     elif setup.metrics.startswith("nowhere (open"):
         problems.append("metrics go nowhere: install otel-tokens[prometheus] or set "
                         "OTEL_EXPORTER_OTLP_ENDPOINT")
-    ledger = found.ledger_path
-    if not ledger:
-        click.echo("  ledger  -> in memory (set OTEL_TOKENS_LEDGER_PATH to keep it for otel-tokens "
-                   "report)")  # fmt: skip
-        return
-    folder = os.path.dirname(os.path.abspath(ledger))
-    writable = os.access(ledger, os.W_OK) if os.path.exists(ledger) else os.access(folder, os.W_OK)
-    click.echo(f"  ledger  -> {ledger}{'' if writable else ' (NOT writable)'}")
-    if not writable:
-        problems.append(f"OTEL_TOKENS_LEDGER_PATH {ledger!r} is not writable")
 
 
 def _budgets(found: Any, warnings: list[str]) -> None:
-    """Every budget configured: whose, its limits and window, enforced or alerting."""
+    """Every budget configured: whose, its limits and window, enforced or alerting, and the
+    variable it comes from."""
     fleet = found.ledger_url is not None
-    listed = [("agent", "*", found.default_budget)] if found.default_budget else []
-    listed += [("agent", name, b) for name, b in found.agent_budgets.items()]
-    listed += [("tenant", name, b) for name, b in found.tenant_budgets.items()]
-    listed += [("user", name, b) for name, b in found.user_budgets.items()]
-    click.echo("budgets:" if listed else "budgets: none")
-    for scope, name, budget in listed:
+    listed = _listed_budgets(found)
+    click.echo("budgets:" if listed else "budgets: none set by the environment")
+    for scope, name, budget, source in listed:
         limits = ", ".join(f"{what} {value:g}" for what, value in
                            (("usd", budget.usd), ("tokens", budget.tokens)) if value is not None)
         click.echo(f"  {scope:<6} {name:<20} {limits} per {budget.window_seconds:g} s: "
-                   f"{_mode(scope, budget, fleet)}")  # fmt: skip
-    if any(not b.enforce for _, _, b in listed):
+                   f"{_mode(scope, budget, fleet)} ({source})")  # fmt: skip
+    if any(not b.enforce for _, _, b, _ in listed):
         click.echo("  (alerting: an anomaly when crossed; OTEL_TOKENS_BUDGET_ENFORCE=true refuses "
                    "calls)")  # fmt: skip
-    if not fleet and any(b.enforce for s, _, b in listed if s != "agent"):
+    click.echo("  (set_budget() in the program adds budgets of its own, not seen here)")
+    if not fleet and any(b.enforce for s, _, b, _ in listed if s != "agent"):
         warnings.append("tenant and user budgets are enforced only with a fleet ledger "
                         "(OTEL_TOKENS_LEDGER_URL); without one they raise anomalies only")
+
+
+def _listed_budgets(found: Any) -> list[tuple[str, str, Any, str]]:
+    """(scope, whose, budget, the variable setting it) of every budget the settings hold."""
+    default = found.default_budget
+    listed = []
+    if default is not None:
+        names = [f"OTEL_TOKENS_BUDGET_{what}" for what, value in
+                 (("USD", default.usd), ("TOKENS", default.tokens)) if value is not None]
+        listed.append(("agent", "*", default, " and ".join(names)))
+    for scope, budgets in (("agent", found.agent_budgets), ("tenant", found.tenant_budgets),
+                           ("user", found.user_budgets)):  # fmt: skip
+        source = f"OTEL_TOKENS_{scope.upper()}_BUDGETS"
+        listed += [(scope, name, budget, source) for name, budget in budgets.items()]
+    return listed
 
 
 def _mode(scope: str, budget: Any, fleet: bool) -> str:
@@ -226,35 +229,6 @@ def _mode(scope: str, budget: Any, fleet: bool) -> str:
         return f"enforced over {spend} spend"
     why = " (enforced only with OTEL_TOKENS_LEDGER_URL)" if budget.enforce else ""
     return f"alerting over {spend} spend{why}"
-
-
-def _fleet(found: Any, problems: list[str]) -> None:
-    """The fleet ledger's database (no password shown) and whether it answers."""
-    url = found.ledger_url
-    if url is None:
-        click.echo("fleet ledger: none (OTEL_TOKENS_LEDGER_URL unset)")
-        return
-    shown = redact(url)
-    failure = _unreachable(url)
-    click.echo(f"fleet ledger: {shown} ({'reachable' if failure is None else 'NOT reachable'})")
-    if failure is not None:
-        click.echo(f"  {failure}")
-        problems.append(f"the fleet ledger {shown} cannot be reached ({failure})")
-
-
-def _unreachable(url: str) -> str | None:
-    """Why a connection to ``url`` fails within a few seconds (None: it answered)."""
-    try:
-        import psycopg
-    except ImportError:
-        return "psycopg is not installed: pip install 'otel-tokens[postgres]'"
-    try:
-        with psycopg.connect(url, connect_timeout=3) as conn:
-            conn.execute("SELECT 1")
-    except Exception as exc:  # noqa: BLE001 - reported, whatever it is
-        first = (str(exc).strip().splitlines() or [""])[0]
-        return redact(f"{type(exc).__name__}: {first}", url)
-    return None
 
 
 def _prices(found: Any, problems: list[str], warnings: list[str]) -> None:

@@ -33,12 +33,12 @@ def shown_url(url: str) -> str:
 
 def read_fleet_rows(url: str, since: float | None = None) -> list[dict[str, Any]]:
     """Every active row of every process (those from ``since`` on when given), oldest first."""
+    from ..account.ledger.postgres import connect, driver_missing
+
     try:
         import psycopg
-    except ImportError:
-        raise CliError("report: reading a PostgreSQL ledger needs psycopg "
-                       "(pip install 'otel-tokens[postgres]')") from None  # fmt: skip
-    from ..account.ledger.postgres import connect
+    except ImportError as exc:
+        raise CliError(f"report: cannot read a PostgreSQL ledger: {driver_missing(exc)}") from None
 
     url = postgres_url(url) or url
     where = "active=1" if since is None else "active=1 AND ts >= %s"

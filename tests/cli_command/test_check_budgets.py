@@ -1,5 +1,5 @@
 """``otel-tokens check`` lists the budgets in force (whose, limits, window, enforced or
-alerting) and the fleet ledger (no password shown) with whether it answers; a fleet database
+alerting, the variable setting each) and the fleet ledger (no password shown) with whether it answers; a fleet database
 that cannot be reached is a problem (exit 1)."""
 
 from __future__ import annotations
@@ -37,23 +37,25 @@ def test_check_lists_every_budget_enforced_or_alerting():
     assert out.returncode == 0, out.stdout + out.stderr
     lines = _budget_lines(out.stdout)
     alerting = "alerting over this process's spend"
-    assert lines[:5] == [f"agent * usd 5 per 600 s: {alerting}",
-                         f"agent planner tokens 2000 per 600 s: {alerting}",
-                         f"tenant acme usd 500 per 600 s: {alerting}",
-                         f"tenant * usd 20 per 600 s: {alerting}",
-                         f"user * tokens 1000 per 60 s: {alerting}"]  # fmt: skip
+    assert lines[:5] == [f"agent * usd 5 per 600 s: {alerting} (OTEL_TOKENS_BUDGET_USD)",
+                         f"agent planner tokens 2000 per 600 s: {alerting} "
+                         "(OTEL_TOKENS_AGENT_BUDGETS)",
+                         f"tenant acme usd 500 per 600 s: {alerting} (OTEL_TOKENS_TENANT_BUDGETS)",
+                         f"tenant * usd 20 per 600 s: {alerting} (OTEL_TOKENS_TENANT_BUDGETS)",
+                         f"user * tokens 1000 per 60 s: {alerting} (OTEL_TOKENS_USER_BUDGETS)"]  # fmt: skip
     assert "(alerting: an anomaly when crossed; OTEL_TOKENS_BUDGET_ENFORCE=true refuses calls)" \
         in out.stdout
-    assert "fleet ledger: none" in out.stdout
+    assert "OTEL_TOKENS_LEDGER_URL for the fleet" in out.stdout  # no fleet database
 
 
 def test_check_says_an_enforced_tenant_budget_needs_a_fleet_database():
     out = _check(OTEL_TOKENS_TENANT_BUDGETS="acme:usd=500", OTEL_TOKENS_BUDGET_ENFORCE="true",
                  OTEL_TOKENS_AGENT_BUDGETS="planner:usd=1")  # fmt: skip
     lines = _budget_lines(out.stdout)
-    assert lines[:2] == ["agent planner usd 1 per 3600 s: enforced over this process's spend",
+    assert lines[:2] == ["agent planner usd 1 per 3600 s: enforced over this process's spend "
+                         "(OTEL_TOKENS_AGENT_BUDGETS)",
                          "tenant acme usd 500 per 3600 s: alerting over this process's spend "
-                         "(enforced only with OTEL_TOKENS_LEDGER_URL)"]  # fmt: skip
+                         "(enforced only with OTEL_TOKENS_LEDGER_URL) (OTEL_TOKENS_TENANT_BUDGETS)"]  # fmt: skip
     assert "warning: tenant and user budgets are enforced only with a fleet ledger" in out.stdout
 
 
@@ -64,10 +66,11 @@ def test_check_shows_a_reachable_fleet_ledger_without_its_password(pg_server):  
                  OTEL_TOKENS_BUDGET_ENFORCE="true", OTEL_TOKENS_USER_BUDGETS="*:usd=5")
     assert out.returncode == 0, out.stdout + out.stderr
     shown = url.replace("postgres@", "postgres:***@") + "?application_name=x"
-    assert f"fleet ledger: {shown} (reachable)" in out.stdout
+    assert f"fleet   {shown}: reachable" in out.stdout
     assert _budget_lines(out.stdout)[:2] == [
-        "tenant acme usd 500 per 3600 s: enforced over the fleet's spend",
-        "user * usd 5 per 3600 s: enforced over the fleet's spend"]
+        "tenant acme usd 500 per 3600 s: enforced over the fleet's spend "
+        "(OTEL_TOKENS_TENANT_BUDGETS)",
+        "user * usd 5 per 3600 s: enforced over the fleet's spend (OTEL_TOKENS_USER_BUDGETS)"]
     assert "s3cr" not in out.stdout + out.stderr
 
 
@@ -76,6 +79,6 @@ def test_check_fails_when_the_fleet_ledger_cannot_be_reached():
     out = _check(OTEL_TOKENS_LEDGER_URL=f"postgresql://bob:{SECRET}@127.0.0.1:{port}/fleet")
     assert out.returncode == 1
     shown = f"postgresql://bob:***@127.0.0.1:{port}/fleet"
-    assert f"fleet ledger: {shown} (NOT reachable)" in out.stdout
-    assert f"the fleet ledger {shown} cannot be reached" in out.stderr
+    assert f"fleet   {shown}: NOT usable: unreachable (" in out.stdout
+    assert f"the fleet ledger {shown} cannot be used" in out.stderr
     assert "s3cr" not in out.stdout + out.stderr

@@ -328,8 +328,8 @@ class FleetWriter:
             self._close()
             self._spool(batch)
             if not self._down:
-                faults.report("ledger_fleet", exc, f"fleet ledger unreachable ({_reason(exc)}); "
-                              "rows are spooled to disk and written when it is back")  # fmt: skip
+                faults.report("ledger_fleet", exc, f"{unusable('fleet ledger', exc)}; rows are "
+                              "spooled to disk and written when it can be")  # fmt: skip
             self._down = True
             self._retry_at = time.monotonic() + self._delay
             self._delay = min(RETRY_MAX, self._delay * 2)
@@ -507,6 +507,20 @@ def _load_driver() -> None:
         import psycopg  # noqa: F401
     except ImportError:
         pass  # the writing thread reports it (and spools the rows)
+
+
+def driver_missing(exc: ImportError) -> str:
+    """Why a fleet database cannot be used without its driver, and the ``pip install`` that
+    fixes it (the same words in the fault lines, ``otel-tokens check`` and ``report``)."""
+    return f"psycopg cannot be imported ({_reason(exc)}): pip install 'otel-tokens[postgres]'"
+
+
+def unusable(what: str, exc: BaseException) -> str:
+    """Why ``what`` (the fleet ledger, the fleet budgets) cannot use its database: the driver
+    missing, or the database unreachable."""
+    if isinstance(exc, ImportError):  # only ``import psycopg`` imports on the way to the database
+        return f"{what} off: {driver_missing(exc)}"
+    return f"{what} unreachable ({type(exc).__name__}: {_reason(exc)})"
 
 
 def _reason(exc: BaseException) -> str:
