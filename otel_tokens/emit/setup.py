@@ -36,6 +36,7 @@ from urllib.parse import urlparse
 from .. import faults, threads
 from .. import settings as _settings
 from ..dependencies import usable
+from . import summary
 
 __all__ = ["Setup", "configure"]
 
@@ -252,6 +253,7 @@ def configure(
 
             atexit.register(_shutdown_at_exit)
             process.install(lambda: _setup)
+            summary.install()  # after _shutdown_at_exit: it runs before it
         _log.info("otel_tokens: traces -> %s; metrics -> %s", _setup.traces, _setup.metrics)
         return _setup
 
@@ -347,6 +349,9 @@ def _build_meter_provider(settings: _settings.Settings, resource: Any,
             readers.append(reader)
     else:
         where = "nowhere"
+    if settings.summary_at_exit:
+        readers.append(summary.reader())
+        where += "; a summary on stderr at exit"
     provider = MeterProvider(metric_readers=readers, resource=resource, views=views(),
                              shutdown_on_exit=False)
     closers.insert(0, provider.shutdown)
