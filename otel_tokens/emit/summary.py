@@ -58,12 +58,18 @@ def summary_rows(data: Any) -> Rows:
     otel_tokens' own metric points (another instrumentation's are left out)."""
     rows: Rows = {}
     for metric in _own_metrics(data):
+        if metric.name not in _READ:
+            continue
         for point in metric.data.data_points:
             attrs = point.attributes or {}
             model = attrs.get(names.RESPONSE_MODEL) or attrs.get(names.REQUEST_MODEL)
             row = rows.setdefault((attrs.get(names.AGENT_NAME), model), _new_row())
             _add_point(row, metric.name, attrs, point)
     return rows
+
+
+#: the metrics the table reads (others, such as the context gauge, make no row)
+_READ = (names.OPERATION_DURATION, names.TOKENS, names.COST)
 
 
 def _own_metrics(data: Any) -> list[Any]:
