@@ -65,8 +65,12 @@ def record_one_call() -> None:
     and in the summary printed at exit."""
     otel_tokens.configure()
     with otel_tokens.agent("reviewer"):
-        call = otel_tokens.start_call(operation="chat", provider="openai", request_model="gpt-4o",
-                                      server_address="api.openai.com")
+        call = otel_tokens.start_call(
+            operation="chat",
+            provider="openai",
+            request_model="gpt-4o",
+            server_address="api.openai.com",
+        )
         with call.activate():
             usage = Usage(input_tokens=2_000, output_tokens=500, provider="openai")
         call.stop(usage, response_model="gpt-4o", response_id="chatcmpl-quickstart")

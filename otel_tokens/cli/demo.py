@@ -114,8 +114,8 @@ class Progress:
 
         self.console = Console(highlight=False)
         self.live = self.console.is_terminal and not self.console.is_dumb_terminal
-        if not self.live:  # a pipe or a file: whole lines, tables at 80 columns whatever
-            # COLUMNS says, so no figure is wrapped or cut (the tables fit 80 columns)
+        if not self.live:  # a pipe or a file: whole lines, and tables at 80 columns whatever
+            # COLUMNS says, so that no figure is wrapped or cut
             self.console = Console(highlight=False, no_color=True, force_terminal=False,
                                    width=PIPE_WIDTH, soft_wrap=True)  # fmt: skip
         self.total = total

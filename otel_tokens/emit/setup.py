@@ -36,7 +36,6 @@ from urllib.parse import urlparse
 from .. import faults, threads
 from .. import settings as _settings
 from ..dependencies import usable
-from . import summary
 
 __all__ = ["Setup", "configure"]
 
@@ -249,7 +248,7 @@ def configure(
         with threads.quiet():  # the SDK's export threads and the /metrics server's
             _setup = _build(settings)
         if _setup.own_providers:
-            from . import process
+            from . import process, summary
 
             atexit.register(_shutdown_at_exit)
             process.install(lambda: _setup)
@@ -350,8 +349,9 @@ def _build_meter_provider(settings: _settings.Settings, resource: Any,
     else:
         where = "nowhere"
     if settings.summary_at_exit:
-        readers.append(summary.reader())
-        where += "; a summary on stderr at exit"
+        from . import summary
+
+        readers.append(summary.reader())  # in memory, read at exit (emit/summary.py)
     provider = MeterProvider(metric_readers=readers, resource=resource, views=views(),
                              shutdown_on_exit=False)
     closers.insert(0, provider.shutdown)
