@@ -1,13 +1,20 @@
-"""A runnable tour of the accounting core: two agents, a stream, a rollback, statistics.
+"""A runnable tour of the accounting core: two agents, a stream, a rollback, statistics, then
+one call recorded as an instrumented client records it, summed up at exit.
 
-Run: python examples/quickstart.py   (until the `otel-tokens demo` command lands, this is the
-project's main job; it needs no API key and no network)
+Run: python examples/quickstart.py   (no API key, no network; `otel-tokens demo` runs real
+client libraries against a local server). The table at the end is the at-exit summary
+(OTEL_TOKENS_SUMMARY_AT_EXIT=1), printed on stderr when the program ends.
 """
 
 from __future__ import annotations
 
+import os
+
 import otel_tokens
 from otel_tokens import Estimate, Usage
+
+os.environ.setdefault("OTEL_TOKENS_SUMMARY_AT_EXIT", "1")  # the table at exit
+os.environ.setdefault("OTEL_METRICS_EXPORTER", "none")  # a tour: no /metrics port
 
 
 def main() -> None:
@@ -50,6 +57,23 @@ def main() -> None:
               f"{totals.output_tokens or 0:>7} {cost:>9}")
     stats = otel_tokens.agents()[0].ledger.statistics()["input_tokens"]
     print(f"\nplanner input tokens per request: p50 {stats.p50:.0f}, p95 {stats.p95:.0f}")
+    record_one_call()
+
+
+def record_one_call() -> None:
+    """One call through the path every instrumented client takes: priced, on the metrics,
+    and in the summary printed at exit."""
+    otel_tokens.configure()
+    with otel_tokens.agent("reviewer"):
+        call = otel_tokens.start_call(
+            operation="chat",
+            provider="openai",
+            request_model="gpt-4o",
+            server_address="api.openai.com",
+        )
+        with call.activate():
+            usage = Usage(input_tokens=2_000, output_tokens=500, provider="openai")
+        call.stop(usage, response_model="gpt-4o", response_id="chatcmpl-quickstart")
 
 
 if __name__ == "__main__":

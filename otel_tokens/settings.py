@@ -36,7 +36,8 @@ TRUE = ("1", "true", "yes", "on")
 FALSE = ("0", "false", "no", "off")
 BOOLEAN = "true/false, 1/0, yes/no or on/off"
 PARSER_NAMES = ("copilot", "claude", "codex", "gemini")
-#: set by ``otel-tokens run`` for the program it starts (read by the bootstrap, not here)
+#: set by ``otel-tokens run`` for the program it starts (read by the bootstrap; here only for
+#: the at-exit summary's default)
 RUN_MARKER = "OTEL_TOKENS_RUN"
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
@@ -98,6 +99,8 @@ class Settings:
     metrics_protocol: str | None = None
     # seconds a process waits at exit for its last spans and metrics to be sent
     exit_timeout: float = 1.5
+    # at exit, the process's own calls as a table on stderr (emit/summary.py)
+    summary_at_exit: bool = False
     # exemplars (trace ids) on the duration and token histograms
     exemplars: bool = True
     # put otel_tokens' attributes on the GenAI span another instrumentation opened for the call
@@ -396,6 +399,26 @@ def _provider_urls(reader: _Reader) -> tuple[tuple[str, str], ...]:
 _PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 
 
+#: where telemetry goes when one of these is set: an OTLP endpoint, a scrape port
+_ELSEWHERE = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+              "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_TOKENS_PROMETHEUS_PORT",
+              "OTEL_EXPORTER_PROMETHEUS_PORT")  # fmt: skip
+
+
+def _at_exit(reader: _Reader) -> dict[str, Any]:
+    """The exit's settings. OTEL_TOKENS_SUMMARY_AT_EXIT unset is on for a program
+    ``otel-tokens run`` started whose telemetry has nowhere else to show (no OTLP endpoint,
+    no scrape port set)."""
+    under_run = reader.env.get(RUN_MARKER, "").strip() == "1"
+    elsewhere = any(reader.raw(name)[1] for name in _ELSEWHERE)
+    return {
+        "exit_timeout": reader.number("OTEL_TOKENS_EXIT_TIMEOUT", kind=float, default=1.5, low=0,
+                                      high=3600, accepted="seconds, a number 0-3600"),
+        "summary_at_exit": reader.boolean("OTEL_TOKENS_SUMMARY_AT_EXIT",
+                                          default=under_run and not elsewhere),
+    }  # fmt: skip
+
+
 def read(env: Mapping[str, str] | None = None) -> Settings:
     """Settings from ``env`` (default: ``os.environ``); never raises for a bad value."""
     r = _Reader(os.environ if env is None else env)
@@ -431,8 +454,7 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
                                  protocols),
         metrics_protocol=r.choice(("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"),
                                   protocols),
-        exit_timeout=r.number("OTEL_TOKENS_EXIT_TIMEOUT", kind=float, default=1.5, low=0, high=3600,
-                              accepted="seconds, a number 0-3600"),
+        **_at_exit(r),
         exemplars=r.boolean("OTEL_TOKENS_EXEMPLARS", default=True),
         reuse_genai_span=r.boolean("OTEL_TOKENS_REUSE_GENAI_SPAN", default=False),
         metric_attributes=r.subset("OTEL_TOKENS_METRIC_ATTRIBUTES", ("user", "tenant", "conversation")),

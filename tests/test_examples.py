@@ -23,3 +23,6 @@ def test_quickstart_runs_and_prints_totals():
     lines = {row[0]: row for row in rows if len(row) == 5 and row[1].isdigit()}
     assert lines["planner"][1:] == ["2", "26200", "1540", "0.0632"]
     assert lines["coder"][1:] == ["3", "10500", "600", "0.0390"]
+    # the at-exit summary: the one recorded call, priced (gpt-4o: 2.5 and 10 USD per million)
+    summary = [line.split() for line in result.stderr.splitlines()]
+    assert ["reviewer", "gpt-4o", "1", "0", "2,000", "500", "0.0100"] in summary, result.stderr

@@ -104,14 +104,20 @@ class _TallyMixin:
 
 
 # -- progress: a live display on a terminal, plain lines otherwise ----------------------------
+#: the width of the tables on a pipe or in a file
+PIPE_WIDTH = 80
+
+
 class Progress:
     def __init__(self, total: int) -> None:
         from rich.console import Console
 
         self.console = Console(highlight=False)
         self.live = self.console.is_terminal and not self.console.is_dumb_terminal
-        if not self.live:  # a pipe or a file: plain lines (the tables fit 80 columns)
-            self.console = Console(highlight=False, no_color=True, force_terminal=False)
+        if not self.live:  # a pipe or a file: whole lines, and tables at 80 columns whatever
+            # COLUMNS says, so that no figure is wrapped or cut
+            self.console = Console(highlight=False, no_color=True, force_terminal=False,
+                                   width=PIPE_WIDTH, soft_wrap=True)  # fmt: skip
         self.total = total
         self.done = 0
         self._bar: Any = None
@@ -143,8 +149,11 @@ class Progress:
             self._bar.update(self._task, description=f"{title}  [dim]{tail}[/dim]")
 
     def line(self, text: str) -> None:
-        """One line of progress, wrapped to the terminal (80 columns on a pipe)."""
-        self.console.print(text, overflow="fold")
+        """One line of progress, wrapped to the terminal (whole on a pipe)."""
+        if self.live:
+            self.console.print(text, overflow="fold")
+        else:
+            self.console.print(text, soft_wrap=True)  # never cut, a figure least of all
 
     def step_done(self) -> None:
         self.done += 1

@@ -248,10 +248,11 @@ def configure(
         with threads.quiet():  # the SDK's export threads and the /metrics server's
             _setup = _build(settings)
         if _setup.own_providers:
-            from . import process
+            from . import process, summary
 
             atexit.register(_shutdown_at_exit)
             process.install(lambda: _setup)
+            summary.install()  # after _shutdown_at_exit: it runs before it
         _log.info("otel_tokens: traces -> %s; metrics -> %s", _setup.traces, _setup.metrics)
         return _setup
 
@@ -347,6 +348,10 @@ def _build_meter_provider(settings: _settings.Settings, resource: Any,
             readers.append(reader)
     else:
         where = "nowhere"
+    if settings.summary_at_exit:
+        from . import summary
+
+        readers.append(summary.reader())  # in memory, read at exit (emit/summary.py)
     provider = MeterProvider(metric_readers=readers, resource=resource, views=views(),
                              shutdown_on_exit=False)
     closers.insert(0, provider.shutdown)

@@ -1,0 +1,195 @@
+"""The at-exit summary (``OTEL_TOKENS_SUMMARY_AT_EXIT``, the ``otel-tokens run`` default when
+telemetry has nowhere else to go): a real script making real openai calls against a local server
+answering in OpenAI's shape prints, on stderr at its end, a table whose figures are the server's
+truth; a forked child prints its own calls only; untrusted agent names are shown escaped."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from ..local_server import LocalServer
+
+ROOT = Path(__file__).resolve().parents[2]
+PRICE = {"input": 1.5, "output": 6.0}  # USD per million tokens, from the test's price file
+
+SCRIPT = r"""
+import os, sys, openai, otel_tokens
+otel_tokens.configure()
+otel_tokens.instrument()
+client = openai.OpenAI(api_key="x", base_url=sys.argv[1], max_retries=0)
+
+def call(agent, model="summary-model"):
+    with otel_tokens.agent(agent):
+        try:
+            client.chat.completions.create(model=model, messages=[{"role": "user", "content": agent}])
+        except openai.RateLimitError:
+            pass
+
+MODE = sys.argv[2]
+if MODE == "calls":
+    for agent in ("planner", "planner", "coder", "planner"):
+        call(agent)
+    call("coder", model="refused-model")
+    call("evil\x00\x1b]0;owned\x07\x1b[2J" + "x" * 10_000)
+elif MODE == "fork":
+    call("parent")
+    call("parent")
+    import multiprocessing
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        pool.map(abs, [1, 2])  # a worker that makes no call
+    pid = os.fork()
+    if pid == 0:
+        call("child")
+        sys.exit(0)  # a normal exit: atexit runs in the child
+    os.waitpid(pid, 0)
+    if os.fork() == 0:
+        sys.exit(0)  # a child that made no call
+    os.wait()
+print("script done", flush=True)
+"""
+
+
+class Truth:
+    """A local OpenAI-shaped server: usage 100+n / 7+n per call; 429 for ``refused-model``;
+    per agent (the message's content) and model what it answered."""
+
+    def __init__(self) -> None:
+        self.n = itertools.count()
+        self.lock = threading.Lock()
+        self.rows: dict = defaultdict(lambda: {"requests": 0, "failed": 0, "input": 0, "output": 0})
+        self.server = LocalServer(self.answer)
+
+    def answer(self, path: str, body: dict) -> tuple[int, str, bytes, dict[str, str]]:
+        model, agent = body["model"], body["messages"][0]["content"]
+        with self.lock:
+            row = self.rows[(agent, model)]
+            row["requests"] += 1
+            if model == "refused-model":
+                row["failed"] += 1
+                error = {"error": {"message": "slow down", "type": "rate_limit_error"}}
+                return 429, "application/json", json.dumps(error).encode(), {}
+            n = next(self.n)
+            row["input"] += 100 + n
+            row["output"] += 7 + n
+        usage = {"prompt_tokens": 100 + n, "completion_tokens": 7 + n, "total_tokens": 107 + 2 * n}
+        payload = {"id": f"c{n}", "object": "chat.completion", "created": 0, "model": model,
+                   "choices": [{"index": 0, "finish_reason": "stop",
+                                "message": {"role": "assistant", "content": "hi"}}],
+                   "usage": usage}  # fmt: skip
+        return 200, "application/json", json.dumps(payload).encode(), {}
+
+
+@pytest.fixture
+def truth():
+    server = Truth()
+    yield server
+    server.server.close()
+
+
+def env(tmp_path: Path, url: str, **extra: str) -> dict[str, str]:
+    prices = tmp_path / "prices.toml"
+    prices.write_text(f'[models."summary-model"]\ninput = {PRICE["input"]}\n'
+                      f'output = {PRICE["output"]}\n')  # fmt: skip
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("OTEL_", "COLUMNS", "LINES")) and k != "PYTHONPATH"}  # fmt: skip
+    return {**base, "PYTHONPATH": str(ROOT), "OTEL_TRACES_EXPORTER": "none",
+            "OTEL_TOKENS_PRICES_FILE": str(prices),
+            "OTEL_TOKENS_PROVIDER_URLS": f"{url}=openai", **extra}  # fmt: skip
+
+
+def run(tmp_path: Path, truth: Truth, mode: str, prefix: tuple[str, ...] = (),
+        **extra: str) -> subprocess.CompletedProcess:  # fmt: skip
+    script = tmp_path / "short_script.py"
+    script.write_text(SCRIPT)
+    url = truth.server.url + "/v1"
+    done = subprocess.run([*prefix, sys.executable, str(script), url, mode], capture_output=True,
+                          env=env(tmp_path, url, **extra), timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    assert b"script done" in done.stdout
+    return done
+
+
+ROW = re.compile(r"^\s*(\S+)\s+(\S+)\s+(\d+)\s+(\d+)\s+([\d,]+|-)\s+([\d,]+|-)\s+([\d.,]+|-)\s*$")
+
+
+def tables(stderr: bytes) -> dict[int, dict[tuple[str, str], tuple]]:
+    """Every printed table, by pid: (agent, model) -> (requests, failed, input, output, cost)."""
+    found: dict[int, dict] = {}
+    current = None
+    for line in stderr.decode().splitlines():
+        title = re.search(r"the calls of this process \(pid (\d+)\)", line)
+        if title:
+            current = found.setdefault(int(title.group(1)), {})
+        elif current is not None and (m := ROW.match(line)) and m.group(1) != "TOTAL":
+            figures = [None if v == "-" else v.replace(",", "") for v in m.groups()[2:]]
+            current[(m.group(1), m.group(2))] = (int(figures[0]), int(figures[1]),
+                                                 *(None if v is None else int(v) for v in figures[2:4]),
+                                                 figures[4])  # fmt: skip
+    return found
+
+
+def expected(row: dict) -> tuple:
+    if row["failed"] == row["requests"]:
+        return row["requests"], row["failed"], None, None, None
+    cost = (row["input"] * PRICE["input"] + row["output"] * PRICE["output"]) / 1e6
+    return row["requests"], row["failed"], row["input"], row["output"], f"{cost:.4f}"
+
+
+def test_a_short_script_prints_its_calls_at_exit_and_they_are_the_truth(tmp_path, truth):
+    done = run(tmp_path, truth, "calls", OTEL_TOKENS_SUMMARY_AT_EXIT="1")
+    printed = tables(done.stderr)
+    assert len(printed) == 1, done.stderr.decode()
+    rows = next(iter(printed.values()))
+    for agent in ("planner", "coder"):
+        assert rows[(agent, "summary-model")] == expected(truth.rows[(agent, "summary-model")])
+    assert rows[("coder", "refused-model")] == (1, 1, None, None, None)
+    # the untrusted name: shown escaped, never a terminal control sequence or a NUL
+    assert b"\x1b" not in done.stderr and b"\x00" not in done.stderr and b"\x07" not in done.stderr
+    shown = "".join(line[:23].strip() for line in done.stderr.decode().splitlines())  # folded
+    assert '"evil\\x00\\x1b]0;owned\\x07\\x1b[2Jxxx' in shown
+    assert "TOTAL" in done.stderr.decode()
+    # no call made, or the summary not asked for: nothing printed
+    assert run(tmp_path, truth, "none", OTEL_TOKENS_SUMMARY_AT_EXIT="1").stderr == b""
+    assert tables(run(tmp_path, truth, "calls").stderr) == {}
+
+
+def test_a_forked_child_prints_its_own_calls_and_never_the_parents(tmp_path, truth):
+    done = run(tmp_path, truth, "fork", OTEL_TOKENS_SUMMARY_AT_EXIT="1")
+    printed = tables(done.stderr)
+    assert len(printed) == 2, done.stderr.decode()  # the parent and the child that made a call
+    by_agents = {tuple(sorted({agent for agent, _ in rows})): rows for rows in printed.values()}
+    assert set(by_agents) == {("parent",), ("child",)}, done.stderr.decode()
+    assert by_agents[("parent",)][("parent", "summary-model")] == expected(
+        truth.rows[("parent", "summary-model")]
+    )
+    assert by_agents[("child",)][("child", "summary-model")] == expected(
+        truth.rows[("child", "summary-model")]
+    )
+
+
+def otel_tokens_run() -> tuple[str, ...]:
+    return (sys.executable, "-m", "otel_tokens.cli", "run", "--")
+
+
+def test_otel_tokens_run_prints_the_summary_when_telemetry_goes_nowhere_else(tmp_path, truth):
+    done = run(tmp_path, truth, "calls", prefix=otel_tokens_run())
+    rows = next(iter(tables(done.stderr).values()))
+    assert rows[("planner", "summary-model")] == expected(truth.rows[("planner", "summary-model")])
+    # a scrape port or an OTLP endpoint set: the telemetry shows there, no table
+    scraped = run(
+        tmp_path, truth, "calls", prefix=otel_tokens_run(), OTEL_TOKENS_PROMETHEUS_PORT="0"
+    )
+    assert tables(scraped.stderr) == {}
+    exported = run(tmp_path, truth, "calls", prefix=otel_tokens_run(), OTEL_METRICS_EXPORTER="none",
+                   OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:9")  # fmt: skip
+    assert tables(exported.stderr) == {}
