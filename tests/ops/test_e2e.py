@@ -389,6 +389,8 @@ def expected(rows: list[dict], expr: str) -> dict[tuple, float]:
             continue
         if 'error_type!=""' in selector and not labels.get("error_type"):
             continue
+        if NOT_SELF_HOSTED in selector and labels.get("otel_tokens_cost_price_match") == "self_hosted":
+            continue
         key = tuple(labels.get(name, "") for name in by)
         groups[key] = groups.get(key, 0) + row["value"]
     return groups
@@ -454,6 +456,23 @@ def test_totals_over_the_range_equal_what_the_programs_recorded(stack, scenario,
         values = {} if agent is None else {"agent": [agent]}
         view = totals_view(stack, scenario, stack.start, stack.end, **values)
         assert compare(rows, view, dashboard, agent) == [], agent
+
+
+NOT_SELF_HOSTED = 'otel_tokens_cost_price_match!="self_hosted"'
+
+
+def test_self_hosted_calls_are_not_counted_as_unpriced(stack):
+    """The workload's calls to a self-hosted server (Ollama on localhost) are counted unpriced
+    with price_match self_hosted; the "Unpriced requests" stat shows only the others."""
+    dashboard = load(GRAFANA / "dashboards" / "otel-tokens-overview.json")
+    rows = [r for r in stack.truths["long"] if r["metric"] == "otel_tokens_unpriced_requests_total"]
+    local = sum(r["value"] for r in rows if r["labels"].get("otel_tokens_cost_price_match") == "self_hosted")
+    others = sum(r["value"] for r in rows) - local
+    assert local > 0 and others > 0
+    stat = next(t for p in panels(dashboard) if p["title"] == "Unpriced requests over the range"
+                for t in p["targets"])  # fmt: skip
+    (result,) = totals_view(stack, "long", stack.start, stack.end).run(dashboard, stat)
+    assert float(result["value"][1]) == pytest.approx(others, rel=TOLERANCE)
 
 
 @pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.stem)
