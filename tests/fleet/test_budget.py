@@ -89,7 +89,8 @@ def test_reservations_settle_and_the_window_rolls(ledger_db):
     with pytest.raises(BudgetExceeded) as refused:
         fleet.reserve("bot", "acme", None, 0.6, 10)  # 0.6 held + 0.6 > 1.0
     # the refusal names the tenant whose budget it is, not an agent "tenant:acme"
-    assert str(refused.value).startswith("tenant 'acme' is over its budget: 1.2 used"), refused.value
+    message = str(refused.value)
+    assert message.startswith("tenant 'acme' is over its budget: 1.2 used"), message
     fleet.settle(first, 0.3, 5)
     assert fleet.flush()  # settlements are written in the background
     second = fleet.reserve("bot", "acme", None, 0.6, 10)  # 0.3 spent + 0.6 fits

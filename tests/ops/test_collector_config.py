@@ -296,7 +296,8 @@ def test_the_ledger_datasource_is_configured_from_the_environment(compose):
     """The PostgreSQL datasource's address, database, role and password come from variables
     that compose passes to Grafana (each with a default, the password's empty)."""
     (ledger,) = [ds for ds in _datasources() if ds["type"] == "grafana-postgresql-datasource"]
-    used = set(re.findall(r"\$\{(\w+)\}", (PROVISIONING / "datasources" / "ledger.yml").read_text()))
+    text = (PROVISIONING / "datasources" / "ledger.yml").read_text()
+    used = set(re.findall(r"\$\{(\w+)\}", text))
     env = compose["services"]["grafana"]["environment"]
     assert used and used <= set(env)
     for name in used:

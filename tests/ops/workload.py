@@ -86,7 +86,8 @@ def one_round(handler, n: int, scale_base: int = 0) -> None:
                  estimate=Estimate(3100, "delta"))  # fmt: skip
             call(handler, agent, Usage(input_tokens=10, output_tokens=1), model="private-model-unpriced")
             # a self-hosted server (Ollama on localhost): unpriced by design, not "unpriced"
-            call(handler, agent, Usage(input_tokens=20, output_tokens=2), model="llama3", provider="localhost")
+            call(handler, agent, Usage(input_tokens=20, output_tokens=2), model="llama3",
+                 provider="localhost")
             # an agent-CLI run without --model: no request model, answered by claude-sonnet-4
             call(handler, agent, Usage(input_tokens=4000, output_tokens=500, premium_requests=1.0,
                                        cost_usd=0.02, source="parsed_text"),
