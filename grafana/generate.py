@@ -59,6 +59,8 @@ BY_RESPONSE_MODEL = ('gen_ai_request_model=""', 'gen_ai_response_model=~"$model"
 FAILED = 'error_type!=""'
 #: unpriced requests to a self-hosted server (Ollama, vLLM...) are unpriced by design: left out
 NOT_SELF_HOSTED = 'otel_tokens_cost_price_match!="self_hosted"'
+#: an anomaly's grouping with whose budget it is (a tenant's or a user's: scope and name)
+BUDGET_OWNER = "{}, otel_tokens_anomaly_scope, tenant_id, user_id"
 UNPRICED_NOTE = "Requests without a price in the time range (self-hosted servers left out)."
 SUCCEEDED = 'error_type=""'
 
@@ -394,7 +396,9 @@ def _overview_ours() -> list:
                     f"p{int(q * 100)} {{{{otel_tokens_estimate_source}}}}", ref=ref)
              for q, ref in ((0.05, "A"), (0.5, "B"), (0.95, "C"))]),
         ranked("Anomalies over the range by kind", "In-process budget and spike detections "
-             "(otel_tokens.anomalies) in the time range, by kind and agent.", "none", ANOMALIES, 'otel_tokens_anomaly_kind, gen_ai_agent_name', "{{otel_tokens_anomaly_kind}} {{gen_ai_agent_name}}"),
+             "(otel_tokens.anomalies) in the time range, by kind and agent, and a tenant's or a user's budget "
+             "by whose it is.", "none", ANOMALIES, BUDGET_OWNER.format("otel_tokens_anomaly_kind, gen_ai_agent_name"),
+             "{{otel_tokens_anomaly_kind}} {{gen_ai_agent_name}} {{otel_tokens_anomaly_scope}} {{tenant_id}}{{user_id}}"),
         ranked("Unpriced requests over the range by model", UNPRICED_NOTE, "none", UNPRICED, "gen_ai_provider_name",
                "{{gen_ai_provider_name}} {{model}}", model=True, extra=(NOT_SELF_HOSTED,)),
         ranked("Calls without usage over the range by model", "Calls whose backend reported no usage, by provider "
