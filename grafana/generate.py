@@ -57,6 +57,11 @@ BY_REQUEST_MODEL = ('gen_ai_request_model=~"$model"',)
 #: model that answered it
 BY_RESPONSE_MODEL = ('gen_ai_request_model=""', 'gen_ai_response_model=~"$model"')
 FAILED = 'error_type!=""'
+#: unpriced requests to a self-hosted server (Ollama, vLLM...) are unpriced by design: left out
+NOT_SELF_HOSTED = 'otel_tokens_cost_price_match!="self_hosted"'
+#: an anomaly's grouping with whose budget it is (a tenant's or a user's: scope and name)
+BUDGET_OWNER = "{}, otel_tokens_anomaly_scope, tenant_id, user_id"
+UNPRICED_NOTE = "Requests without a price in the time range (self-hosted servers left out)."
 SUCCEEDED = 'error_type=""'
 
 
@@ -237,10 +242,11 @@ def time_per_output_token() -> str:
 
 
 def ranked(title: str, description: str, unit: str, metric: str, by: str, legend: str,
-           model: bool = False, span: int = 12) -> Any:  # fmt: skip
-    """A bar gauge of ``metric``'s total over the range, largest first, by ``by``."""
-    return bars(title, description + TOTAL_NOTE, unit,
-                target(f"sort_desc({summed(total(metric, RANGE), by, model=model)})", legend, instant=True),
+           model: bool = False, span: int = 12, extra: tuple[str, ...] = ()) -> Any:  # fmt: skip
+    """A bar gauge of ``metric``'s total over the range (``extra``: further label matchers),
+    largest first, by ``by``."""
+    expr = summed(total(metric, RANGE, *extra), by, model=model)
+    return bars(title, description + TOTAL_NOTE, unit, target(f"sort_desc({expr})", legend, instant=True),
                 span=span)  # fmt: skip
 
 
@@ -279,8 +285,10 @@ def _overview_totals() -> list:
         st("Premium requests over the range", "Premium requests (GitHub Copilot and others)." + TOTAL_NOTE, "none",
            target(summed(total(PREMIUM, RANGE)), "requests", instant=True), decimals=1),
         st("Unpriced requests over the range", "Requests to models without a price: their cost is "
-           "missing from every spend panel. Add them to OTEL_TOKENS_PRICES_FILE." + TOTAL_NOTE, "none",
-           target(summed(total(UNPRICED, RANGE)), "requests", instant=True), thresholds=[(1, "orange")], decimals=0),
+           "missing from every spend panel. Add them to OTEL_TOKENS_PRICES_FILE. Self-hosted servers "
+           "(Ollama, vLLM...) have no price by design and are not counted." + TOTAL_NOTE, "none",
+           target(summed(total(UNPRICED, RANGE, NOT_SELF_HOSTED)), "requests", instant=True),
+           thresholds=[(1, "orange")], decimals=0),
         st("Anomalies over the range", "In-process budget and spike detections (otel_tokens.anomalies)." + TOTAL_NOTE,
            "none", target(summed(total(ANOMALIES, RANGE)), "anomalies", instant=True),
            thresholds=[(1, "orange")], decimals=0),
@@ -388,8 +396,11 @@ def _overview_ours() -> list:
                     f"p{int(q * 100)} {{{{otel_tokens_estimate_source}}}}", ref=ref)
              for q, ref in ((0.05, "A"), (0.5, "B"), (0.95, "C"))]),
         ranked("Anomalies over the range by kind", "In-process budget and spike detections "
-             "(otel_tokens.anomalies) in the time range, by kind and agent.", "none", ANOMALIES, 'otel_tokens_anomaly_kind, gen_ai_agent_name', "{{otel_tokens_anomaly_kind}} {{gen_ai_agent_name}}"),
-        ranked("Unpriced requests over the range by model", "Requests without a price in the time range.", "none", UNPRICED, 'gen_ai_provider_name', "{{gen_ai_provider_name}} {{model}}", model=True),
+             "(otel_tokens.anomalies) in the time range, by kind and agent, and a tenant's or a user's budget "
+             "by whose it is.", "none", ANOMALIES, BUDGET_OWNER.format("otel_tokens_anomaly_kind, gen_ai_agent_name"),
+             "{{otel_tokens_anomaly_kind}} {{gen_ai_agent_name}} {{otel_tokens_anomaly_scope}} {{tenant_id}}{{user_id}}"),
+        ranked("Unpriced requests over the range by model", UNPRICED_NOTE, "none", UNPRICED, "gen_ai_provider_name",
+               "{{gen_ai_provider_name}} {{model}}", model=True, extra=(NOT_SELF_HOSTED,)),
         ranked("Calls without usage over the range by model", "Calls whose backend reported no usage, by provider "
              "and model (otel_tokens.usage.missing).", "none", USAGE_MISSING, 'gen_ai_provider_name', "{{gen_ai_provider_name}} {{model}}", model=True),
     ]  # fmt: skip
@@ -441,7 +452,8 @@ def agent() -> db.Dashboard:
            target(f"histogram_quantile(0.5, {summed(over('rate', ESTIMATE, RATE), 'le, otel_tokens_estimate_source')})",
                   "{{otel_tokens_estimate_source}}")),
         ranked("Anomalies over the range by kind", "In-process budget and spike detections in the time range.", "none", ANOMALIES, 'otel_tokens_anomaly_kind', "{{otel_tokens_anomaly_kind}}"),
-        ranked("Unpriced requests over the range by model", "Requests without a price in the time range.", "none", UNPRICED, "", "{{model}}", model=True),
+        ranked("Unpriced requests over the range by model", UNPRICED_NOTE, "none", UNPRICED, "", "{{model}}",
+               model=True, extra=(NOT_SELF_HOSTED,)),
         *breakdowns("Spend", COST, "currencyUSD"),
     ]  # fmt: skip
     return _add(board, panels)

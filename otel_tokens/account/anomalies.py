@@ -91,14 +91,22 @@ class Anomaly:
 
 
 class BudgetExceeded(OtelTokensError):
-    """Raised (only when enforcement is opted in) before a call of an agent over budget."""
+    """Raised (only when enforcement is opted in) before a call of an agent, tenant or user
+    over budget; the message names whose budget it is."""
 
     def __init__(self, anomaly: Anomaly) -> None:
         self.anomaly = anomaly
         super().__init__(
-            f"agent {anomaly.agent!r} is over its budget: {anomaly.observed:g} used or "
+            f"{_whose(anomaly)} is over its budget: {anomaly.observed:g} used or "
             f"about to be used against a limit of {anomaly.threshold:g}"
         )
+
+
+def _whose(anomaly: Anomaly) -> str:
+    """Whose budget it is, for people: ``agent 'bot'``, ``tenant 'acme'``, ``user 'ann'``."""
+    if anomaly.scope is None:
+        return f"agent {anomaly.agent!r}"
+    return f"{anomaly.scope} {anomaly.agent.partition(':')[2]!r}"
 
 
 class _Rolling:

@@ -31,6 +31,9 @@ class Line(NamedTuple):
     unpriced: bool  # tokens to price, no price known
     premium_requests: float | None
     unpriced_components: tuple[str, ...] = ()  # billed components no price covers
+    #: how the price was found (PriceResult.match): an unpriced ``self_hosted`` line is a
+    #: local server's, unpriced by design (its unpriced_requests point says so)
+    price_match: str | None = None
 
 
 class Outcome(NamedTuple):

@@ -413,7 +413,7 @@ def _lines(usage: Usage, parts: tuple[Usage, ...], prices: list[PriceResult],
     if len(parts) == 1:
         return (_new(Line, (response_model, usage, price.cost_usd, price.source,
                             price.unpriced and _has_tokens(usage), usage.premium_requests,
-                            price.unpriced_components)),)  # fmt: skip
+                            price.unpriced_components, price.match)),)  # fmt: skip
     # the backend's total goes on the call's own line only when the parts have no cost of their own
     total_cost = usage.cost_usd is not None and not _own_costs(parts)
     part_premium = any(part.premium_requests is not None for part in parts)
@@ -424,7 +424,7 @@ def _lines(usage: Usage, parts: tuple[Usage, ...], prices: list[PriceResult],
             None if total_cost else part_price.cost_usd,
             None if total_cost else part_price.source,
             not total_cost and part_price.unpriced and _has_tokens(part),
-            part.premium_requests, part_price.unpriced_components,
+            part.premium_requests, part_price.unpriced_components, part_price.match,
         ))  # fmt: skip
     premium = None if part_premium else usage.premium_requests
     if total_cost or premium is not None:

@@ -65,6 +65,8 @@ ANOMALY_OBSERVED = "otel_tokens.anomaly.observed"
 ANOMALY_THRESHOLD = "otel_tokens.anomaly.threshold"
 #: a tenant's or a user's budget the anomaly is of: ``tenant:acme``, ``user:ann``
 ANOMALY_BUDGET = "otel_tokens.anomaly.budget"
+#: anomalies count: whose budget (``tenant``, ``user``); its name is the point's tenant.id/user.id
+ANOMALY_SCOPE = "otel_tokens.anomaly.scope"
 ERROR_KIND = "otel_tokens.error.kind"
 
 #: Usage field -> (span attribute, ``gen_ai.token.type`` value on ``otel_tokens.tokens``).

@@ -303,12 +303,21 @@ class Recorder:
         if line.cost_usd is not None:
             inst.cost.add(line.cost_usd, points.cost(line.cost_source or "computed"))
         elif line.unpriced:
-            inst.unpriced.add(1, points.key)
+            self._unpriced(points, line)
         for component in line.unpriced_components:
             attrs = self.cardinality.label_set({**points.attrs, names.COST_UNPRICED: component})
             inst.unpriced.add(1, tuple(attrs.items()))
         if line.premium_requests is not None:
             inst.premium_requests.add(line.premium_requests, points.key)
+
+    def _unpriced(self, points: _AttributeSet, line: Line) -> None:
+        """An unpriced line's count; a self-hosted server's (unpriced by design) carries
+        ``otel_tokens.cost.price_match=self_hosted``, which the alert and the stat leave out."""
+        if line.price_match is None:
+            self.instruments.unpriced.add(1, points.key)
+            return
+        attrs = self.cardinality.label_set({**points.attrs, names.COST_MATCH: line.price_match})
+        self.instruments.unpriced.add(1, tuple(attrs.items()))
 
     def _tokens(self, points: _AttributeSet, usage: Any, context: Any = None) -> None:
         """A line's token points: input and output on the token histogram, every reported
@@ -326,8 +335,9 @@ class Recorder:
     # -- anomalies ----------------------------------------------------------------------------
     def anomaly(self, span: Any, anomaly: Anomaly, attrs: dict[str, Any]) -> None:
         """An anomaly: a span event (when there is a span) and a count; a tenant's or a
-        user's budget is named on both (``tenant:acme``; ``tenant.id``/``user.id`` on the
-        count, bounded like every outside value)."""
+        user's budget is named on both (``tenant:acme``; on the count
+        ``otel_tokens.anomaly.scope`` and ``tenant.id``/``user.id``, bounded like every
+        outside value)."""
         try:
             scope = getattr(anomaly, "scope", None)
             if span is not None:
@@ -337,7 +347,8 @@ class Recorder:
                     event[names.ANOMALY_BUDGET] = anomaly.agent
                 span.add_event(names.ANOMALY_EVENT, event)
             if scope in _WHO_ATTRIBUTE:
-                named = {**attrs, _WHO_ATTRIBUTE[scope]: anomaly.agent.partition(":")[2]}
+                named = {**attrs, names.ANOMALY_SCOPE: scope,
+                         _WHO_ATTRIBUTE[scope]: anomaly.agent.partition(":")[2]}  # fmt: skip
                 attrs = self.cardinality.label_set(named)
             key = (*attrs.items(), (names.ANOMALY_KIND, anomaly.kind))
             self.instruments.anomalies.add(1, key)

@@ -86,8 +86,11 @@ def test_reservations_settle_and_the_window_rolls(ledger_db):
     fleet = FleetBudgets(ledger_db, {}, None, {"acme": Budget(usd=1.0, window_seconds=1.5,
                                                                enforce=True)}, {})  # fmt: skip
     first = fleet.reserve("bot", "acme", None, 0.6, 10)
-    with pytest.raises(BudgetExceeded):
+    with pytest.raises(BudgetExceeded) as refused:
         fleet.reserve("bot", "acme", None, 0.6, 10)  # 0.6 held + 0.6 > 1.0
+    # the refusal names the tenant whose budget it is, not an agent "tenant:acme"
+    message = str(refused.value)
+    assert message.startswith("tenant 'acme' is over its budget: 1.2 used"), message
     fleet.settle(first, 0.3, 5)
     assert fleet.flush()  # settlements are written in the background
     second = fleet.reserve("bot", "acme", None, 0.6, 10)  # 0.3 spent + 0.6 fits

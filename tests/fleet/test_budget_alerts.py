@@ -40,6 +40,13 @@ def _counts(t) -> dict[tuple, int]:
             for p in t.points("otel_tokens.anomalies")}  # fmt: skip
 
 
+def _scopes(t) -> list[tuple]:
+    """Each anomaly count's budget scope and the name there (agent: the calling agent)."""
+    return sorted((p.attributes.get("otel_tokens.anomaly.scope"), p.attributes.get("tenant.id"),
+                   p.attributes.get("user.id"), p.attributes["gen_ai.agent.name"])
+                  for p in t.points("otel_tokens.anomalies"))  # fmt: skip
+
+
 def test_a_tenant_and_a_user_budget_alert_without_enforcement():
     """The README's ``OTEL_TOKENS_TENANT_BUDGETS`` without enforcement and without a ledger
     URL: over the process's own spend."""
@@ -54,6 +61,8 @@ def test_a_tenant_and_a_user_budget_alert_without_enforcement():
                           ("user:ann", "budget_exceeded", 500.0, 450.0)]  # fmt: skip
     assert [(a.agent, a.scope) for a in seen] == [("tenant:acme", "tenant"), ("user:ann", "user")]
     assert _counts(t) == {("acme", None, "budget_exceeded"): 1, (None, "ann", "budget_exceeded"): 1}
+    # the series say whose budget it is: the tenant's and the user's, the agent beside them
+    assert _scopes(t) == [("tenant", "acme", None, "bot"), ("user", None, "ann", "bot")]
     assert len(t.finished()) == 7  # every call made
 
 

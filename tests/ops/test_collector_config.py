@@ -4,6 +4,7 @@ the docker-compose file's hardening. No collector binary runs here (docs/ops.md)
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 
 import pytest
@@ -221,3 +222,85 @@ def test_compose_collector_environment_matches_the_config(compose):
 def test_docs_say_no_collector_binary_runs_here():
     text = (ROOT / "docs" / "ops.md").read_text()
     assert "no collector binary" in text.lower()
+
+
+# --- Grafana provisioning ---------------------------------------------------------------------
+
+PROVISIONING = ROOT / "grafana" / "provisioning"
+
+
+def _mounts(service: dict) -> dict[str, str]:
+    """A compose service's bind mounts of this repository: container path -> host path."""
+    found = {}
+    for volume in service.get("volumes", []):
+        source, target, *_ = volume.split(":")
+        if source.startswith("."):
+            found[target] = str((COLLECTOR / source).resolve())
+    return found
+
+
+def _datasources() -> list[dict]:
+    return [ds for path in sorted((PROVISIONING / "datasources").glob("*.yml"))
+            for ds in yaml.safe_load(path.read_text())["datasources"]]  # fmt: skip
+
+
+def _datasource_refs(node):
+    """Every ``"datasource": {...}`` reference in a dashboard's JSON (panels, targets)."""
+    if isinstance(node, dict):
+        if isinstance(node.get("datasource"), dict):
+            yield node["datasource"]
+        node = list(node.values())
+    if isinstance(node, list):
+        for item in node:
+            yield from _datasource_refs(item)
+
+
+def test_compose_provisions_every_dashboard(compose):
+    """Every dashboard JSON of the repository (the chargeback one included) is in a folder a
+    provisioned dashboard provider loads, as compose mounts it."""
+    mounts = _mounts(compose["services"]["grafana"])
+    assert mounts["/etc/grafana/provisioning"] == str(PROVISIONING)
+    providers = [p for path in (PROVISIONING / "dashboards").glob("*.yml")
+                 for p in yaml.safe_load(path.read_text())["providers"]]  # fmt: skip
+    loaded = {mounts.get(p["options"]["path"]) for p in providers}
+    dashboards = {str(p.parent) for p in (ROOT / "grafana").rglob("*.json")}
+    assert str(ROOT / "grafana" / "ledger") in dashboards
+    assert dashboards == loaded
+
+
+def test_every_datasource_a_dashboard_or_link_names_is_provisioned():
+    """Each dashboard's datasource (its $datasource variable's type, or a fixed uid) and each
+    exemplar link's datasource uid is a provisioned datasource: no link points nowhere."""
+    datasources = _datasources()
+    uids = {ds["uid"] for ds in datasources}
+    types = {ds["type"] for ds in datasources}
+    for path in (ROOT / "grafana").rglob("*.json"):
+        dashboard = json.loads(path.read_text())
+        variables = {v["name"]: v["query"] for v in dashboard["templating"]["list"]
+                     if v["type"] == "datasource"}  # fmt: skip
+        refs = list(_datasource_refs(dashboard))
+        assert refs, path.name
+        for ref in refs:
+            uid = ref.get("uid", "")
+            if uid.startswith("$"):
+                assert variables[uid.strip("${}")] in types, (path.name, uid)
+                assert ref["type"] in types, (path.name, ref)
+            else:
+                assert uid in uids, (path.name, uid)
+    links = [d["datasourceUid"] for ds in datasources
+             for d in ds.get("jsonData", {}).get("exemplarTraceIdDestinations", [])]  # fmt: skip
+    assert set(links) <= uids, "an exemplar link to a datasource that is not provisioned"
+
+
+def test_the_ledger_datasource_is_configured_from_the_environment(compose):
+    """The PostgreSQL datasource's address, database, role and password come from variables
+    that compose passes to Grafana (each with a default, the password's empty)."""
+    (ledger,) = [ds for ds in _datasources() if ds["type"] == "grafana-postgresql-datasource"]
+    text = (PROVISIONING / "datasources" / "ledger.yml").read_text()
+    used = set(re.findall(r"\$\{(\w+)\}", text))
+    env = compose["services"]["grafana"]["environment"]
+    assert used and used <= set(env)
+    for name in used:
+        assert env[name].startswith(f"${{{name}:-"), name
+    assert ledger["url"] == "${OTEL_TOKENS_GRAFANA_LEDGER_HOST}"
+    assert ledger["secureJsonData"]["password"] == "${OTEL_TOKENS_GRAFANA_LEDGER_PASSWORD}"

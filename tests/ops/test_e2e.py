@@ -360,6 +360,10 @@ COUNTERS = ("gen_ai_client_operation_duration_seconds_count", "otel_tokens_cost_
             *sorted(PENDING))  # fmt: skip
 
 
+#: the unpriced panels' matcher leaving out self-hosted servers (unpriced by design)
+NOT_SELF_HOSTED = 'otel_tokens_cost_price_match!="self_hosted"'
+
+
 def _grouping(expr: str) -> tuple[str, ...]:
     m = re.match(r"(?:sort_desc\()?sum(?: by \(([^)]*)\))?", expr)
     assert m, expr
@@ -388,6 +392,9 @@ def expected(rows: list[dict], expr: str) -> dict[tuple, float]:
         if row["metric"] != metric or (types and not re.fullmatch(types.group(1), labels["gen_ai_token_type"])):
             continue
         if 'error_type!=""' in selector and not labels.get("error_type"):
+            continue
+        self_hosted = labels.get("otel_tokens_cost_price_match") == "self_hosted"
+        if NOT_SELF_HOSTED in selector and self_hosted:
             continue
         key = tuple(labels.get(name, "") for name in by)
         groups[key] = groups.get(key, 0) + row["value"]
@@ -454,6 +461,21 @@ def test_totals_over_the_range_equal_what_the_programs_recorded(stack, scenario,
         values = {} if agent is None else {"agent": [agent]}
         view = totals_view(stack, scenario, stack.start, stack.end, **values)
         assert compare(rows, view, dashboard, agent) == [], agent
+
+
+def test_self_hosted_calls_are_not_counted_as_unpriced(stack):
+    """The workload's calls to a self-hosted server (Ollama on localhost) are counted unpriced
+    with price_match self_hosted; the "Unpriced requests" stat shows only the others."""
+    dashboard = load(GRAFANA / "dashboards" / "otel-tokens-overview.json")
+    rows = [r for r in stack.truths["long"] if r["metric"] == "otel_tokens_unpriced_requests_total"]
+    local = sum(r["value"] for r in rows
+                if r["labels"].get("otel_tokens_cost_price_match") == "self_hosted")  # fmt: skip
+    others = sum(r["value"] for r in rows) - local
+    assert local > 0 and others > 0
+    stat = next(t for p in panels(dashboard) if p["title"] == "Unpriced requests over the range"
+                for t in p["targets"])  # fmt: skip
+    (result,) = totals_view(stack, "long", stack.start, stack.end).run(dashboard, stat)
+    assert float(result["value"][1]) == pytest.approx(others, rel=TOLERANCE)
 
 
 @pytest.mark.parametrize("path", DASHBOARDS, ids=lambda p: p.stem)

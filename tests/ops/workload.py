@@ -1,6 +1,7 @@
 """An instrumented workload for the ops tests: configure() with the embedded Prometheus /metrics
 (port from OTEL_TOKENS_PROMETHEUS_PORT, 0 = free), then rounds of calls through the real handler,
-for two agents, covering every metric of the telemetry contract: priced and unpriced models,
+for two agents, covering every metric of the telemetry contract: priced and unpriced models
+(and a self-hosted one, unpriced by design),
 streaming with estimates, reported cost and premium requests, an agent-CLI run without a
 request model, failures, a missing usage (an instrumentation error) and a token spike (an
 anomaly).
@@ -84,6 +85,9 @@ def one_round(handler, n: int, scale_base: int = 0) -> None:
                  model="claude-sonnet-4", provider="anthropic", stream=True,
                  estimate=Estimate(3100, "delta"))  # fmt: skip
             call(handler, agent, Usage(input_tokens=10, output_tokens=1), model="private-model-unpriced")
+            # a self-hosted server (Ollama on localhost): unpriced by design, not "unpriced"
+            call(handler, agent, Usage(input_tokens=20, output_tokens=2), model="llama3",
+                 provider="localhost")
             # an agent-CLI run without --model: no request model, answered by claude-sonnet-4
             call(handler, agent, Usage(input_tokens=4000, output_tokens=500, premium_requests=1.0,
                                        cost_usd=0.02, source="parsed_text"),

@@ -231,6 +231,10 @@ def test_self_hosted_is_never_billed_as_someone_else(telemetry, base, stream):
     assert (attrs["gen_ai.usage.input_tokens"], attrs["gen_ai.usage.output_tokens"]) == (100, 20)
     assert "otel_tokens.cost.usd" not in attrs
     assert attrs["otel_tokens.cost.price_match"] == "self_hosted"
+    # counted unpriced, marked self-hosted: the unpriced alert and stat leave it out
+    unpriced = telemetry.point("otel_tokens.unpriced_requests")
+    assert unpriced.value == 1
+    assert unpriced.attributes["otel_tokens.cost.price_match"] == "self_hosted"
 
 
 def test_unknown_endpoint_is_priced_by_model_name_and_marked(telemetry):
