@@ -4,7 +4,7 @@ One :class:`Client` row per library or API: the distribution whose presence show
 installed, its call styles, what is recorded (a capture's words, or ``not recorded`` and why)
 and the backends of :data:`otel_tokens.capture.BACKENDS` that must be on for it.
 ``otel-tokens check`` lists the rows of every installed distribution from it, and a test holds
-README's coverage table to it, row for row. Nothing here imports a client library.
+docs/coverage.md's table to it, row for row. Nothing here imports a client library.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ NOT_RECORDED = "not recorded"
 
 @dataclass(frozen=True)
 class Client:
-    """One library or API: ``name`` as README's table shows it, ``distribution`` the pip name
+    """One library or API: ``name`` as docs/coverage.md's table shows it, ``distribution`` the pip name
     that shows it installed, ``styles`` its call styles, ``recorded`` what is recorded (or
     ``not recorded: why``), ``backends`` the backends that record it (all must be on)."""
 
@@ -55,7 +55,7 @@ def _framework(name: str, backend: str, styles: str = "its agents' model calls")
     return Client(name, name, styles, _NAMES, (backend,))
 
 
-#: every model client otel_tokens knows of, recorded or not: one row each (README's coverage
+#: every model client otel_tokens knows of, recorded or not: one row each (docs/coverage.md's
 #: table is the same rows; edit both)
 CLIENTS: tuple[Client, ...] = (
     # provider SDKs with a capture of their own

@@ -1,5 +1,5 @@
-"""README's coverage table says what the code records, both ways: each row of
-``otel_tokens.coverage`` is in it with the same call styles and verdict, it has no row the code
+"""docs/coverage.md's table (the README links it) says what the code records, both ways:
+each row of ``otel_tokens.coverage`` is in it with the same call styles and verdict, it has no row the code
 lacks, and the code's rows agree with the registry (each backend a row names exists; each
 library a backend patches has a row; a wire format a row names is one the HTTP layer reads)."""
 
@@ -13,20 +13,20 @@ from otel_tokens.capture import BACKENDS
 from otel_tokens.capture.wire.formats import _FORMATS
 from otel_tokens.coverage import CLIENTS, NOT_RECORDED, normalise
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+TABLE = Path(__file__).resolve().parents[2] / "docs" / "coverage.md"
 HEADER = "| library or API | call styles | recorded |"
 
 
 def readme_rows() -> list[tuple[str, str, str]]:
-    """(library or API, call styles, recorded) of each row of README's coverage table."""
-    lines = README.read_text().splitlines()
+    """(library or API, call styles, recorded) of each row of docs/coverage.md's table."""
+    lines = TABLE.read_text().splitlines()
     start = lines.index(HEADER) + 2  # past the header and its |---| line
     rows = []
     for line in lines[start:]:
         if not line.startswith("|"):
             break
         cells = [cell.strip() for cell in line.strip().strip("|").split(" | ")]
-        assert len(cells) == 3, f"README coverage row is not three cells: {line}"
+        assert len(cells) == 3, f"docs/coverage.md row is not three cells: {line}"
         rows.append((cells[0], cells[1], cells[2]))
     return rows
 
@@ -36,9 +36,9 @@ def test_the_readme_table_is_the_code_table_row_for_row():
     code = {client.name: (client.styles, client.recorded) for client in CLIENTS}
     missing = [f"| {name} | {styles} | {recorded} |" for name, (styles, recorded) in code.items()
                if readme.get(name) != (styles, recorded)]  # fmt: skip
-    assert missing == [], "README's coverage table should have (or correct) these rows"
-    assert sorted(set(readme) - set(code)) == [], "README rows the code does not know"
-    assert len(readme_rows()) == len(readme), "a row twice in README"
+    assert missing == [], "docs/coverage.md's table should have (or correct) these rows"
+    assert sorted(set(readme) - set(code)) == [], "docs/coverage.md rows the code does not know"
+    assert len(readme_rows()) == len(readme), "a row twice in docs/coverage.md"
 
 
 def test_each_row_names_what_records_it_and_nothing_the_registry_lacks():
