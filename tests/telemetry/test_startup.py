@@ -115,10 +115,10 @@ def test_per_call_modules_that_cannot_load_are_counted_and_the_calls_go_through(
                           "requests": otel_tokens.current_agent().ledger.cumulative.requests}))
     """)
     assert out["replies"] == ["hi", "hi"] and out["cli_out"] == "ok"
-    # each attempt counted: two chats, one CLI run, and the two chats' HTTP-layer module (it
-    # reads the OpenAI wire format with openai_sdk's readers: it cannot load either)
-    assert out["faults"].get("internal") == 5
-    assert out["requests"] == 0
+    # each attempt counted: two chats, one CLI run; the HTTP layer, whose OpenAI readers
+    # (wire/openai.py) still load, records the two chats the SDK capture could not
+    assert out["faults"].get("internal") == 3
+    assert out["requests"] == 2
 
 
 def test_uninstrument_before_any_call_restores_everything():
