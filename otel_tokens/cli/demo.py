@@ -19,6 +19,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from collections import deque
@@ -114,10 +115,10 @@ class Progress:
 
         self.console = Console(highlight=False)
         self.live = self.console.is_terminal and not self.console.is_dumb_terminal
-        if not self.live:  # a pipe or a file: whole lines, and tables at 80 columns whatever
-            # COLUMNS says, so that no figure is wrapped or cut
+        if not self.live:  # a pipe or a file: 80 columns whatever COLUMNS says (the tables
+            # fit them), lines wrapped between words only, so no figure is cut
             self.console = Console(highlight=False, no_color=True, force_terminal=False,
-                                   width=PIPE_WIDTH, soft_wrap=True)  # fmt: skip
+                                   width=PIPE_WIDTH)  # fmt: skip
         self.total = total
         self.done = 0
         self._bar: Any = None
@@ -149,11 +150,14 @@ class Progress:
             self._bar.update(self._task, description=f"{title}  [dim]{tail}[/dim]")
 
     def line(self, text: str) -> None:
-        """One line of progress, wrapped to the terminal (whole on a pipe)."""
+        """One line of progress, wrapped to the terminal; on a pipe between words only, its
+        continuation indented (a figure is never cut)."""
         if self.live:
             self.console.print(text, overflow="fold")
         else:
-            self.console.print(text, soft_wrap=True)  # never cut, a figure least of all
+            wrapped = textwrap.fill(text, PIPE_WIDTH, subsequent_indent="    ",
+                                    break_long_words=False, break_on_hyphens=False)  # fmt: skip
+            self.console.print(wrapped, soft_wrap=True)
 
     def step_done(self) -> None:
         self.done += 1
