@@ -53,6 +53,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "plants_secrets: the test puts secret-like text into telemetry on purpose"
     )
+    config.addinivalue_line(
+        "markers", "slow: seconds to minutes of work; the contributors' fast loop leaves it out"
+    )
 
 
 @pytest.fixture(autouse=True)

@@ -38,7 +38,7 @@ REFRESH = "refresh it: python docs/render_report.py (from the repository's root)
 NOT_RUN = {
     "python3 -m venv .venv && .venv/bin/pip install -q -e '.[demo]'": "installs from the network",
     "bash .ci/run": "it is the test suite",
-    ".venv/bin/python -m pytest -q -x tests/core tests/cli_command tests/layout": "part of the suite",
+    ".venv/bin/python -m pytest -q -x -m \"not slow\" tests/core tests/layout": "part of the suite",
     "GF_ADMIN_PASSWORD=change-me docker compose -f collector-config/docker-compose.yml up -d":
         "needs Docker",
 }  # fmt: skip

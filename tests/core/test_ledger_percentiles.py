@@ -231,6 +231,7 @@ def append_varied(ledger: UsageLedger, rnd: random.Random, n: int) -> None:
     ledger.append(usage, cost_usd=None if rnd.random() < 0.05 else rnd.random() / 10)
 
 
+@pytest.mark.slow
 def test_large_ledger_is_exact_after_appends_rollback_and_restore():
     rnd = random.Random(11)
     ledger = UsageLedger()
@@ -253,6 +254,7 @@ def test_large_ledger_is_exact_after_appends_rollback_and_restore():
     check_ledger(ledger)
 
 
+@pytest.mark.slow
 def test_large_bounded_ledger_is_exact_through_eviction_and_compaction():
     rnd = random.Random(12)
     ledger = UsageLedger(max_history=5000)
@@ -297,6 +299,7 @@ def test_records_appended_and_evicted_between_two_queries():
     assert ledger.percentile("input_tokens", 0) == 2
 
 
+@pytest.mark.slow
 def test_percentiles_survive_a_reload_from_sqlite(tmp_path):
     db = tmp_path / "ledger.sqlite3"
     rnd = random.Random(14)

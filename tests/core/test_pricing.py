@@ -25,6 +25,7 @@ def _models():
                 continue
 
 
+@pytest.mark.slow
 def test_fast_path_equals_the_library_for_every_bundled_model():
     rnd = random.Random(7)
     checked = tiered = 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -261,4 +262,4 @@ class AccountingMachine(RuleBasedStateMachine):
 AccountingMachine.TestCase.settings = settings(
     max_examples=300, stateful_step_count=40, deadline=None
 )
-TestAccounting = AccountingMachine.TestCase
+TestAccounting = pytest.mark.slow(AccountingMachine.TestCase)
