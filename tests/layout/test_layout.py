@@ -219,6 +219,20 @@ def test_the_renderers_entry_names_no_request_shape():
     assert sorted(named & set(RENDERERS)) == []
 
 
+def test_one_reader_of_a_urls_host_and_port():
+    """A URL's ``server.address`` and ``server.port`` are read, and kept, by
+    ``endpoints.server_of`` alone: no capture module parses them itself."""
+    found = {}
+    for name in MODULES:
+        if not name.startswith("otel_tokens.capture"):
+            continue
+        for node in ast.walk(ast.parse(MODULES[name].read_text())):
+            if isinstance(node, ast.Attribute) and node.attr in ("hostname", "port", "explicit_port"):
+                if not (isinstance(node.value, ast.Name) and node.value.id == "self"):
+                    found.setdefault(name, []).append(node.lineno)
+    assert found == {}
+
+
 def test_no_list_of_backends_outside_their_modules():
     """The backends are not listed by hand anywhere but pyproject.toml."""
     for module in ("otel_tokens.capture", "otel_tokens.entry_points", "otel_tokens.registry"):

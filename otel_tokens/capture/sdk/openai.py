@@ -28,13 +28,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...endpoints import endpoint
+from ...endpoints import endpoint, server_of
 from ... import settings as _settings
 from ...settings import current
 from ...handler import get_handler
 from .openai_patches import DEPENDENCIES, install, uninstall
 from ..lifecycle import (
-    Operation, Response, operation_wrapper, sdk_field, server_of,
+    Operation, Response, operation_wrapper, sdk_field,
 )
 from ..wire.openai import (
     ChatAccumulator, CompletionsAccumulator, ResponsesAccumulator, RetrievedAccumulator,
