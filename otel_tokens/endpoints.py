@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-__all__ = ["Endpoint", "SEMCONV_NAMES", "endpoint", "is_self_hosted"]
+__all__ = ["Endpoint", "SEMCONV_NAMES", "endpoint", "is_self_hosted", "server_of"]
 
 #: genai-prices provider ids -> the semantic conventions' ``gen_ai.provider.name``
 SEMCONV_NAMES: dict[str, str] = {
@@ -216,3 +216,46 @@ def clear_cache() -> None:
     """Forget resolved endpoints (tests)."""
     _cache.clear()
     _by_object.clear()
+    _servers.clear()
+
+
+#: the port a URL of each scheme reaches when it names none
+_DEFAULT_PORTS = {"https": 443, "wss": 443, "http": 80, "ws": 80}
+_servers: dict[Any, tuple[Any, str | None, int | None]] = {}
+
+
+def server_of(url: Any) -> tuple[str | None, int | None]:
+    """(``server.address``, ``server.port``) of a URL: a string, or a URL object with
+    ``scheme``, ``host`` and ``port`` (httpx's); the scheme's port when it names none, None
+    for what is not there. The one cache of them: kept per URL string, or per URL object
+    (clients keep theirs: a call parses nothing), at most ``_CACHE_MAX`` URLs."""
+    if url is None:
+        return None, None
+    string = type(url) is str
+    hit = _servers.get(url if string else id(url))
+    if hit is not None and (string or hit[0] is url):
+        return hit[1], hit[2]
+    host, port = _parse_server(url)
+    if len(_servers) >= _CACHE_MAX:  # clients come and go: keep it small
+        _servers.clear()
+    _servers[url if string else id(url)] = (url, host, port)  # holding it keeps its id unique
+    return host, port
+
+
+def _parse_server(url: Any) -> tuple[str | None, int | None]:
+    """(host, port) of a URL, parsed; a port that is not one (``:99999``) reads as none."""
+    if isinstance(url, str):
+        try:
+            split = urlsplit(url)
+            scheme, host = split.scheme, split.hostname
+        except ValueError:  # not a URL (an unclosed ``[``)
+            return None, None
+        try:
+            port = split.port
+        except ValueError:
+            port = None
+    else:
+        scheme, host = getattr(url, "scheme", None), getattr(url, "host", None)
+        port = getattr(url, "port", None)
+    default = _DEFAULT_PORTS.get(scheme) if isinstance(scheme, str) else None
+    return host or None, port or default

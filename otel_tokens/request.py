@@ -15,7 +15,7 @@ __all__ = ["Api", "Request", "output_limit"]
 #: the request's shape, named by the backend that describes it (its ``BACKEND.apis``):
 #: ``openai_chat``, ``openai_responses``, ``openai_embeddings``, ``openai_completions``,
 #: ``anthropic_messages``, ``gemini_contents``, ``bedrock_converse``; each is rendered for
-#: the estimate by ``account/estimate/requests.py`` (a new one: a new renderer there only)
+#: the estimate by its format's renderer (``account/estimate/renderers/``: a new one there)
 Api = str
 
 

@@ -36,7 +36,7 @@ from .sent import HELD, inside_gateway, inside_sdk, rejected
 from .stream import Accumulator, wrap_stream
 
 __all__ = ["Operation", "Response", "async_wrapper", "checked", "given", "open_call",
-           "operation_wrapper", "sdk_field", "server_of", "stop_with", "sync_wrapper", "unusable"]
+           "operation_wrapper", "sdk_field", "stop_with", "sync_wrapper", "unusable"]
 
 #: ``start(instance, args, kwargs)`` -> (call, args, kwargs to call with, reader's context)
 Start = Callable[[Any, tuple, dict], "tuple[Call, tuple, dict, Any] | None"]
@@ -272,29 +272,6 @@ def sdk_field(obj: Any, name: str) -> Any:
     if value is None or type(value) in _PLAIN or type(value).__name__ not in _NOT_GIVEN:
         return value
     return None
-
-
-def server_of(url: Any) -> tuple[str | None, int | None]:
-    """(``server.address``, ``server.port``) of an SDK client's ``base_url`` (an httpx URL).
-
-    Cached per URL object (clients keep theirs; one set anew is a new object), so the URL's
-    parsing properties are not re-read on every call.
-    """
-    if url is None:
-        return None, None
-    hit = _servers.get(id(url))
-    if hit is not None and hit[0] is url:
-        return hit[1], hit[2]
-    scheme = url.scheme
-    port = url.port or (443 if scheme == "https" else 80 if scheme == "http" else None)
-    host = url.host or None
-    if len(_servers) >= 256:  # clients come and go: keep the cache small
-        _servers.clear()
-    _servers[id(url)] = (url, host, port)  # holding the URL keeps its id from being reused
-    return host, port
-
-
-_servers: dict[int, tuple[Any, str | None, int | None]] = {}
 
 
 def _open(op: Operation, is_async: bool, instance: Any, args: tuple,

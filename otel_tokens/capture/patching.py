@@ -28,8 +28,8 @@ class Backend:
     ``summary``: its docstring; ``requirements``: the library it patches, as
     ``instrumentation_dependencies()`` reports it; ``extra``: the pip extra installing that
     library (None: nothing to install); ``apis``: the request shapes its calls describe
-    (:data:`otel_tokens.request.Api`), each rendered for the estimate by
-    ``account/estimate/requests.py``.
+    (:data:`otel_tokens.request.Api`), each rendered for the estimate by its format's
+    renderer (``account/estimate/renderers/``).
     """
 
     instrumentor: str

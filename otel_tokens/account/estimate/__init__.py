@@ -388,8 +388,7 @@ class Estimator:
         model = request.model
         messages = request.messages  # a list or tuple (the common case), else made one
         messages = messages if type(messages) in _SEQUENCES else renderer.messages_of(request)
-        if api == "openai_responses":
-            messages = renderer.after_compaction(api, messages)
+        messages = renderer.after_compaction(api, messages)  # those the model is shown
         found = None if request.system or request.tools or request.response_format is not None \
             else self._preambles.get((api, model, request.thinking))  # fmt: skip
         if found is None or found[3] != len(LOADED):  # once per bare request's kind

@@ -17,7 +17,7 @@ import wrapt
 
 from ... import faults
 from ...call import Call
-from .layer import Ending, Reader, default_port, failed, json_object, open_request
+from .layer import Ending, Reader, failed, json_object, open_request
 from ..lifecycle import async_wrapper
 from ..sent import inside_sdk
 from ..wire.formats import find
@@ -55,13 +55,11 @@ def _start(instance: Any, args: tuple, kwargs: dict) -> tuple[Call, tuple, dict,
         body = _body(kwargs) if wire is not None else None
         if body is None:
             return None
-        port = default_port(url.scheme, url.explicit_port)
-        host = url.host or None
         base = f"{url.origin()}{url.path}"  # no user name or password, no query
     except Exception as exc:
         faults.report("internal", exc)
         return None
-    call = open_request(wire, body, url.path, base, host, port)
+    call = open_request(wire, body, url.path, base)
     if call is None:
         return None
     return call, args, kwargs, (wire, body)

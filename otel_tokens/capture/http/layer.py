@@ -32,7 +32,7 @@ from typing import Any
 
 from ... import faults
 from ...call import Call
-from ...endpoints import endpoint
+from ...endpoints import endpoint, server_of
 from ...settings import current
 from ..lifecycle import async_wrapper, open_call, stop_with, sync_wrapper, unusable
 from ..raw import _loads
@@ -45,7 +45,6 @@ __all__ = [
     "Ending",
     "Reader",
     "apassed",
-    "default_port",
     "failed",
     "json_object",
     "open_request",
@@ -82,38 +81,32 @@ def _body(request: Any) -> dict[str, Any] | None:
     return json_object(content)
 
 
-def _endpoint(base: str, host: str | None, port: int | None) -> tuple[str, str | None, int | None]:
-    """(provider, server address, port) of a request's URL ``base`` (scheme, host, port and
-    path: the query, which may hold a key, left out), its provider named by
-    :mod:`otel_tokens.endpoints`. Kept per URL and settings' overrides (a request's URL is a
-    new object each time)."""
+def _provider(base: str, host: str | None) -> str:
+    """The provider a request's URL ``base`` names (:mod:`otel_tokens.endpoints`), kept per
+    URL and settings' overrides (a request's URL is a new object each time)."""
     overrides = current().provider_urls
-    hit = _endpoints.get(base)
+    hit = _providers.get(base)
     if hit is not None and hit[0] is overrides:
         return hit[1]
-    found = (endpoint(base, host, host or "http", None, overrides).provider, host, port)
-    if len(_endpoints) >= 256:  # programs reach a few endpoints: keep it small
-        _endpoints.clear()
-    _endpoints[base] = (overrides, found)
+    found = endpoint(base, host, host or "http", None, overrides).provider
+    if len(_providers) >= 256:  # programs reach a few endpoints: keep it small
+        _providers.clear()
+    _providers[base] = (overrides, found)
     return found
 
 
-_endpoints: dict[str, tuple[Any, tuple[str, str | None, int | None]]] = {}
+_providers: dict[str, tuple[Any, str]] = {}
 
 
-def default_port(scheme: str, port: int | None) -> int | None:
-    return port or (443 if scheme == "https" else 80 if scheme == "http" else None)
-
-
-def open_request(
-    wire: Wire, body: dict[str, Any], path: str, base: str, host: str | None, port: int | None
-) -> Call | None:
-    """Open the call of a recognised request (None: the body is not the format's, as
-    :attr:`Wire.accepts` tells, or instrumentation itself failed)."""
+def open_request(wire: Wire, body: dict[str, Any], path: str, base: str) -> Call | None:
+    """Open the call of a recognised request to ``base`` (its URL: scheme, host, port and
+    path; no user name, password or query). None: the body is not the format's, as
+    :attr:`Wire.accepts` tells, or instrumentation itself failed."""
     try:
         if wire.accepts is not None and not wire.accepts(path, body):
             return None
-        provider, address, port = _endpoint(base, host, port)
+        address, port = server_of(base)
+        provider = _provider(base, address)
         model = wire.model(path, body)
         stream = wire.streams(path, body)
     except Exception as exc:
@@ -144,11 +137,10 @@ def _start(instance: Any, args: tuple, kwargs: dict) -> tuple[Call, tuple, dict,
         if body is None:
             return None
         base = f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{url.path}"
-        port = default_port(url.scheme, url.port)
     except Exception as exc:
         faults.report("internal", exc)
         return None
-    call = open_request(wire, body, url.path, base, url.host or None, port)
+    call = open_request(wire, body, url.path, base)
     if call is None:
         return None
     return call, args, kwargs, (wire, body, kwargs.get("stream") is True)

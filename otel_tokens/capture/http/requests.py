@@ -20,7 +20,6 @@ from ...call import Call
 from .layer import (
     Ending,
     Reader,
-    default_port,
     failed,
     json_object,
     open_request,
@@ -48,11 +47,10 @@ def _start(instance: Any, args: tuple, kwargs: dict) -> tuple[Call, tuple, dict,
             return None
         netloc = parts.netloc.rpartition("@")[2]  # never a user name or password
         base = f"{parts.scheme}://{netloc}{parts.path}"
-        host, port = parts.hostname or None, default_port(parts.scheme, parts.port)
     except Exception as exc:
         faults.report("internal", exc)
         return None
-    call = open_request(wire, body, parts.path, base, host, port)
+    call = open_request(wire, body, parts.path, base)
     if call is None:
         return None
     return call, args, kwargs, (wire, body, kwargs.get("stream") is True)

@@ -37,11 +37,11 @@ from typing import Any, Callable
 
 
 from ... import faults
-from ...endpoints import endpoint
+from ...endpoints import endpoint, server_of
 from ...settings import current
 from .anthropic_patches import DEPENDENCIES, install, uninstall
 from ..managers import managed
-from ..lifecycle import Operation, operation_wrapper, sdk_field, server_of
+from ..lifecycle import Operation, operation_wrapper, sdk_field
 from ..wire.anthropic import MessagesAccumulator, messages_request, messages_response
 
 __all__ = ["DEPENDENCIES", "install", "uninstall", "wrapper"]

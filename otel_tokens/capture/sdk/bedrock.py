@@ -26,12 +26,12 @@ from __future__ import annotations
 import json
 import weakref
 from typing import Any, Callable
-from urllib.parse import urlsplit
 
 import wrapt
 
 from ... import faults
 from ...call import Call
+from ...endpoints import server_of
 from ...request import Request, output_limit
 from ...usage import Billing, Usage, check_token_text
 from ..lifecycle import open_call, sdk_field, sync_wrapper, unusable
@@ -259,20 +259,10 @@ def _end_body(call: Call, data: bytes) -> None:
 
 
 # -- the call ------------------------------------------------------------------------------
-_servers: dict[str, tuple[str | None, int | None]] = {}
-
-
 def _server(instance: Any) -> tuple[str | None, int | None]:
+    """(address, port) of the client's endpoint URL."""
     url = getattr(getattr(instance, "meta", None), "endpoint_url", None)
-    if not isinstance(url, str):
-        return None, None
-    found = _servers.get(url)
-    if found is None:
-        parts = urlsplit(url)
-        if len(_servers) >= 64:
-            _servers.clear()
-        found = _servers[url] = (parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
-    return found
+    return server_of(url) if isinstance(url, str) else (None, None)
 
 
 def _failure(exc: BaseException) -> BaseException | str:

@@ -27,8 +27,8 @@ no usage: the call is recorded with its usage unknown (``usage_missing``), never
 from __future__ import annotations
 
 from typing import Any, Callable
-from urllib.parse import urlsplit
 
+from ...endpoints import server_of
 from ..lifecycle import Operation, operation_wrapper, sdk_field
 from ..wire.gemini import (
     GenerateAccumulator, contents_request, embed_content_request, embed_content_response,
@@ -45,23 +45,11 @@ def _provider(instance: Any) -> str:
     return "gcp.vertex_ai" if getattr(getattr(instance, "_api_client", None), "vertexai", False) else "gcp.gemini"
 
 
-_servers: dict[str, tuple[str | None, int | None]] = {}
-
-
 def _server(instance: Any) -> tuple[str | None, int | None]:
-    """(address, port) of the client's base URL (cached per URL string)."""
+    """(address, port) of the client's base URL."""
     options = getattr(getattr(instance, "_api_client", None), "_http_options", None)
     url = getattr(options, "base_url", None)
-    if not isinstance(url, str):
-        return None, None
-    found = _servers.get(url)
-    if found is None:
-        parts = urlsplit(url)
-        port = parts.port or (443 if parts.scheme == "https" else 80 if parts.scheme == "http" else None)
-        if len(_servers) >= 64:
-            _servers.clear()
-        found = _servers[url] = (parts.hostname or None, port)
-    return found
+    return server_of(url) if isinstance(url, str) else (None, None)
 
 
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 import inspect
 from functools import partial
 from typing import Any, AsyncIterator, Callable, Iterator, NamedTuple
-from urllib.parse import urlsplit
 
 from ... import faults
 from ...call import Call
+from ...endpoints import server_of
 from ...request import Request
 from ...usage import Usage
 from ..lifecycle import Response, async_wrapper, open_call, stop_with, sync_wrapper
@@ -59,10 +59,7 @@ def _route(kwargs: dict[str, Any]) -> tuple[str, str | None]:
 
 def _server(kwargs: dict[str, Any]) -> tuple[str | None, int | None]:
     base = kwargs.get("api_base") or kwargs.get("base_url")
-    if not isinstance(base, str):
-        return None, None
-    parts = urlsplit(base)
-    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+    return server_of(base) if isinstance(base, str) else (None, None)
 
 
 class _Gateway(Sent):

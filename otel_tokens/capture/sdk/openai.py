@@ -28,13 +28,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...endpoints import endpoint
+from ...endpoints import endpoint, server_of
 from ... import settings as _settings
 from ...settings import current
 from ...handler import get_handler
 from .openai_patches import DEPENDENCIES, install, uninstall
 from ..lifecycle import (
-    Operation, Response, operation_wrapper, sdk_field, server_of,
+    Operation, Response, operation_wrapper, sdk_field,
 )
 from ..wire.openai import (
     ChatAccumulator, CompletionsAccumulator, ResponsesAccumulator, RetrievedAccumulator,
@@ -57,30 +57,30 @@ _AZURE = ("AzureOpenAI", "AsyncAzureOpenAI")
 
 def _client(instance: Any) -> tuple[str, str | None, int | None]:
     """(provider, server address, port) of a resource's client, in one step: the provider
-    named by the client's endpoint (:mod:`otel_tokens.endpoints`), Azure by its client.
-    Kept per URL object (a client keeps its own; one set anew is a new object), client class
-    and settings' overrides, so a call reads one table instead of resolving it again."""
+    named by the client's endpoint (:mod:`otel_tokens.endpoints`), Azure by its client, kept
+    per URL object (a client keeps its own; one set anew is a new object), client class and
+    settings' overrides; the address and port from :func:`~otel_tokens.endpoints.server_of`."""
     client = getattr(instance, "_client", None)
     # the URL the ``base_url`` property returns (openai 3's imports a module per read)
     url = getattr(client, "_base_url", None) or getattr(client, "base_url", None)
+    address, port = server_of(url)
     overrides = (_settings._current or current()).provider_urls  # current(), no frame when set
     hit = _clients.get(id(url))
     if hit is None or hit[0] is not url or hit[1] is not type(client) or hit[2] is not overrides:
-        address, port = server_of(url)
         platform = "azure.ai.openai" if type(client).__name__ in _AZURE else None
         found = endpoint(url, address, "openai", platform, overrides)
         if len(_clients) >= 256:  # clients come and go: keep it small
             _clients.clear()
         # holding the URL keeps its id from being reused; a provider's own API (its URL
         # pattern matched) adds no gateway's cost header: none is read (see sent.expect_cost)
-        hit = _clients[id(url)] = (url, type(client), overrides, (found.provider, address, port),
+        hit = _clients[id(url)] = (url, type(client), overrides, found.provider,
                                    None if found.price_id is None else NO_GATEWAY)  # fmt: skip
     if COST.get() is not hit[4]:  # sent.expect_cost, written out: a cost noted for an
         COST.set(hit[4])  # earlier response is not this call's
-    return hit[3]
+    return hit[3], address, port
 
 
-_clients: dict[int, tuple[Any, type, Any, tuple[str, str | None, int | None], Any]] = {}
+_clients: dict[int, tuple[Any, type, Any, str, Any]] = {}
 
 
 def _provider(instance: Any) -> str:

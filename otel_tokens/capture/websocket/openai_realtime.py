@@ -32,7 +32,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from ... import faults
 from ... import settings as _settings
-from ...endpoints import endpoint
+from ...endpoints import endpoint, server_of
 from ...usage import Billing, Usage
 from ..lifecycle import Response, given, sdk_field
 from ..wire.openai import transcription_response
@@ -156,24 +156,14 @@ def _observed(session: Session | None, event: Any, data: Any = None) -> None:
 
 
 # -- the openai SDK -------------------------------------------------------------------------
-def _address(url: str) -> tuple[str | None, int | None]:
-    """(host, port) of a URL string (http(s) or ws(s))."""
-    parts = urlsplit(url)
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    return parts.hostname or None, port or (443 if parts.scheme in ("https", "wss") else 80)
-
-
 def _url_session(base_url: str, socket_url: str | None, model: Any,
                  platform: str | None) -> Session:  # fmt: skip
     """A session of a client whose REST URL ``base_url`` names the provider and whose
     websocket URL (``socket_url``, else the REST URL's host) is the server."""
-    host = _address(base_url)[0]
+    host = server_of(base_url)[0]
     overrides = (_settings._current or _settings.current()).provider_urls
     provider = endpoint(base_url, host, "openai", platform, overrides).provider
-    address, port = _address(socket_url or base_url)
+    address, port = server_of(socket_url or base_url)
     model = given(model)
     return Session(provider, address, port, model if isinstance(model, str) else None)
 
