@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .account import ledger_options as _ledger_options
 from .version import __version__
 
 if TYPE_CHECKING:
@@ -64,6 +65,16 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "usage": ("TOKEN_CLASSES", "Usage"),
 }
 _LAZY: dict[str, str] = {name: module for module, names in _MODULES.items() for name in names}
+
+
+def _agent_ledgers() -> _ledger_options.LedgerOptions:
+    """New agents' ledgers as the process's settings say now (the account step reads none)."""
+    from .settings import current
+
+    return _ledger_options.LedgerOptions.from_settings(current())
+
+
+_ledger_options.source = _agent_ledgers
 
 
 def __getattr__(name: str) -> object:

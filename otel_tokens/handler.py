@@ -25,6 +25,7 @@ from .account.pricing import Pricer
 from .account.settle import Accountant
 from .account.agents import current_attribution
 from .account.conversation_totals import ConversationTotals
+from .account.fleet_budget import FleetBudgets
 from .call import Call
 from .emit.recorder import Recorder
 from .settings import current
@@ -64,6 +65,7 @@ class Handler:
             settings.max_tokens_per_request,
             ConversationTotals(settings.ledger_path),
             settings.max_cost_per_request,
+            fleet=FleetBudgets.from_settings(settings),  # None without a ledger URL
         )  # fmt: skip
         # what a Call delegates straight to the recorder (no frame of the handler's own)
         self.activate = self.recorder.activate

@@ -14,7 +14,7 @@ unusable ``max_input_tokens`` is ignored the same way.
 
 Ledgers of new agents follow the settings ``OTEL_TOKENS_LEDGER_PATH`` (a SQLite file shared
 by every agent; unset: in memory) and ``OTEL_TOKENS_LEDGER_MAX_HISTORY`` (records kept in
-memory per agent).
+memory per agent), as :mod:`.ledger_options` gives them when the agent is first used.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, NamedTuple, TypeVar
 
 from .. import faults
 from ..errors import LedgerPersistenceError
+from . import ledger_options
 
 if TYPE_CHECKING:  # imported when the first agent is created (start-up cost)
     from .ledger import UsageLedger
@@ -184,30 +185,17 @@ _FRESH = (None, None, None, 0, 0, None)  # TokenState().snapshot()
 def _open_ledger(name: str) -> UsageLedger:
     """The agent's ledger; an unusable file (locked, corrupt, unwritable) must not stop the
     host: that agent's ledger then lives in memory, and the fault is logged and counted."""
-    from ..settings import current
     from .ledger import UsageLedger
 
-    settings = current()
-    sink = _fleet_sink(settings)  # fleet-ledger hook (issue 32): every row to PostgreSQL too
-    if settings.ledger_path is None:
-        return UsageLedger(name, max_history=settings.ledger_max_history, sink=sink)
+    options = ledger_options.source()  # every row to PostgreSQL too when a fleet ledger is set
+    if options.path is None:
+        return UsageLedger(name, max_history=options.max_history, sink=options.sink)
     try:
-        return UsageLedger(name, max_history=settings.ledger_max_history, sink=sink,
-                           path=settings.ledger_path, busy_timeout=LEDGER_LOCK_WAIT)  # fmt: skip
+        return UsageLedger(name, max_history=options.max_history, sink=options.sink,
+                           path=options.path, busy_timeout=LEDGER_LOCK_WAIT)  # fmt: skip
     except LedgerPersistenceError as exc:
         faults.report("ledger_persistence", exc)
-        return UsageLedger(name, max_history=settings.ledger_max_history, sink=sink)
-
-
-def _fleet_sink(settings: Any) -> Any:
-    """The process's fleet ledger writer when ``OTEL_TOKENS_LEDGER_URL`` is set, else None."""
-    if settings.ledger_url is None:
-        return None
-    from .ledger.postgres import fleet_writer
-
-    return fleet_writer(settings.ledger_url, settings.ledger_spool_dir,
-                        settings.ledger_spool_max_mb * 1024 * 1024, settings.ledger_queue,
-                        settings.service_name, settings.exit_timeout)  # fmt: skip
+        return UsageLedger(name, max_history=options.max_history, sink=options.sink)
 
 
 class FrameworkRun(NamedTuple):

@@ -480,7 +480,7 @@ def _round_trip(conn: Any) -> float:
     return time.monotonic() - start
 
 
-# -- the account step's hooks (settle.py) ----------------------------------------------------
+# -- what the account step asks of the fleet budgets (settle.py) -------------------------------
 def reserve(fleet: FleetBudgets, pricer: Any, call: Any, agent: str) -> Reservation | None:
     """Reserve the call's projected maximum: its input estimate (an incomplete estimate's
     learnt upper bound when the settings ask for the conservative reservation) plus the

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import faults
 from ..errors import LedgerPersistenceError
-from ..settings import current
 from ..usage import Billing, Usage
 from .anomalies import AnomalyGuard, BudgetExceeded
 from .outcome import Line, Outcome, error_type
@@ -49,14 +48,17 @@ class Accountant:
     counted as ``usage_invalid`` and never billed, so that no counter, TokenState or ledger
     total is poisoned for the life of the process. ``max_cost``: the same for a cost the
     backend reported (a gateway's bill): above it the cost is dropped (the tokens are kept
-    and priced), counted as ``usage_invalid``."""
+    and priced), counted as ``usage_invalid``. ``fleet``: the budgets the fleet shares in
+    PostgreSQL (None without a ledger URL), built by the handler from the settings: each call
+    reserves its projected spend at :meth:`open` and settles it at :meth:`settle`."""
 
     __slots__ = ("pricer", "guard", "estimator", "max_tokens", "max_cost", "conversations",
                  "_counted", "fleet")  # fmt: skip
 
     def __init__(self, pricer: Pricer, guard: AnomalyGuard, estimator: Estimator,
                  max_tokens: int = 100_000_000, conversations: ConversationTotals | None = None,
-                 max_cost: float = 10_000.0) -> None:  # fmt: skip
+                 max_cost: float = 10_000.0,
+                 fleet: FleetBudgets | None = None) -> None:  # fmt: skip
         self.pricer = pricer
         self.guard = guard
         self.estimator = estimator
@@ -64,7 +66,7 @@ class Accountant:
         self.max_cost = max_cost
         self.conversations = conversations if conversations is not None else ConversationTotals()
         self._counted: dict[tuple[str, str], None] = {}  # once-keys whose usage was counted
-        self.fleet = FleetBudgets.from_settings(current())  # fleet budgets hook (issue 32)
+        self.fleet = fleet
 
     # -- before and during the call -------------------------------------------------------------
     def open(self, call: Call, refuse: bool = True) -> None:
@@ -91,7 +93,7 @@ class Accountant:
             estimate = call.estimate
             if refuse and self.guard.enforcing:  # else there is nothing to check
                 self.guard.check_before(entry.name, estimate.input_tokens if estimate else None)
-            if self.fleet is not None:  # fleet budgets hook (issue 32)
+            if self.fleet is not None:  # the call's room in the fleet's budgets
                 call.reservation = reserve(self.fleet, self.pricer, call, entry.name)
         except BudgetExceeded:
             if refuse:
@@ -142,7 +144,7 @@ class Accountant:
         response_model = call.response_model or usage.model
         default_model = response_model or call.request_model
         prices, price = self._prices(call, usage, parts, default_model, billing)
-        if call.reservation is not None:  # fleet budgets hook (issue 32)
+        if call.reservation is not None:  # the fleet's budgets: the call's actual spend
             settle_reservation(self.fleet, call.reservation, usage, price, failed)
         entry = call.agent
         state = None
@@ -168,7 +170,7 @@ class Accountant:
                     anomalies = tuple(found) if found else ()  # none: the common case
                 except Exception as exc:
                     faults.report("internal", exc)
-            if call.reservation is not None and call.reservation.alerts:  # fleet budgets hook
+            if call.reservation is not None and call.reservation.alerts:
                 anomalies += tuple(call.reservation.alerts)  # alert-only fleet budgets crossed
             if state is None:  # no turn (or a state fault): the figures as they are
                 try:

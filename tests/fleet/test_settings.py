@@ -37,3 +37,19 @@ def test_unusable_fleet_settings_are_problems():
     assert [p.name for p in found.problems] == [
         "OTEL_TOKENS_LEDGER_URL", "OTEL_TOKENS_LEDGER_QUEUE", "OTEL_TOKENS_TENANT_BUDGETS",
         "OTEL_TOKENS_TENANT_BUDGETS"]
+
+
+def test_the_handler_hands_the_account_step_the_fleet_budgets_of_its_settings():
+    """The handler builds the fleet budgets from the settings it is given, as it builds the
+    pricer, and the Accountant reserves in those (it reads no settings of its own)."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from otel_tokens.handler import Handler
+
+    found = read({"OTEL_TOKENS_LEDGER_URL": "postgresql://u@127.0.0.1:1/ledger",
+                  "OTEL_TOKENS_AGENT_BUDGETS": "bot:usd=2"})  # alert-only: no connection made
+    fleet = Handler(TracerProvider(), MeterProvider(), settings=found).accountant.fleet
+    assert isinstance(fleet, FleetBudgets) and fleet.url == "postgresql://u@127.0.0.1:1/ledger"
+    assert fleet.rules["agent"][0] == {"bot": Budget(usd=2.0, window_seconds=3600.0)}
+    assert Handler(TracerProvider(), MeterProvider(), settings=read({})).accountant.fleet is None

@@ -113,6 +113,15 @@ def test_layers_import_only_what_the_flow_allows(layer):
     assert {k: v for k, v in broken.items() if v} == {}
 
 
+def test_the_account_step_imports_no_settings():
+    """The handler builds the account step's collaborators (pricer, guard, fleet budgets) and
+    hands it every value it needs from the settings; the package gives new agents' ledgers
+    their options (``account/ledger_options.py``): no module under ``account/`` reads them."""
+    reading = sorted(name for name in MODULES if _in(name, "otel_tokens.account")
+                     and any(_in(t, "otel_tokens.settings") for t in imports_of(name)))  # fmt: skip
+    assert reading == []
+
+
 #: where a variable may be read: the settings module, and the bootstrap that ``otel-tokens run``
 #: puts on PYTHONPATH (it checks its own marker before otel_tokens can be imported)
 READS_ALLOWED = {"otel_tokens.settings", "otel_tokens.cli.bootstrap.sitecustomize"}
