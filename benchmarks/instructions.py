@@ -409,7 +409,10 @@ def report(table: dict[tuple[str, str], float], pythons: dict[str, str], kinds: 
           f"{calls[1] - calls[0]}, mean of seeds {seeds}; bare {KINDS[kinds[0]]} "
           f"{table[('bare', kinds[0])]:,.0f}{'; the calling thread alone' if calling_thread else ''})")
     for kind in kinds:
-        if ("otel_tokens", kind) not in table:
+        if ("otel_tokens", kind) not in table:  # --variants without otel_tokens: the others alone
+            others = [f"{v} {added(v, kind):>10,.0f}" for v in OTHERS if (v, kind) in table]
+            if others:
+                print(f"  {KINDS[kind]:<18} " + "   ".join(others))
             continue
         ours = added("otel_tokens", kind)
         line = f"  {KINDS[kind]:<18} otel_tokens {ours:>10,.0f}"
