@@ -23,9 +23,12 @@ out. Variants:
 * ``openllmetry``: OpenLLMetry's ``opentelemetry-instrumentation-openai``, when importable by
   ``--openllmetry-python`` (the same venv serves: ``.ci/run``'s ``.venv-coexist``);
 * ``openlit``: ``openlit.init()`` on the same providers (its defaults: message content
-  recorded), prices from a local file (it fetches them otherwise), when importable by
-  ``--openlit-python`` (a venv of its own: ``pip install openlit httpx openai`` and
-  ``pip install -e .``);
+  recorded; its log events off), prices from a local file (it fetches them otherwise), when
+  importable by ``--openlit-python``. A venv of its own: ``pip install openlit==1.45.0
+  opentelemetry-sdk==1.45.1 httpx``, then this venv's openai (3.57.0) and OpenTelemetry
+  (SDK 1.45.2, ``opentelemetry-instrumentation`` and semantic conventions 0.66b2) over it:
+  1.45.0 asks for openai < 3, and nine of the instrumentations it pulls in have no 0.66b2
+  release. pip warns; its openai instrumentation records the call (span, tokens, cost);
 * ``--http``: ``no_http`` (``instrument()`` without the HTTP layer) and ``http_layer`` (the
   HTTP layer alone: the call recorded from the bytes by its wire format, as a client no SDK
   capture covers is), each reported per call and per chunk, beside the official's per chunk.
@@ -284,19 +287,18 @@ def worker(variant: str, kind: str, n: int) -> None:
 
 
 def _openlit() -> None:
-    """``openlit.init()`` on the global providers, its prices from a local file."""
+    """``openlit.init()`` on the global providers (1.45 finds them itself), its prices from a
+    local file, its log events off (with no logger provider set it would print them)."""
     import tempfile
 
     import openlit
-    from opentelemetry import metrics, trace
 
     prices = {"chat": {"gpt-4o-mini": {"promptPrice": 0.00015, "completionPrice": 0.0006},
                        "gpt-4o-mini-2024-07-18": {"promptPrice": 0.00015, "completionPrice": 0.0006}},
               "embeddings": {}, "images": {}, "audio": {}}  # fmt: skip
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as file:
         json.dump(prices, file)
-    openlit.init(tracer=trace.get_tracer("openlit"), meter=metrics.get_meter("openlit"),
-                 pricing_json=file.name)  # fmt: skip
+    openlit.init(pricing_json=file.name, disable_events=True)
 
 
 # -- the driver --------------------------------------------------------------------------------
@@ -407,7 +409,10 @@ def report(table: dict[tuple[str, str], float], pythons: dict[str, str], kinds: 
           f"{calls[1] - calls[0]}, mean of seeds {seeds}; bare {KINDS[kinds[0]]} "
           f"{table[('bare', kinds[0])]:,.0f}{'; the calling thread alone' if calling_thread else ''})")
     for kind in kinds:
-        if ("otel_tokens", kind) not in table:
+        if ("otel_tokens", kind) not in table:  # --variants without otel_tokens: the others alone
+            others = [f"{v} {added(v, kind):>10,.0f}" for v in OTHERS if (v, kind) in table]
+            if others:
+                print(f"  {KINDS[kind]:<18} " + "   ".join(others))
             continue
         ours = added("otel_tokens", kind)
         line = f"  {KINDS[kind]:<18} otel_tokens {ours:>10,.0f}"
