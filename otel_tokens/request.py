@@ -32,8 +32,7 @@ class Request(NamedTuple):
     tokens the request allows (its ``max_tokens``, in the API's spelling; None: it says none),
     read once by :func:`output_limit` (the fleet budget reserves it before the call).
 
-    (A named tuple: one is described per call, and a named tuple is made several times
-    cheaper than a frozen dataclass; immutable all the same.)
+    (A named tuple: immutable, built and read by field name.)
     """
 
     api: Api

@@ -25,7 +25,6 @@ from functools import partial
 from typing import Any, Callable, NamedTuple
 
 from .. import faults
-from .. import handler as _handlers
 from ..account.anomalies import BudgetExceeded
 from ..call import Call
 from ..handler import get_handler
@@ -49,15 +48,14 @@ def open_call(describe: Callable[[Any], Request | None], given: Any, *, operatio
               conversation_id: str | None = None) -> Call | None:  # fmt: skip
     """Open a call on the process-wide handler with the request ``describe(given)`` returns (a
     failure there only loses the estimate); None when instrumentation itself failed, so the
-    backend call goes on unrecorded. Raises only an enforced budget's ``BudgetExceeded``.
-    (The call's facts as named arguments: packing and unpacking them as ``**`` cost more.)"""
+    backend call goes on unrecorded. Raises only an enforced budget's ``BudgetExceeded``."""
     try:
         request = None
         try:
             request = describe(given)
         except Exception as exc:
             faults.report("estimate", exc)
-        return (_handlers._handler or get_handler()).start(
+        return get_handler().start(
             operation=operation, provider=provider, request_model=request_model, stream=stream,
             server_address=server_address, server_port=server_port, request=request,
             conversation_id=conversation_id)  # fmt: skip
@@ -186,7 +184,7 @@ def async_wrapper(start: Start, read: Read, failure: Callable[[BaseException], A
 
 # -- SDK methods described as operations: one method call -> one call record ------------
 class Response(NamedTuple):
-    """What a finished, non-streamed response says (a named tuple: one is made per call).
+    """What a finished, non-streamed response says.
 
     ``parts``: usages billed apart within the one response (Anthropic's compaction and
     advisor iterations), each with its model, the first being ``usage``; ``billing``: see

@@ -150,7 +150,7 @@ def _text(chunk: Any) -> str:
 
 _decoders: dict[str, Any] = {}  # SDK module -> its SSEDecoder class
 
-try:  # the SDKs' own JSON parser (both depend on it): under half json's instructions
+try:  # the SDKs' own JSON parser (both depend on it); json when it is not there
     from jiter import from_json as _from_json
 
     def _loads(payload: str | bytes) -> Any:

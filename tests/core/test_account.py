@@ -159,3 +159,41 @@ def test_running_usage_is_in_flight_until_the_end():
         acc.settle(call)
     assert entry.ledger.in_flight == {} and entry.ledger.cumulative.output_tokens == 9
     assert len(entry.ledger) == 1
+
+
+def test_the_outcome_and_its_line_have_every_field_in_its_own_slot():
+    """``settle`` builds the Outcome and its Line from all their fields at once, by position
+    (kept: see docs/benchmarks.md): each field, read by name, holds its own value (a field
+    reordered in ``outcome.py`` without ``settle.py`` fails here)."""
+    from otel_tokens.account.outcome import Line, Outcome
+
+    acc = accountant()
+    usage = Usage(input_tokens=1000, output_tokens=200, premium_requests=2.0)
+    with otel_tokens.agent("slots", max_input_tokens=10_000):
+        call = record(stream=True, estimate=Estimate(1100, "full"), usage=usage,
+                      response_model="gpt-4o-2024-08-06", response_id="chatcmpl-slots",
+                      finish_reasons=["stop"], first_chunk_at=10.25,
+                      end_attributes={"custom": 1})  # fmt: skip
+        outcome = settled(acc, call, ended=10.5)
+    assert type(outcome) is Outcome and len(outcome) == len(Outcome._fields)
+    assert (outcome.failed, outcome.error_type, outcome.error_message) == (False, None, None)
+    assert outcome.usage is usage and outcome.price.source == "computed"
+    assert outcome.response_model == "gpt-4o-2024-08-06"
+    assert outcome.response_id == "chatcmpl-slots" and outcome.finish_reasons == ("stop",)
+    assert outcome.estimate == Estimate(1100, "full")
+    assert outcome.estimate_error == pytest.approx(0.1)
+    assert outcome.duration == pytest.approx(0.5)
+    assert outcome.time_to_first_chunk == pytest.approx(0.25)
+    assert outcome.stream is True and outcome.state.turn_count == 1
+    assert outcome.anomalies == () and outcome.attributes == {"custom": 1}
+    assert outcome.usage_missing is False
+    (line,) = outcome.lines
+    assert line == Line(model="gpt-4o-2024-08-06", usage=usage, cost_usd=outcome.price.cost_usd,
+                        cost_source="computed", unpriced=False, premium_requests=2.0,
+                        unpriced_components=(), price_match=outcome.price.match)  # fmt: skip
+    assert line.price_match is not None
+
+    failed = settled(acc, record(error=ValueError("boom")))
+    assert (failed.failed, failed.error_type, failed.error_message) == (True, "ValueError", "boom")
+    assert failed.usage_missing is False and failed.stream is False
+    assert failed.time_to_first_chunk is None

@@ -161,7 +161,7 @@ def _url_session(base_url: str, socket_url: str | None, model: Any,
     """A session of a client whose REST URL ``base_url`` names the provider and whose
     websocket URL (``socket_url``, else the REST URL's host) is the server."""
     host = server_of(base_url)[0]
-    overrides = (_settings._current or _settings.current()).provider_urls
+    overrides = _settings.current().provider_urls
     provider = endpoint(base_url, host, "openai", platform, overrides).provider
     address, port = server_of(socket_url or base_url)
     model = given(model)

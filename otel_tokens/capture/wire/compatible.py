@@ -44,7 +44,7 @@ _CACHE_READ_FIELDS = ("prompt_cache_hit_tokens", "cached_prompt_text_tokens", "c
 
 
 def has_vendor_fields(usage: Any) -> bool:
-    """Cheap test (every call): may :func:`vendor_usage` change what was read? An SDK object's
+    """May :func:`vendor_usage` change what was read? An SDK object's
     extra fields are in ``model_extra`` (empty for OpenAI's own responses)."""
     if isinstance(usage, dict):
         return any(name in usage for name in _VENDOR_FIELDS)
