@@ -3,7 +3,6 @@ cache every capture uses (SDK clients' base URLs, the HTTP layer's requests, web
 
 from __future__ import annotations
 
-import httpx
 import pytest
 
 from otel_tokens import endpoints
@@ -33,6 +32,7 @@ def test_address_and_port_of_a_url(url, expected):
 
 
 def test_a_url_object_reads_as_its_string():
+    httpx = pytest.importorskip("httpx", reason="SDK extras install httpx")
     url = httpx.URL("https://api.anthropic.com:444/v1/")
     assert server_of(url) == server_of(str(url)) == ("api.anthropic.com", 444)
     assert server_of(httpx.URL("http://127.0.0.1/v1")) == ("127.0.0.1", 80)
@@ -40,6 +40,7 @@ def test_a_url_object_reads_as_its_string():
 
 def test_the_cache_stays_bounded_whatever_the_urls():
     """A gateway's callers name any host: the cache holds at most its bound."""
+    httpx = pytest.importorskip("httpx", reason="SDK extras install httpx")
     endpoints.clear_cache()
     for i in range(3 * endpoints._CACHE_MAX):
         assert server_of(f"https://h{i}.example:{1000 + i}/v1") == (f"h{i}.example", 1000 + i)
