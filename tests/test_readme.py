@@ -5,8 +5,8 @@ environment and `my_agent.py` is a small agent calling a local server in OpenAI'
 blocks in a process of their own, their model calls to that server). A block that cannot run
 in a test carries `<!-- not run by tests: why -->` on the line above it, and
 ``NOT_RUN`` below names each one: a new one fails until it is listed here. The ```promql block
-is run on a real Prometheus by tests/ops/test_e2e.py. The sample report is the demo's real
-output (docs/render_report.py refreshes it), and the README's settings are those
+is run on a real Prometheus by tests/ops/test_e2e.py. The sample report (the README's picture,
+its text in docs/cli.md) is the demo's real output (docs/render_report.py refreshes it), and the README's settings are those
 otel_tokens/settings.py reads."""
 
 from __future__ import annotations
@@ -38,7 +38,6 @@ REFRESH = "refresh it: python docs/render_report.py (from the repository's root)
 NOT_RUN = {
     "python3 -m venv .venv && .venv/bin/pip install -q -e '.[demo]'": "installs from the network",
     "bash .ci/run": "it is the test suite",
-    ".venv/bin/python -m pytest -q -x -m \"not slow\" tests/core tests/layout": "part of the suite",
     "GF_ADMIN_PASSWORD=change-me docker compose -f collector-config/docker-compose.yml up -d":
         "needs Docker",
 }  # fmt: skip
@@ -138,8 +137,12 @@ def test_the_blocks_no_test_runs_are_these():
 
 
 def test_the_sample_report_is_what_the_demo_prints():
-    shown = render_report.readme_sample(README.read_text())
-    assert shown == render_report.sample(), f"README's sample report is not the demo's: {REFRESH}"
+    shown = render_report.shown_sample(render_report.SAMPLE_DOC.read_text())
+    assert shown == render_report.sample(), f"the sample report is not the demo's: {REFRESH}"
+
+
+def test_the_readme_shows_the_report_picture():
+    assert "![otel-tokens report of the demo's ledger](docs/report.svg)" in README.read_text()
 
 
 def _characters(text: str) -> Counter[str]:
@@ -153,10 +156,10 @@ def test_the_report_picture_is_the_sample():
     drawn = "".join(
         html.unescape(text) for text in re.findall(r"<text [^>]*>(.*?)</text>", picture)
     )
-    sample = render_report.readme_sample(README.read_text())
+    sample = render_report.shown_sample(render_report.SAMPLE_DOC.read_text())
     wanted = f"{sample}$ {render_report.COMMAND}"
     assert _characters(drawn) == _characters(wanted), (
-        f"docs/report.svg is not README's sample: {REFRESH}"
+        f"docs/report.svg is not the sample: {REFRESH}"
     )
 
 
