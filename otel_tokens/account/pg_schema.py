@@ -4,8 +4,9 @@ Its version is kept in ``otel_tokens_meta`` (``schema_version``). :func:`ensure_
 database to :data:`SCHEMA_VERSION`, one step per version: a new database takes every step, an
 older one the steps it lacks (each step is written so that it also finds its tables already
 there: version 2 adopts the budget tables earlier releases created without a version, their
-rows kept). The first connection of any process does it, under an advisory lock, so processes
-starting together are safe; once the version is current a connection runs no DDL at all (a
+rows kept; version 3 adds the ledger's ``error_type``, NULL in the rows there). The first
+connection of any process does it, under an advisory lock, so processes starting together are
+safe; once the version is current a connection runs no DDL at all (a
 ``CREATE INDEX IF NOT EXISTS`` would lock the table and make the writes under way wait).
 """
 
@@ -74,9 +75,12 @@ _BUDGETS = (
     ),
 )
 
+#: a failed call's error type (NULL: a success, or a row of a release before version 3)
+_ERROR_TYPE = ("ALTER TABLE otel_tokens_requests ADD COLUMN IF NOT EXISTS error_type TEXT",)
+
 #: the statements of each version, in order: version ``n`` is the database after the first
-#: ``n`` steps (1: the ledger; 2: the fleet budgets' reservations)
-_STEPS: tuple[tuple[str, ...], ...] = (_LEDGER, _BUDGETS)
+#: ``n`` steps (1: the ledger; 2: the fleet budgets' reservations; 3: the ledger's error type)
+_STEPS: tuple[tuple[str, ...], ...] = (_LEDGER, _BUDGETS, _ERROR_TYPE)
 SCHEMA_VERSION = len(_STEPS)
 #: every table of the schema, for those who check or clean a database
 TABLES = ("otel_tokens_meta", "otel_tokens_requests", "otel_tokens_rollbacks",

@@ -12,6 +12,11 @@ _COLUMNS = ("ledger", "request_id", "ts", "model", "provider", "source", "input_
             "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
             "cost_usd", "premium_requests", "trace_id", "span_id", "user_id", "tenant_id",
             "conversation_id", "service", "host")  # fmt: skip
+#: the column version 3 of the schema added: a database not yet migrated is read without it
+_ERROR_COLUMN = "error_type"
+_HAS_ERROR_COLUMN = ("SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE "
+                     "table_schema = current_schema() AND table_name = 'otel_tokens_requests' "
+                     "AND column_name = %s)")  # fmt: skip
 
 
 def is_url(db: str) -> bool:
@@ -32,7 +37,9 @@ def shown_url(url: str) -> str:
 
 
 def read_fleet_rows(url: str, since: float | None = None) -> list[dict[str, Any]]:
-    """Every active row of every process (those from ``since`` on when given), oldest first."""
+    """Every active row of every process (those from ``since`` on when given), oldest first;
+    ``error_type`` None where the row has none (a success, or a row of a database or a release
+    before schema version 3)."""
     from ..account.ledger.postgres import connect, driver_missing
 
     try:
@@ -44,13 +51,19 @@ def read_fleet_rows(url: str, since: float | None = None) -> list[dict[str, Any]
     where = "active=1" if since is None else "active=1 AND ts >= %s"
     try:
         with connect(url) as conn:
-            cursor = conn.execute(f"SELECT {', '.join(_COLUMNS)} FROM otel_tokens_requests "
-                                  f"WHERE {where} ORDER BY ts, row_id",
+            error = _ERROR_COLUMN if _has_error_column(conn) else "NULL"
+            cursor = conn.execute(f"SELECT {', '.join(_COLUMNS)}, {error} FROM "
+                                  f"otel_tokens_requests WHERE {where} ORDER BY ts, row_id",
                                   () if since is None else (since,))  # fmt: skip
-            return [dict(zip(_COLUMNS, row)) for row in cursor]
+            return [dict(zip((*_COLUMNS, _ERROR_COLUMN), row)) for row in cursor]
     except psycopg.errors.UndefinedTable:
         raise CliError(f"report: {shown_url(url)} holds no otel_tokens ledger (no "
                        "otel_tokens_requests table)") from None  # fmt: skip
     except psycopg.Error as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CliError(f"report: cannot read {shown_url(url)}: {redact(detail)}") from None
+
+
+def _has_error_column(conn: Any) -> bool:
+    """Whether the database's requests table has the ``error_type`` column (schema 3)."""
+    return bool(conn.execute(_HAS_ERROR_COLUMN, (_ERROR_COLUMN,)).fetchone()[0])

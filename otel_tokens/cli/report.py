@@ -33,7 +33,8 @@ _COLUMNS = ("ledger, request_id, ts, model, provider, source, input_tokens, outp
 _STAT_FIGURES = ("input_tokens", "output_tokens", "total_tokens", "cost_usd")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 #: the error type of a failed call in a ledger that does not record error types (a file
-#: before schema version 3, a fleet ledger): a row without any token figure or estimate
+#: before schema version 3, rows a release before schema 3 wrote to a fleet database): a row
+#: without any token figure or estimate
 NOT_RECORDED = "(error type not recorded)"
 #: providers whose streams report usage only when asked (``stream_options.include_usage``)
 _INCLUDE_USAGE_PROVIDERS = ("openai", "azure")
@@ -142,10 +143,13 @@ def _rows(conn: sqlite3.Connection, path: str) -> list[dict[str, Any]]:
 
 
 def with_inferred_failures(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Rows of a ledger that does not record error types, failed calls' marked as such: a row
-    without any token figure, estimate or cost is taken for a failed call's (a success whose
-    backend reported nothing and that could not be estimated reads the same)."""
+    """Rows of a ledger that does not record error types (or not for every row), failed
+    calls' marked as such: a row with no error type and without any token figure, estimate
+    or cost is taken for a failed call's (a success whose backend reported nothing and that
+    could not be estimated reads the same); a recorded error type is kept."""
     for row in rows:
+        if row.get("error_type") is not None:
+            continue
         failed = row["input_tokens"] is None and row["output_tokens"] is None \
             and row["source"] == "estimated" and row["cost_usd"] is None  # fmt: skip
         row["error_type"] = NOT_RECORDED if failed else None
@@ -308,7 +312,7 @@ _SHARES = ("requests", "failed", "estimated_requests", "estimated_tokens", "esti
 def build_report(path: str, since: float | None, top_n: int, by: str | None = None) -> dict[str, Any]:
     """The report's figures; dictionaries are keyed by the recorded values (None: none
     recorded). :func:`json_ready` turns them into JSON keys."""
-    if is_url(path):  # a fleet ledger: every process's rows in PostgreSQL (no error types)
+    if is_url(path):  # a fleet ledger: every process's rows (older releases': no error types)
         rows, path = with_inferred_failures(read_fleet_rows(path, since)), shown_url(path)
     else:
         rows = read_rows(path)
@@ -535,8 +539,9 @@ def _print_failures(console: Any, data: dict[str, Any]) -> None:
     console.print(table)
     if any(f["error_type"] == NOT_RECORDED for f in data["failures"]):
         console.print(Text("this ledger does not record error types (a file written before "
-                           "schema version 3, or a fleet ledger): its rows without any token "
-                           "figure are counted as failed calls."), overflow="fold")  # fmt: skip
+                           "schema version 3, or rows a release before it wrote to a fleet "
+                           "database): its rows without any token figure are counted as failed "
+                           "calls."), overflow="fold")  # fmt: skip
 
 
 def _print_time_and_top(console: Any, data: dict[str, Any]) -> None:

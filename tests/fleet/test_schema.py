@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from otel_tokens.account.pg_schema import SCHEMA_VERSION
+
 from .test_ledger import APPS, fleet_env
 
 psycopg = pytest.importorskip("psycopg")
@@ -74,7 +76,8 @@ def _version(conn) -> list[tuple[str, str]]:
 def test_an_older_database_is_migrated_in_place(ledger_db, old):
     """The fleet budgets' first connection migrates a database of the releases before (the
     budgets' table without a version, with or without the ledger's at version 1): its rows
-    kept, the old reservation still counted in its window, every table there, version 2."""
+    kept, the old reservation still counted in its window, every table there, the current
+    version."""
     from otel_tokens.account.anomalies import Budget, BudgetExceeded
     from otel_tokens.account.fleet_budget import FleetBudgets
 
@@ -91,7 +94,7 @@ def test_an_older_database_is_migrated_in_place(ledger_db, old):
     assert fleet.flush(10.0)
     with psycopg.connect(ledger_db) as conn:
         assert _tables(conn) == _TABLES
-        assert _version(conn) == [("schema_version", "2")]
+        assert _version(conn) == [("schema_version", str(SCHEMA_VERSION))]
         assert conn.execute("SELECT key, usd, settled FROM otel_tokens_budget_reservations "
                             "ORDER BY usd").fetchall() == [("acme", 1.0, True),
                                                            ("acme", 8.0, True)]  # fmt: skip
@@ -101,7 +104,7 @@ def test_an_older_database_is_migrated_in_place(ledger_db, old):
 
 def test_the_ledgers_writer_migrates_an_older_database_too(ledger_db, tmp_path):
     """The ledger's first connection migrates the same database the same way: its row written
-    beside the old one, the old reservation kept, version 2."""
+    beside the old one, the old reservation kept, the current version."""
     from otel_tokens.account.ledger.postgres import FleetWriter
     from otel_tokens.account.ledger.spool import Spool
     from otel_tokens.usage import Usage
@@ -115,7 +118,7 @@ def test_the_ledgers_writer_migrates_an_older_database_too(ledger_db, tmp_path):
     assert writer.flush(10) and writer.written == 1
     with psycopg.connect(ledger_db) as conn:
         assert _tables(conn) == _TABLES
-        assert _version(conn) == [("schema_version", "2")]
+        assert _version(conn) == [("schema_version", str(SCHEMA_VERSION))]
         ledger_rows = conn.execute("SELECT request_id FROM otel_tokens_requests ORDER BY 1")
         assert ledger_rows.fetchall() == [("r1",), ("r2",)]
         reserved = conn.execute("SELECT key, usd FROM otel_tokens_budget_reservations")
@@ -141,7 +144,7 @@ def test_two_processes_starting_together_set_the_schema_up_once(ledger_db, tmp_p
         assert (starter.returncode, out, "fault" in err) == (0, "database\n", False), err
     with psycopg.connect(ledger_db) as conn:
         assert _tables(conn) == _TABLES
-        assert _version(conn) == [("schema_version", "2")]
+        assert _version(conn) == [("schema_version", str(SCHEMA_VERSION))]
         assert conn.execute("SELECT count(*) FROM otel_tokens_requests").fetchone() == (2,)
         reserved = conn.execute("SELECT count(*) FROM otel_tokens_budget_reservations")
         assert reserved.fetchone() == (2,)
@@ -178,8 +181,11 @@ def test_a_newer_schema_is_refused_and_budgets_stay_this_process(ledger_db):
 
     with psycopg.connect(ledger_db, autocommit=True) as conn:
         ensure_schema(conn)
-        conn.execute("UPDATE otel_tokens_meta SET value='3' WHERE key='schema_version'")
-        with pytest.raises(RuntimeError, match="version 3, this otel_tokens writes version 2"):
+        newer = SCHEMA_VERSION + 1
+        conn.execute("UPDATE otel_tokens_meta SET value=%s WHERE key='schema_version'",
+                     (str(newer),))  # fmt: skip
+        with pytest.raises(RuntimeError, match=f"version {newer}, this otel_tokens writes "
+                                               f"version {SCHEMA_VERSION}"):  # fmt: skip
             ensure_schema(conn)
     budget = Budget(usd=10.0, window_seconds=3600, enforce=True)
     fleet = FleetBudgets(ledger_db, {}, None, {"acme": budget}, {}, timeout=30.0)
@@ -187,6 +193,6 @@ def test_a_newer_schema_is_refused_and_budgets_stay_this_process(ledger_db):
     assert reservation.held is not None  # this process's own window
     assert fleet.faults == 1
     with psycopg.connect(ledger_db) as conn:
-        assert _version(conn) == [("schema_version", "3")]
+        assert _version(conn) == [("schema_version", str(newer))]
         reserved = conn.execute("SELECT count(*) FROM otel_tokens_budget_reservations")
         assert reserved.fetchone() == (0,)

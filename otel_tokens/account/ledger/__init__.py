@@ -206,7 +206,7 @@ class UsageLedger:
             self._sink.put(self.name, request_id if request_id is not None else
                            f"{self._id_prefix}{lid:x}", timestamp, usage if provider ==
                            usage.provider else usage.replace(provider=provider), cost, trace,
-                           span, who)  # fmt: skip
+                           span, who, error_type)  # fmt: skip
         return index
 
     def _pending_extra(self, lid: int, who: tuple[str | None, str | None, str | None] | None,

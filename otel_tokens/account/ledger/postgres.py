@@ -7,7 +7,8 @@ a bounded in-memory queue, and a background thread writes them in batches (``psy
 raises nothing: once it is found down the rows go to a local :class:`~.spool.Spool` on disk (a
 folder per database) and are replayed into that database when it is back. No value stops a
 batch: texts PostgreSQL cannot hold are stored escaped (:func:`stored_text`), numbers out of
-their column's range NULL, and a row the database still refuses is set aside alone.
+their column's range NULL, and a row the database still refuses is set aside alone. A failed
+call's row carries its error type (schema version 3; bounded, escaped like any text).
 Every row carries its own id (a UUID made when it was recorded) and is inserted with
 ``ON CONFLICT DO NOTHING``, so a batch retried after a timeout (whose commit may have gone
 through) or replayed twice is stored exactly once. Its tables are those of
@@ -43,15 +44,19 @@ from ... import faults, threads
 from ..pg_schema import ensure_schema
 from .spool import Journal, Segment, Spool, default_folder
 
-__all__ = ["COLUMNS", "FleetWriter", "connect", "fleet_writer", "original_text", "stored_text"]
+__all__ = ["COLUMNS", "ERROR_TYPE_MAX", "FleetWriter", "connect", "fleet_writer", "original_text",
+           "stored_text"]  # fmt: skip
 
 #: the columns of a row, in the order :meth:`FleetWriter.put` is given them
 COLUMNS = (
     "row_id", "ledger", "request_id", "ts", "model", "provider", "source", "input_tokens",
     "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "cost_usd",
     "premium_requests", "trace_id", "span_id", "active", "user_id", "tenant_id",
-    "conversation_id", "service", "host",
+    "conversation_id", "service", "host", "error_type",
 )  # fmt: skip
+#: characters of a failed call's error type kept (a class's qualified name is far shorter; the
+#: value may be any text a backend or an agent CLI sent)
+ERROR_TYPE_MAX = 256
 
 _INCOMING = ("CREATE TEMP TABLE IF NOT EXISTS otel_tokens_incoming "
              "(LIKE otel_tokens_requests INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
@@ -119,7 +124,10 @@ def _unescape(match: re.Match[str]) -> str:
 
 def _cleaned(row: Sequence[Any]) -> tuple[Any, ...]:
     """A row as its columns can hold it (:func:`_column_value`); a NUL, a lone surrogate or a
-    number that had to be stored NULL is a ``ledger_fleet_value`` fault (logged once)."""
+    number that had to be stored NULL is a ``ledger_fleet_value`` fault (logged once). A row
+    an older release spooled or journaled (before ``error_type``) is a success's."""
+    if len(row) == len(COLUMNS) - 1:
+        row = (*row, None)
     cleaned = tuple(_column_value(c, v) for c, v in zip(COLUMNS, row, strict=True))
     for column, value, kept in zip(COLUMNS, row, cleaned):
         if kept is not value and kept != value and (kept is None or _POISON.search(str(value))):
@@ -213,18 +221,22 @@ class FleetWriter:
 
     # -- the call path: never blocks on the database, never raises ---------------------------
     def put(self, ledger: str, request_id: str | None, ts: float, usage: Any, cost: float | None,
-            trace: int, span: int, who: Sequence[str | None] | None) -> None:  # fmt: skip
-        """Queue one row (what :meth:`UsageLedger.append` recorded)."""
+            trace: int, span: int, who: Sequence[str | None] | None,
+            error_type: str | None = None) -> None:  # fmt: skip
+        """Queue one row (what :meth:`UsageLedger.append` recorded; ``error_type``: a failed
+        call's, its first :data:`ERROR_TYPE_MAX` characters)."""
         try:
             if self._pid != os.getpid():
                 self._fresh()  # a forked child: its own queue, thread and connection
             user, tenant, conversation = who if who is not None else (None, None, None)
+            if error_type is not None:
+                error_type = str(error_type)[:ERROR_TYPE_MAX]
             row_id = self._row_id()
             row = (row_id, ledger, request_id or row_id, ts, usage.model, usage.provider,
                    usage.source, usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
                    usage.cache_write_tokens, usage.reasoning_tokens, cost, usage.premium_requests,
                    f"{trace:032x}" if trace else None, f"{span:016x}" if span else None, 1,
-                   user, tenant, conversation, self.service, self.host)  # fmt: skip
+                   user, tenant, conversation, self.service, self.host, error_type)  # fmt: skip
             self._enqueue(row)
         except Exception as exc:  # never the host's problem
             faults.report("ledger_fleet", exc)
