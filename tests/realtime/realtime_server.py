@@ -10,7 +10,8 @@ the ``conversation.item.input_audio_transcription.completed`` carrying the next 
 ``transcriptions``.
 
 ``drop_after_created``: the server cuts the connection (no close frame) right after the
-next ``response.created``, as a network failure would; ``never_done``: responses start and
+next ``response.created`` (in a transcription session: the next transcription), as a network
+failure would; ``never_done``: responses start and
 never finish.
 """
 
@@ -150,6 +151,9 @@ class RealtimeServer:
                 ws.send(json.dumps(_transcription("session.updated", n, configured)))
             elif kind == "input_audio_buffer.append":
                 self._transcribe(ws, n)
+                if self.drop_after_created:  # no close frame: a dropped connection
+                    ws.socket.shutdown(socket.SHUT_RDWR)
+                    return
             elif kind == "input_audio_buffer.commit":
                 ws.send(json.dumps({"type": "error", "event_id": f"event_x{n}", "error": {
                     "type": "invalid_request_error", "code": "input_audio_buffer_commit_empty",

@@ -17,7 +17,14 @@ pytest.importorskip("agents.voice")
 
 import genai_prices
 from agents import set_tracing_disabled
-from agents.voice import OpenAISTTModel, StreamedAudioInput, STTModelSettings
+from agents.voice import (
+    OpenAISTTModel,
+    OpenAITTSModel,
+    StreamedAudioInput,
+    STTModelSettings,
+    VoicePipeline,
+    VoiceWorkflowBase,
+)
 
 import otel_tokens
 from otel_tokens.capture.sdk import openai_patches
@@ -49,16 +56,28 @@ def server():
     s.close()
 
 
-async def transcribe(server: RealtimeServer, turns: int) -> list[str]:
-    """A streamed STT session of ``turns`` chunks of audio, each a turn; its transcripts."""
+async def open_session(server: RealtimeServer, model: str = TRANSCRIBER) -> tuple:
+    """A streamed STT session (not connected until its turns are read) and its audio input."""
     client = openai.AsyncOpenAI(api_key="sk-test", base_url="https://api.openai.com/v1",
                                 websocket_base_url=server.url)  # fmt: skip
     audio = StreamedAudioInput()
-    session = await OpenAISTTModel(TRANSCRIBER, client).create_session(
+    session = await OpenAISTTModel(model, client).create_session(
         audio, STTModelSettings(), False, False)  # fmt: skip
+    return audio, session
+
+
+async def speak(audio: StreamedAudioInput, turns: int, end: bool = True) -> None:
+    """``turns`` chunks of audio, each a turn (server VAD), then the end of the input."""
     for _ in range(turns):
         await audio.add_audio(np.zeros(2400, dtype=np.int16))
-    await audio.add_audio(None)  # the end of the input
+    if end:
+        await audio.add_audio(None)
+
+
+async def transcribe(server: RealtimeServer, turns: int, model: str = TRANSCRIBER) -> list[str]:
+    """A streamed STT session of ``turns`` turns; its transcripts."""
+    audio, session = await open_session(server, model)
+    await speak(audio, turns)
     return [text async for text in session.transcribe_turns()]
 
 
@@ -96,3 +115,121 @@ def test_the_program_gets_the_same_transcripts_as_unrecorded(server):
         traced = asyncio.run(transcribe(server, 3))
     assert len(t.finished()) == 3  # recorded, and ...
     assert asyncio.run(transcribe(server, 3)) == traced  # ... the same as unrecorded
+
+
+def test_a_dropped_connection_ends_the_session_and_the_error_reaches_the_program(server):
+    """The server cuts the connection after the first turn: that turn is recorded, the
+    program gets the SDK's own error as unrecorded, and nothing of the session is kept."""
+    from otel_tokens.capture.websocket import agents_voice
+
+    server.drop_after_created = True
+
+    async def run(texts: list[str]) -> None:
+        audio, session = await open_session(server)
+        await speak(audio, 2, end=False)  # the input goes on: the drop ends the session
+        async for text in session.transcribe_turns():
+            texts.append(text)
+
+    def failure() -> tuple[list[str], str]:
+        texts: list[str] = []
+        with pytest.raises(Exception) as raised:
+            asyncio.run(run(texts))
+        return texts, f"{type(raised.value).__name__}: {raised.value}"
+
+    with handling(openai_patches) as t:
+        traced = failure()
+    assert failure() == traced  # the same transcripts and the same error, unrecorded
+    assert traced[0] == ["Hi, can you hear me?"]
+    (span,) = t.finished()
+    assert span.attributes["gen_ai.usage.input_tokens"] == 17
+    assert len(agents_voice._HOOKED) == 0 and t.errors() == {}
+
+
+def test_uninstrument_stops_reading_a_session_still_open(server):
+    """``uninstrument()`` mid-session: the queue gets its own ``put`` back and the
+    session's later turns are not recorded; the program still gets every transcript."""
+    server.transcriptions.extend(TURNS)
+
+    async def run() -> tuple[list[str], bool]:
+        audio, session = await open_session(server)
+        await speak(audio, 1, end=False)
+        texts, restored = [], False
+        async for text in session.transcribe_turns():
+            texts.append(text)
+            if len(texts) == 1:  # the next turns are spoken after uninstrument()
+                openai_patches.uninstall()
+                restored = "put" not in vars(session._event_queue)
+                await speak(audio, 2)
+        return texts, restored
+
+    with handling(openai_patches) as t:
+        texts, restored = asyncio.run(run())
+    assert texts == [text for text, _ in TURNS] and restored
+    assert len(t.finished()) == 1
+
+
+def test_a_model_billed_by_the_second_is_priced_by_its_seconds(server):
+    """whisper-like models report ``{"type": "duration", "seconds": N}``: priced per second."""
+    server.transcriptions.append(("Hello there.", {"type": "duration", "seconds": 2.4}))
+    with handling(openai_patches) as t:
+        assert asyncio.run(transcribe(server, 1, model="whisper-1")) == ["Hello there."]
+    attrs = t.span().attributes
+    assert (attrs["gen_ai.request.model"], attrs["otel_tokens.cost.components"]) == (
+        "whisper-1", ("audio_seconds",))  # fmt: skip
+    seconds = genai_prices.Usage(audio_seconds=2.4)
+    bill = genai_prices.calc_price(seconds, "whisper-1", provider_id="openai").total_price
+    assert attrs["otel_tokens.cost.usd"] == pytest.approx(float(bill))
+
+
+def test_a_fault_in_reading_is_counted_and_the_program_gets_every_transcript(
+    server, monkeypatch):  # fmt: skip
+    from otel_tokens.capture.websocket import openai_realtime
+
+    def broken(session, event):
+        raise RuntimeError("reader fault")
+
+    monkeypatch.setattr(openai_realtime, "observe", broken)
+    server.transcriptions.extend(TURNS)
+    with handling(openai_patches) as t:
+        assert asyncio.run(transcribe(server, 3)) == [text for text, _ in TURNS]
+    assert t.finished() == [] and t.errors().get("internal", 0) >= 1
+
+
+class Listening(VoiceWorkflowBase):
+    """A voice workflow that keeps what it hears, under an agent of its own, and says nothing."""
+
+    def __init__(self) -> None:
+        self.heard: list[str] = []
+
+    async def run(self, transcription: str):
+        with otel_tokens.agent("booking"):
+            self.heard.append(transcription)
+        return
+        yield
+
+
+def test_a_voice_pipeline_s_turns_are_the_agent_s_that_ran_the_pipeline(server):
+    """Through ``VoicePipeline`` with a ``StreamedAudioInput``: each turn the workflow hears
+    is one call, under the agent bound where the pipeline ran (the session's), not the one
+    the workflow binds while it handles the turn."""
+    server.transcriptions.extend(TURNS)
+    client = openai.AsyncOpenAI(api_key="sk-test", base_url="https://api.openai.com/v1",
+                                websocket_base_url=server.url)  # fmt: skip
+    workflow = Listening()
+
+    async def run() -> None:
+        audio = StreamedAudioInput()
+        pipeline = VoicePipeline(workflow=workflow, stt_model=OpenAISTTModel(TRANSCRIBER, client),
+                                 tts_model=OpenAITTSModel("gpt-4o-mini-tts", client))  # fmt: skip
+        with otel_tokens.agent("voice-desk"):
+            result = await pipeline.run(audio)
+        await speak(audio, 3)
+        async for _event in result.stream():
+            pass
+
+    with handling(openai_patches) as t:
+        asyncio.run(run())
+    assert workflow.heard == [text for text, _ in TURNS]
+    spans = t.finished()
+    assert [s.attributes["gen_ai.usage.input_tokens"] for s in spans] == [17, 63, 8]
+    assert {s.attributes["gen_ai.agent.name"] for s in spans} == {"voice-desk"}

@@ -11,6 +11,8 @@ Two clients speak it, both hooked here (:mod:`..sdk.openai_patches` installs the
   websocket (``websockets.connect``) in ``OpenAIRealtimeWebSocketModel.connect`` and reads
   every event as a dict in ``_handle_ws_event``; its listener's end ends the session. With
   no ``agent(...)`` binding, a response is the ``RealtimeAgent``'s the session runs then.
+  Its voice pipeline's streamed speech-to-text session is read by :mod:`.agents_voice`,
+  through :func:`observed`: each transcribed turn is a ``transcription`` call.
 
 A response's call opens at ``response.created`` and ends at its ``response.done``, under the
 agent current when the session was opened (:mod:`.session`), with the model the
