@@ -133,12 +133,6 @@ def _configured(session: Session, config: Any) -> None:
         session.models["transcription"] = transcriber
 
 
-#: the events that say the session's configuration (``transcription_session.*``: a beta
-#: transcription session's, as the Agents SDK's speech-to-text session accepts them)
-_CONFIGURED = frozenset(("session.created", "session.updated", "transcription_session.created",
-                         "transcription_session.updated"))  # fmt: skip
-
-
 def observe(session: Session, event: Any) -> None:
     """Read one server event (an SDK object or a dict); it is never changed."""
     kind = _get(event, "type")
@@ -148,7 +142,7 @@ def observe(session: Session, event: Any) -> None:
         session.begin(_get(_get(event, "response"), "id"))
     elif kind == "conversation.item.input_audio_transcription.completed":
         _transcribed(session, event)
-    elif kind in _CONFIGURED:
+    elif kind in ("session.created", "session.updated"):
         _configured(session, _get(event, "session"))
 
 
