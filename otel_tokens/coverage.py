@@ -67,8 +67,9 @@ CLIENTS: tuple[Client, ...] = (
     Client("openai audio.speech", "openai", "`audio.speech.create`; sync, async, raw",
            _SDK + " (tokens with `stream_format=\"sse\"`; plain audio: unknown)", ("openai",)),
     Client("openai Realtime", "openai", "`realtime.connect` (websocket), sync and async; the "
-           "Agents SDK's `RealtimeSession`", _SDK + " (each `response.done` a call)",
-           ("openai",)),
+           "Agents SDK's `RealtimeSession` and its voice pipeline's streamed speech-to-text "
+           "session", _SDK + " (each `response.done` a call, each input transcription a "
+           "`transcription` call)", ("openai",)),
     Client("openai Batch results", "openai", "`files.content` of a batch's output file; sync, "
            "async, raw, streamed", _SDK + " (each row once, at batch prices)", ("openai",)),
     Client("anthropic", "anthropic", "`messages.create`, `parse`, `stream`, beta; sync, async",

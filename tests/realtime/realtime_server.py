@@ -4,8 +4,14 @@ each ``response.create`` the events of one response (``response.created``, a tex
 ``response.done`` carrying the next queued usage). The ``response.done`` usage block is the
 one of OpenAI's own documentation ("Managing costs": the ``response.done`` example).
 
+With ``?intent=transcription`` (the Agents SDK's streamed speech-to-text session) it is a
+transcription session: each appended audio chunk is committed (server VAD) and transcribed,
+the ``conversation.item.input_audio_transcription.completed`` carrying the next of
+``transcriptions``.
+
 ``drop_after_created``: the server cuts the connection (no close frame) right after the
-next ``response.created``, as a network failure would; ``never_done``: responses start and
+next ``response.created`` (in a transcription session: the next transcription), as a network
+failure would; ``never_done``: responses start and
 never finish.
 """
 
@@ -66,6 +72,17 @@ def _session(event_type: str, n: int) -> dict[str, Any]:
     }}  # fmt: skip
 
 
+def _transcription(event_type: str, n: int, transcription: dict | None) -> dict[str, Any]:
+    """A transcription session's ``session.created``/``session.updated`` (GA shape)."""
+    return {"type": event_type, "event_id": f"event_s{n}", "session": {
+        "type": "transcription", "object": "realtime.transcription_session",
+        "id": "sess_C9TZgbkYM2WvOcNvXUVqO", "expires_at": 1756324625, "include": None,
+        "audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000},
+                            "transcription": transcription, "noise_reduction": None,
+                            "turn_detection": {"type": "semantic_vad", "eagerness": "auto"}}},
+    }}  # fmt: skip
+
+
 def _response(rid: str, status: str, used: dict[str, Any] | None) -> dict[str, Any]:
     return {"object": "realtime.response", "id": rid, "status": status, "status_details": None,
             "output": [], "conversation_id": "conv_C9G5RJeJ2gF77mV7f2B1j",
@@ -78,6 +95,8 @@ class RealtimeServer:
 
     def __init__(self) -> None:
         self.usages: list[dict[str, Any]] = []
+        #: the next input transcriptions' (transcript, usage)
+        self.transcriptions: list[tuple[str, dict[str, Any]]] = []
         self.drop_after_created = False
         self.never_done = False  # responses start and never end (no response.done)
         self.responses = 0
@@ -89,6 +108,9 @@ class RealtimeServer:
         self._thread.start()
 
     def _handle(self, ws: ServerConnection) -> None:
+        if "intent=transcription" in ws.request.path:
+            self._transcription_session(ws)
+            return
         n = 0
         ws.send(json.dumps(_session("session.created", n)))
         for raw in ws:
@@ -104,14 +126,42 @@ class RealtimeServer:
                 self._transcribe(ws, n)
 
     def _transcribe(self, ws: ServerConnection, n: int) -> None:
-        """The committed input audio, transcribed (billed apart, by its own model)."""
+        """The committed input audio, transcribed (billed apart, by its own model): the next
+        of ``transcriptions`` (transcript, usage), else the documented one."""
         item = f"item_C9G8{n:04d}"
+        text, used = (self.transcriptions.pop(0) if self.transcriptions
+                      else ("Hi, can you hear me?", TRANSCRIPTION_USAGE))  # fmt: skip
         ws.send(json.dumps({"type": "input_audio_buffer.committed", "event_id": f"event_i{n}",
                             "previous_item_id": None, "item_id": item}))  # fmt: skip
         ws.send(json.dumps({"type": "conversation.item.input_audio_transcription.completed",
                             "event_id": f"event_t{n}", "item_id": item, "content_index": 0,
-                            "transcript": "Hi, can you hear me?",
-                            "usage": TRANSCRIPTION_USAGE}))  # fmt: skip
+                            "transcript": text, "usage": used}))  # fmt: skip
+
+    def _transcription_session(self, ws: ServerConnection) -> None:
+        """A transcription session (``?intent=transcription``) with server VAD: each appended
+        chunk is a turn the server commits and transcribes; the client's own last commit then
+        finds the buffer empty (the documented error, naming the client's event)."""
+        ws.send(json.dumps(_transcription("session.created", 0, None)))
+        for n, raw in enumerate(ws, 1):
+            event = json.loads(raw)
+            self.client_events.append(event)
+            kind = event.get("type")
+            if kind == "session.update":
+                configured = event["session"]["audio"]["input"]["transcription"]
+                ws.send(json.dumps(_transcription("session.updated", n, configured)))
+            elif kind == "input_audio_buffer.append":
+                self._transcribe(ws, n)
+                if self.drop_after_created:  # no close frame: a dropped connection
+                    ws.socket.shutdown(socket.SHUT_RDWR)
+                    return
+            elif kind == "input_audio_buffer.commit":
+                ws.send(json.dumps({"type": "error", "event_id": f"event_x{n}", "error": {
+                    "type": "invalid_request_error", "code": "input_audio_buffer_commit_empty",
+                    "message": "Error committing input audio buffer: buffer too small.",
+                    "param": None, "event_id": event.get("event_id")}}))  # fmt: skip
+            elif kind == "input_audio_buffer.clear":
+                ws.send(json.dumps({"type": "input_audio_buffer.cleared",
+                                    "event_id": f"event_l{n}"}))  # fmt: skip
 
     def _respond(self, ws: ServerConnection, n: int) -> bool:
         """One response's events; False when the connection was cut."""

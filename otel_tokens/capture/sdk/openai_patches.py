@@ -6,6 +6,7 @@ machinery and is imported at the first patched call (start-up cost).
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from ..patching import Backend, SdkPatches, deferred
@@ -41,6 +42,8 @@ _PARSE = deferred("otel_tokens.capture.sent", "parse")
 _RT = "otel_tokens.capture.websocket.openai_realtime"
 _RT_MODULE, _WS_MODULE = "openai.resources.realtime.realtime", "openai._websocket_connection"
 _AGENTS_RT = "agents.realtime.openai_realtime"
+#: its voice pipeline's streamed speech-to-text session too: hooked where it queues events
+_VOICE, _STT_MODULE = "otel_tokens.capture.websocket.agents_voice", "agents.voice.models.openai_stt"
 
 
 def _both(module: str, cls: str, methods: tuple[str, ...], factory: object) -> list:
@@ -73,6 +76,16 @@ _PATCHES = SdkPatches("openai", [
     *_both(_RT_MODULE, "RealtimeConnection", ("recv_bytes",), deferred(_RT, "receive")),
     *_both(_WS_MODULE, "WebSocketConnectionBase", ("close",), deferred(_RT, "close")),
 ])  # fmt: skip
+
+
+def _unhook_voice() -> None:
+    """``uninstall()``: the speech-to-text sessions still read stop being read (see
+    .agents_voice; nothing to do unless one was)."""
+    module = sys.modules.get(_VOICE)
+    if module is not None:
+        module.unhook_all()
+
+
 #: the OpenAI Agents SDK's realtime model opens its own websocket: hooked where it reads events
 _AGENTS = SdkPatches("agents", [
     (_AGENTS_RT, "OpenAIRealtimeWebSocketModel", "connect", deferred(_RT, "agents_connect")),
@@ -80,7 +93,9 @@ _AGENTS = SdkPatches("agents", [
      deferred(_RT, "agents_event")),
     (_AGENTS_RT, "OpenAIRealtimeWebSocketModel", "_listen_for_messages",
      deferred(_RT, "agents_listen")),
-])  # fmt: skip
+    (_STT_MODULE, "OpenAISTTTranscriptionSession", "_setup_connection",
+     deferred(_VOICE, "setup")),
+], on_uninstall=_unhook_voice)  # fmt: skip
 
 
 def install(**_: Any) -> bool:

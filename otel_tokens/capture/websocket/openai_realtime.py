@@ -11,6 +11,8 @@ Two clients speak it, both hooked here (:mod:`..sdk.openai_patches` installs the
   websocket (``websockets.connect``) in ``OpenAIRealtimeWebSocketModel.connect`` and reads
   every event as a dict in ``_handle_ws_event``; its listener's end ends the session. With
   no ``agent(...)`` binding, a response is the ``RealtimeAgent``'s the session runs then.
+  Its voice pipeline's streamed speech-to-text session is read by :mod:`.agents_voice`,
+  through :func:`observed`: each transcribed turn is a ``transcription`` call.
 
 A response's call opens at ``response.created`` and ends at its ``response.done``, under the
 agent current when the session was opened (:mod:`.session`), with the model the
@@ -38,7 +40,7 @@ from ..lifecycle import Response, given, sdk_field
 from ..wire.openai import transcription_response
 from .session import Session, attach, session_of
 
-__all__ = ["observe", "wrapper"]
+__all__ = ["client_session", "observe", "observed", "wrapper"]
 
 _get = sdk_field
 _ONCE = "openai.realtime"  # a response id counts once, however often its event is parsed
@@ -144,7 +146,7 @@ def observe(session: Session, event: Any) -> None:
         _configured(session, _get(event, "session"))
 
 
-def _observed(session: Session | None, event: Any, data: Any = None) -> None:
+def observed(session: Session | None, event: Any, data: Any = None) -> None:
     """:func:`observe` (a billed event read from ``data``, the bytes it was made of, when
     given), its faults counted, never raised into the caller."""
     if session is None:
@@ -168,15 +170,21 @@ def _url_session(base_url: str, socket_url: str | None, model: Any,
     return Session(provider, address, port, model if isinstance(model, str) else None)
 
 
-def _manager_session(manager: Any) -> Session:
-    """The session of a connection manager (``realtime.connect(...)``'s) being entered."""
-    prefix = f"_{type(manager).__name__}__"  # its client and model are name-mangled
-    client = getattr(manager, prefix + "client", None)
+def client_session(client: Any, model: Any) -> Session:
+    """The session of an ``openai`` client's websocket (its ``websocket_base_url``, else its
+    REST URL's host) for ``model``; the Agents SDK's speech-to-text session uses it too."""
     platform = "azure.ai.openai" if type(client).__name__ in _AZURE else None
     socket_url = getattr(client, "websocket_base_url", None)
     return _url_session(str(getattr(client, "_base_url", "")),
                         str(socket_url) if socket_url is not None else None,
-                        getattr(manager, prefix + "model", None), platform)  # fmt: skip
+                        model, platform)  # fmt: skip
+
+
+def _manager_session(manager: Any) -> Session:
+    """The session of a connection manager (``realtime.connect(...)``'s) being entered."""
+    prefix = f"_{type(manager).__name__}__"  # its client and model are name-mangled
+    return client_session(getattr(manager, prefix + "client", None),
+                          getattr(manager, prefix + "model", None))  # fmt: skip
 
 
 def _opened(manager: Any, connection: Any) -> None:
@@ -229,7 +237,7 @@ def _parse(_is_async: bool) -> Callable[..., Any]:
 
     def parse(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
         event = wrapped(*args, **kwargs)
-        _observed(session_of(instance), event, args[0] if args else kwargs.get("data"))
+        observed(session_of(instance), event, args[0] if args else kwargs.get("data"))
         return event
 
     return parse
@@ -335,7 +343,7 @@ def _agents_event(_is_async: bool) -> Callable[..., Any]:
 
     async def handle(wrapped: Callable[..., Any], instance: Any, args: tuple,
                      kwargs: dict) -> Any:  # fmt: skip
-        _observed(session_of(instance), args[0] if args else kwargs.get("event"))
+        observed(session_of(instance), args[0] if args else kwargs.get("event"))
         return await wrapped(*args, **kwargs)
 
     return handle
