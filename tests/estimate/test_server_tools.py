@@ -107,7 +107,7 @@ def test_with_nothing_learnt_each_kind_has_its_default_bound():
     documented default: an image by URL 2,500 tokens more, a tool search three times it."""
     picture = [{"role": "user", "content": [
         {"type": "text", "text": "What is in this picture?"},
-        {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]}]
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]}]  # fmt: skip
     image = Estimator().estimate(_anthropic([], picture), provider="anthropic")
     assert not image.complete and image.input_max == image.estimate.input_tokens + 2_500
     search = Estimator().estimate(_anthropic([TOOL_SEARCH, DEFERRED]), provider="anthropic")
@@ -142,3 +142,39 @@ def test_the_bound_is_on_the_span_of_an_incomplete_estimate():
     assert first.billed <= first.bound
     assert not second.complete and second.bound is not None
     assert second.estimate <= second.bound and second.billed <= second.bound
+
+
+def test_a_tool_search_request_after_its_search_is_complete_and_carries_no_bound():
+    """Replayed through the real anthropic client: the first request's tool search runs
+    within the call (its results unknown: incomplete, bounded); the next one holds the
+    search's result, so the tools it needs are loaded and counted: complete, within 5% of
+    the bill, and with no bound (a complete estimate carries none)."""
+    peer.require()
+    name = "tests__test_tool_search__test_anthropic_native_tool_search_streaming.yaml"
+    files = {p: t for p, t in peer_rows.by_file(("pydantic-ai",)).items() if p.endswith(name)}
+    first, second = peer_rows.replayed(files)
+    assert not first.complete and first.bound is not None and first.billed <= first.bound
+    assert second.complete and second.bound is None
+    assert abs(second.estimate - second.billed) <= 0.05 * second.billed
+
+
+def test_a_tool_search_result_completes_only_a_request_whose_server_tools_only_search():
+    searched = [*ASK, {"role": "assistant", "content": [
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "tool_search_tool_regex",
+         "input": {"pattern": "release"}},
+        {"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_1", "content": {
+            "type": "tool_search_tool_search_result",
+            "tool_references": [{"type": "tool_reference", "tool_name": "get_release_notes"}]}}]},
+        {"role": "user", "content": "And the one before?"}]  # fmt: skip
+    alone = Estimator().estimate(_anthropic([TOOL_SEARCH, DEFERRED], searched),
+                                 provider="anthropic")  # fmt: skip
+    assert alone.complete and alone.input_max is None
+    with_web = Estimator().estimate(_anthropic([TOOL_SEARCH, WEB_SEARCH, DEFERRED], searched),
+                                    provider="anthropic")  # fmt: skip
+    assert not with_web.complete
+    before = Estimator().estimate(_anthropic([TOOL_SEARCH, DEFERRED]), provider="anthropic")
+    assert not before.complete
+    added = [*ASK, {"role": "system", "content": [{"type": "tool_addition", "tool": {
+        "type": "tool_reference", "name": "get_release_notes"}}]}]  # fmt: skip
+    loaded = Estimator().estimate(_anthropic([TOOL_SEARCH, DEFERRED], added), provider="anthropic")
+    assert loaded.complete

@@ -353,7 +353,7 @@ def _default_bound(estimate: RequestEstimate) -> int:
     :data:`_DEFAULT_BOUNDS` of its kind's class ("mixed": the server tools' figure)."""
     kind = _range_kind(estimate)
     if kind.startswith("server:"):
-        names = kind[len("server:"):].split("+")
+        names = kind.removeprefix("server:").split("+")
         kind = "tool_search" if all(n.startswith(_SEARCH_TOOLS) for n in names) else "server"
     times, per_part = _DEFAULT_BOUNDS.get(kind, _DEFAULT_BOUNDS["server"])
     parts = estimate.guessed[1] if estimate.guessed is not None else 0
