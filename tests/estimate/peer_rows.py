@@ -205,7 +205,8 @@ def spread(rows: list[Row], floor: int = 256) -> dict[str, float]:
     the share within 0.5x-2x of the billed input, how many above 2x, above 3x and below
     0.5x, the largest estimate/billed ratio, the share that say complete, and the median and
     p90 |error| of those that do and of those that do not; how many incomplete ones carry
-    a bound, how many bounds hold the billed input, and the median bound/billed (how wide)."""
+    a bound, how many bounds hold the billed input, how many billed inputs lie between the
+    estimate and its bound, and the median bound/billed (how wide)."""
     rows = [r for r in rows if r.billed >= floor]
     ratios = [1 + r.error for r in rows]
     complete = [r.error for r in rows if r.complete]
@@ -222,6 +223,8 @@ def spread(rows: list[Row], floor: int = 256) -> dict[str, float]:
         "complete p90": c_p90, "incomplete median": i_median, "incomplete p90": i_p90,
         "incomplete bounded": sum(r.bound is not None for r in rows if not r.complete),
         "bound >= billed": sum(r.bound is not None and r.bound >= r.billed for r in rows),
+        "in [estimate, bound]": sum(r.bound is not None and r.estimate <= r.billed <= r.bound
+                                    for r in rows if not r.complete),
         "bound/billed p50": statistics.median(widths) if widths else 0.0,
     }  # fmt: skip
 
