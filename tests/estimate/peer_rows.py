@@ -205,7 +205,8 @@ def spread(rows: list[Row], floor: int = 256) -> dict[str, float]:
     the share within 0.5x-2x of the billed input, how many above 2x, above 3x and below
     0.5x, the largest estimate/billed ratio, the share that say complete, and the median and
     p90 |error| of those that do and of those that do not; how many incomplete ones carry
-    a bound, and how many bounds hold the billed input."""
+    a bound, how many bounds hold the billed input, how many billed inputs lie between the
+    estimate and its bound, and the median bound/billed (how wide)."""
     rows = [r for r in rows if r.billed >= floor]
     ratios = [1 + r.error for r in rows]
     complete = [r.error for r in rows if r.complete]
@@ -213,6 +214,7 @@ def spread(rows: list[Row], floor: int = 256) -> dict[str, float]:
     n = len(rows) or 1
     _, c_median, c_p90 = figures(complete)
     _, i_median, i_p90 = figures(incomplete)
+    widths = [r.bound / r.billed for r in rows if r.bound is not None and not r.complete]
     return {
         "n": len(rows), "within 0.5x-2x": sum(0.5 <= q <= 2 for q in ratios) / n,
         "above 2x": sum(q > 2 for q in ratios), "above 3x": sum(q > 3 for q in ratios),
@@ -221,6 +223,9 @@ def spread(rows: list[Row], floor: int = 256) -> dict[str, float]:
         "complete p90": c_p90, "incomplete median": i_median, "incomplete p90": i_p90,
         "incomplete bounded": sum(r.bound is not None for r in rows if not r.complete),
         "bound >= billed": sum(r.bound is not None and r.bound >= r.billed for r in rows),
+        "in [estimate, bound]": sum(r.bound is not None and r.estimate <= r.billed <= r.bound
+                                    for r in rows if not r.complete),
+        "bound/billed p50": statistics.median(widths) if widths else 0.0,
     }  # fmt: skip
 
 
@@ -228,7 +233,8 @@ def render_spread(title: str, found: dict[str, float]) -> str:
     """One line per figure of :func:`spread`."""
     lines = [title]
     for name, value in found.items():
-        shown = f"{100 * value:.1f}%" if isinstance(value, float) and name != "max ratio" \
-            else f"{value:.2f}x" if name == "max ratio" else str(value)  # fmt: skip
+        ratio = name in ("max ratio", "bound/billed p50")
+        shown = f"{100 * value:.1f}%" if isinstance(value, float) and not ratio \
+            else f"{value:.2f}x" if ratio else str(value)  # fmt: skip
         lines.append(f"  {name:18s} {shown}")
     return "\n".join(lines)

@@ -86,30 +86,95 @@ def test_the_bound_is_learnt_per_model_and_kind_from_actuals_and_stays_bounded()
     estimator = Estimator(window=3)
     request = _anthropic([WEB_SEARCH])
     first = estimator.estimate(request, provider="anthropic")
-    assert not first.complete and first.input_max is None  # nothing learnt yet
+    tokens = first.estimate.input_tokens
+    assert not first.complete and first.input_max == tokens + 32_000  # nothing learnt: default
     for actual in (9_000, 3_000, 2_000, 2_500):
         made = estimator.estimate(request, provider="anthropic")
         estimator.observe(made, actual)
     bounded = estimator.estimate(request, provider="anthropic")
-    tokens = bounded.estimate.input_tokens
-    assert tokens <= bounded.input_max
+    assert bounded.estimate.input_tokens <= bounded.input_max
     # the 9,000 of the first call left the window of 3: the bound comes from the last three
     assert 2_500 <= bounded.input_max < 9_000
     other = estimator.estimate(Request("anthropic_messages", "claude-opus-4-5", ASK,
                                        tools=[WEB_SEARCH]), provider="anthropic")  # fmt: skip
-    assert other.input_max is None  # another model learns its own
+    assert other.input_max == other.estimate.input_tokens + 32_000  # another model: its own
     complete = estimator.estimate(_anthropic([]), provider="anthropic")
     assert complete.complete and complete.input_max is None
 
 
+def test_with_nothing_learnt_each_kind_has_its_default_bound():
+    """Before its model completes a call of the kind, an incomplete estimate carries the
+    documented default: an image by URL 2,500 tokens more, a tool search three times it."""
+    picture = [{"role": "user", "content": [
+        {"type": "text", "text": "What is in this picture?"},
+        {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]}]  # fmt: skip
+    image = Estimator().estimate(_anthropic([], picture), provider="anthropic")
+    assert not image.complete and image.input_max == image.estimate.input_tokens + 2_500
+    search = Estimator().estimate(_anthropic([TOOL_SEARCH, DEFERRED]), provider="anthropic")
+    assert not search.complete and search.input_max == 3 * search.estimate.input_tokens
+
+
+def test_a_few_learnt_calls_only_raise_the_default_bound():
+    """One call that needed less than its estimate does not bring the bound down to the
+    estimate (the next may search again); five do, and one that needed more raises it."""
+    estimator = Estimator()
+    request = _anthropic([WEB_SEARCH])
+    default = estimator.estimate(request, provider="anthropic").input_max
+    made = estimator.estimate(request, provider="anthropic")
+    estimator.observe(made, made.estimate.input_tokens // 2)
+    assert estimator.estimate(request, provider="anthropic").input_max == default
+    for _ in range(4):
+        estimator.observe(made, made.estimate.input_tokens // 2)
+    assert estimator.estimate(request, provider="anthropic").input_max < default
+    estimator.observe(made, 100_000)
+    assert estimator.estimate(request, provider="anthropic").input_max >= 100_000
+
+
 def test_the_bound_is_on_the_span_of_an_incomplete_estimate():
     """Replayed through the real openai client with otel_tokens installed: a recording of
-    two web searches; the second call's span carries the bound its first taught, and the
-    bound holds the billed input the estimate could not know (9,703 billed)."""
+    two web searches; the first call's span carries the default bound, the second's the
+    bound its first taught, and each holds the billed input the estimate could not know."""
     peer.require()
     name = "test_openai_responses__test_openai_responses_model_web_search_tool_stream.yaml"
     files = {p: t for p, t in peer_rows.by_file(("pydantic-ai",)).items() if p.endswith(name)}
     first, second = peer_rows.replayed(files)
-    assert not first.complete and first.bound is None  # nothing learnt yet
+    assert not first.complete and first.bound == first.estimate + 32_000  # nothing learnt yet
+    assert first.billed <= first.bound
     assert not second.complete and second.bound is not None
     assert second.estimate <= second.bound and second.billed <= second.bound
+
+
+def test_a_tool_search_request_after_its_search_is_complete_and_carries_no_bound():
+    """Replayed through the real anthropic client: the first request's tool search runs
+    within the call (its results unknown: incomplete, bounded); the next one holds the
+    search's result, so the tools it needs are loaded and counted: complete, within 5% of
+    the bill, and with no bound (a complete estimate carries none)."""
+    peer.require()
+    name = "tests__test_tool_search__test_anthropic_native_tool_search_streaming.yaml"
+    files = {p: t for p, t in peer_rows.by_file(("pydantic-ai",)).items() if p.endswith(name)}
+    first, second = peer_rows.replayed(files)
+    assert not first.complete and first.bound is not None and first.billed <= first.bound
+    assert second.complete and second.bound is None
+    assert abs(second.estimate - second.billed) <= 0.05 * second.billed
+
+
+def test_a_tool_search_result_completes_only_a_request_whose_server_tools_only_search():
+    searched = [*ASK, {"role": "assistant", "content": [
+        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "tool_search_tool_regex",
+         "input": {"pattern": "release"}},
+        {"type": "tool_search_tool_result", "tool_use_id": "srvtoolu_1", "content": {
+            "type": "tool_search_tool_search_result",
+            "tool_references": [{"type": "tool_reference", "tool_name": "get_release_notes"}]}}]},
+        {"role": "user", "content": "And the one before?"}]  # fmt: skip
+    alone = Estimator().estimate(_anthropic([TOOL_SEARCH, DEFERRED], searched),
+                                 provider="anthropic")  # fmt: skip
+    assert alone.complete and alone.input_max is None
+    with_web = Estimator().estimate(_anthropic([TOOL_SEARCH, WEB_SEARCH, DEFERRED], searched),
+                                    provider="anthropic")  # fmt: skip
+    assert not with_web.complete
+    before = Estimator().estimate(_anthropic([TOOL_SEARCH, DEFERRED]), provider="anthropic")
+    assert not before.complete
+    added = [*ASK, {"role": "system", "content": [{"type": "tool_addition", "tool": {
+        "type": "tool_reference", "name": "get_release_notes"}}]}]  # fmt: skip
+    loaded = Estimator().estimate(_anthropic([TOOL_SEARCH, DEFERRED], added), provider="anthropic")
+    assert loaded.complete

@@ -43,6 +43,15 @@ _JOINER = "\n"
 _SEQUENCES = (list, tuple)  # messages as the common case gives them
 _MAX_PER_PART = 100_000  # tokens one part of unknown size is learnt at, at most
 _MAX_RANGE = 1000.0  # the largest actual/estimate ratio an incomplete estimate's bound learns
+#: an incomplete estimate's bound while its model has learnt none for its kind: (the estimate
+#: times, tokens added per part of unknown size); chosen, not fitted (docs/estimates.md
+#: gives how often each holds the billed input): the largest image a model bills (patch
+#: models: 2,500), a few PDF pages, a tool search loading at most twice what it is sent,
+#: about two rounds of web-search results for any other server-run tools (or a mix)
+_DEFAULT_BOUNDS = {"image": (1.0, 2_500), "file": (1.0, 3_000), "tool_search": (3.0, 0),
+                   "server": (1.0, 32_000), "incomplete": (2.0, 0)}  # fmt: skip
+_MIN_LEARNT = 5  # calls a model's learnt bound of a kind needs to go below the default
+_SEARCH_TOOLS = ("tool_search", "namespace")  # server tools that load tool definitions only
 
 
 def count_text(text: str, model: str | None = None) -> int:
@@ -339,6 +348,18 @@ def _range_kind(estimate: RequestEstimate) -> str:
     return estimate.guessed[0] if estimate.guessed is not None else "incomplete"
 
 
+def _default_bound(estimate: RequestEstimate) -> int:
+    """An incomplete estimate's bound before anything is learnt for its model and kind:
+    :data:`_DEFAULT_BOUNDS` of its kind's class ("mixed": the server tools' figure)."""
+    kind = _range_kind(estimate)
+    if kind.startswith("server:"):
+        names = kind.removeprefix("server:").split("+")
+        kind = "tool_search" if all(n.startswith(_SEARCH_TOOLS) for n in names) else "server"
+    times, per_part = _DEFAULT_BOUNDS.get(kind, _DEFAULT_BOUNDS["server"])
+    parts = estimate.guessed[1] if estimate.guessed is not None else 0
+    return round(estimate.estimate.input_tokens * times) + max(parts, 1) * per_part
+
+
 def _put(table: dict[Any, Any], key: Any, value: Any) -> None:
     """Set ``table[key]`` as its newest entry, dropping the oldest past ``_MAX_KEYS``: state
     per model and per agent stays bounded however many names a gateway forwards."""
@@ -371,15 +392,18 @@ class Estimator:
 
     def estimate(self, request: Request, *, provider: str, agent: str = "default") -> RequestEstimate:
         """The best available estimate of ``request``'s input tokens; an incomplete one with
-        the upper bound learnt for its model and kind (``input_max``)."""
+        its upper bound (``input_max``): learnt for its model and kind, else the default."""
         found = self._estimate(request, provider, agent)
         if found.complete:
             return found
         ranges = self._ranges.get((found.model, _range_kind(found)))
         if ranges is None or not ranges.values:
-            return found
+            return found._replace(input_max=_default_bound(found))
         tokens = found.estimate.input_tokens
-        return found._replace(input_max=max(tokens, round(tokens * max(ranges.values))))
+        learnt = max(tokens, round(tokens * max(ranges.values)))
+        if len(ranges.values) < min(_MIN_LEARNT, self._window):  # too few: only raise the default
+            learnt = max(learnt, _default_bound(found))
+        return found._replace(input_max=learnt)
 
     def _estimate(self, request: Request, provider: str, agent: str) -> RequestEstimate:
         """The best available estimate of ``request``'s input tokens."""

@@ -49,8 +49,8 @@ def render_preamble(request: Request) -> Rendering:
     API's renderer), then what server-run tools and an output schema add (any API)."""
     preamble = RENDERERS.get(request.api, FALLBACK).preamble
     out = Rendering() if preamble is None else preamble(request)
-    if out.server:  # what server-run tools return: learnt per model and set of such tools
-        out.guess(server_kind(request.tools), 0)
+    if out.server and not out.complete:  # what server-run tools return: learnt per model
+        out.guess(server_kind(request.tools), 0)  # and set of such tools (none: nothing unknown)
     if request.response_format is not None:
         schema = structured_schema(request.response_format)
         if schema is not None:

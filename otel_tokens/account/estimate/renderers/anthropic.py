@@ -95,8 +95,11 @@ def _anthropic_message(message: Any, model: str | None) -> Rendering:
     return out
 
 
-def _anthropic_tools(tools: Any) -> Rendering:
+def _anthropic_tools(tools: Any, messages: Any = ()) -> Rendering:
+    """Tool definitions; server tools marked (incomplete: what they return is unknown)
+    unless they only search for tools and ``messages`` show the tools loaded."""
     out = Rendering()
+    searches_only = True
     for tool in items_of(tools):
         # deferred ones too (``defer_loading``), as measured: so the complete estimates of
         # requests with deferred tools reach p90 9.6% (shared) and 11.2% (held-out
@@ -104,11 +107,35 @@ def _anthropic_tools(tools: Any) -> Rendering:
         out.texts.append(as_json(tool))
         kind = field(tool, "type")
         if kind not in (None, "custom") and field(tool, "input_schema") is None:
-            out.server, out.complete = True, False  # a server tool (web search, code execution)
+            out.server = True  # a server tool (web search, code execution)
+            searches_only = searches_only and str(kind).startswith("tool_search_tool")
             out.fixed += next((n for p, n in ANTHROPIC_SERVER_TOOLS if str(kind).startswith(p)), 0)
+    if out.server and not (searches_only and _tools_loaded(messages)):
+        out.complete = False
     if out.texts:
         out.fixed += ANTHROPIC_TOOL_SYSTEM_PROMPT
     return out
+
+
+#: content blocks saying tools were loaded: a tool search's result, a tool added to the
+#: conversation (a client's tool search returns a tool result of tool references)
+_LOADED_TOOLS = ("tool_search_tool_result", "tool_addition")
+
+
+def _tools_loaded(messages: Any) -> bool:
+    """Whether the messages show tools loaded: a request whose server tools only search for
+    tools then needs no search (the tools are counted: deferred ones are), so its estimate
+    is complete (9 of 10 such requests of the peer corpus within 6% of the bill; 15 of 16
+    held out; the miss searched again: 0.45x)."""
+    return any(_loads_tools(block) for message in items_of(messages)
+               for block in items_of(field(message, "content")))  # fmt: skip
+
+
+def _loads_tools(block: Any) -> bool:
+    kind = field(block, "type")
+    if kind == "tool_result":
+        return any(field(b, "type") == "tool_reference" for b in items_of(field(block, "content")))
+    return kind in _LOADED_TOOLS
 
 
 def _preamble(request: Request) -> Rendering:
@@ -117,7 +144,7 @@ def _preamble(request: Request) -> Rendering:
     out = Rendering(fixed=ANTHROPIC_REQUEST_OVERHEAD)
     if request.system:
         anthropic_blocks(request.system, out)
-    out.add(_anthropic_tools(request.tools))
+    out.add(_anthropic_tools(request.tools, request.messages))
     if request.thinking:
         out.fixed += ANTHROPIC_THINKING_PROMPT
     if request.response_format is not None and structured_schema(request.response_format):
