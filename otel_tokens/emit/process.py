@@ -57,6 +57,21 @@ def install(get_setup: Callable[[], Any]) -> None:
         os.register_at_fork(before=_quiesce, after_in_parent=_resume,
                             after_in_child=_after_fork_in_child)  # fmt: skip
     _flush_at_billiard_exit()  # a pool worker that billiard spawned (a new interpreter)
+    _flush_in_spawned_child(get_setup())
+
+
+def _flush_in_spawned_child(setup: Any) -> None:
+    """A ``multiprocessing`` child started by spawn or forkserver (a new interpreter: no fork
+    hook runs) ends at its interpreter's exit, or by SIGTERM: a pool's ``terminate()``, a
+    ``Process.terminate()``. The SIGTERM flush of a forked child, for it too. Known while
+    its parent's main module is imported (``_inheriting``, where ``configure()`` at a
+    script's top runs) or after (``parent_process()``)."""
+    mp = sys.modules.get("multiprocessing")
+    if mp is None or setup is None or not setup.own_providers:
+        return
+    inheriting = getattr(mp.current_process(), "_inheriting", False)
+    if inheriting or mp.parent_process() is not None:
+        _flush_at_sigterm(setup)
 
 
 _held: list[Any] = []  # export locks held across a fork
@@ -172,6 +187,11 @@ def _flush_at_any_exit(setup: Any) -> None:
         # after-fork callbacks: the finalizer is registered from one of those
         util.register_after_fork(setup, _finalize_at_exit)
         _finalize_at_exit(setup)
+    _flush_at_sigterm(setup)
+
+
+def _flush_at_sigterm(setup: Any) -> None:
+    """SIGTERM, when nothing else handles it: flush, then the signal as before."""
     global _began
     _began = False  # a handler begun in the parent is not this process's
     _deferred.clear()
@@ -333,11 +353,15 @@ def _flush_then_terminate(signum: int, frame: Any) -> None:
 
 
 def _inside_flush(setup: Any, frame: Any) -> bool:
-    """Whether the interrupted code is ``setup``'s exit flush on this thread (its
-    ``shutdown()`` delivers a deferred signal when it returns)."""
-    code = getattr(getattr(type(setup), "_flush", None), "__code__", None)
+    """Whether the interrupted code is an exit flush on this thread: ``setup``'s (its
+    ``shutdown()`` delivers a deferred signal when it returns) or the at-exit summary's
+    (``atexit`` runs ``shutdown()`` right after it; it may hold the metric SDK's locks)."""
+    from . import summary
+
+    codes = (getattr(getattr(type(setup), "_flush", None), "__code__", None),
+             summary.print_summary.__code__)  # fmt: skip
     while frame is not None:
-        if frame.f_code is code:
+        if frame.f_code in codes:
             return True
         frame = frame.f_back
     return False
