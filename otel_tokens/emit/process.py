@@ -61,17 +61,17 @@ def install(get_setup: Callable[[], Any]) -> None:
 
 
 def _flush_in_spawned_child(setup: Any) -> None:
-    """A ``multiprocessing`` child started by spawn or forkserver (a new interpreter: no fork
-    hook runs) ends at its interpreter's exit, or by SIGTERM: a pool's ``terminate()``, a
-    ``Process.terminate()``. The SIGTERM flush of a forked child, for it too. Known while
-    its parent's main module is imported (``_inheriting``, where ``configure()`` at a
-    script's top runs) or after (``parent_process()``)."""
+    """A ``multiprocessing`` child started by spawn or forkserver (a new interpreter or a
+    fork of a bare server: no fork hook of otel_tokens runs) gets a forked child's exit
+    flush: a forkserver child ends in ``os._exit``, and any by SIGTERM (a pool's
+    ``terminate()``, ``Process.terminate()``). Known while the parent's main module is
+    imported (``_inheriting``: ``configure()`` at a script's top) or after
+    (``parent_process()``)."""
     mp = sys.modules.get("multiprocessing")
     if mp is None or setup is None or not setup.own_providers:
         return
-    inheriting = getattr(mp.current_process(), "_inheriting", False)
-    if inheriting or mp.parent_process() is not None:
-        _flush_at_sigterm(setup)
+    if getattr(mp.current_process(), "_inheriting", False) or mp.parent_process() is not None:
+        _flush_at_any_exit(setup)
 
 
 _held: list[Any] = []  # export locks held across a fork
@@ -187,11 +187,6 @@ def _flush_at_any_exit(setup: Any) -> None:
         # after-fork callbacks: the finalizer is registered from one of those
         util.register_after_fork(setup, _finalize_at_exit)
         _finalize_at_exit(setup)
-    _flush_at_sigterm(setup)
-
-
-def _flush_at_sigterm(setup: Any) -> None:
-    """SIGTERM, when nothing else handles it: flush, then the signal as before."""
     global _began
     _began = False  # a handler begun in the parent is not this process's
     _deferred.clear()

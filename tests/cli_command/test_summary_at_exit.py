@@ -63,16 +63,17 @@ def main(mode):
         if os.fork() == 0:
             sys.exit(0)  # a child that made no call
         os.wait()
-    elif mode in ("fork-pools", "spawn-pool"):
-        pools(multiprocessing.get_context(mode.split("-")[0]))
+    elif mode.endswith("-pool"):
+        pools(multiprocessing.get_context(mode[: -len("-pool")]))
     print("script done", os.getpid(), flush=True)
 
 def pools(context):
     # calls in the workers only: a pool that ends in terminate() (its workers SIGTERMed),
     # then one closed and joined (its workers end on their own)
-    with context.Pool(3) as pool:
+    big, small = (3, 2) if context.get_start_method() == "fork" else (2, 1)  # spawn: slower
+    with context.Pool(big) as pool:
         pids = pool.map(work, range(6), chunksize=1)
-    pool = context.Pool(2)
+    pool = context.Pool(small)
     pids += pool.map(work, range(6, 10), chunksize=1)
     pool.close()
     pool.join()
@@ -82,7 +83,7 @@ def pools(context):
     pids.append(called.get())
     busy.terminate()  # SIGTERM, for certain while the worker waits
     busy.join()
-    print("workers", len(set(pids)), flush=True)
+    print("workers", len(set(pids)), "terminated", busy.exitcode, flush=True)
 
 def work_then_wait(i, called, never):
     called.put(work(i))
@@ -215,20 +216,20 @@ def top_pid(done: subprocess.CompletedProcess) -> int:
 TOTAL = re.compile(r"^\s*TOTAL\s+(\d+)\s+(\d+)\s+([\d,]+)\s+([\d,]+)\s+([\d.]+)\s*$", re.M)
 
 
-@pytest.mark.parametrize("start", ["fork", "spawn"])
+@pytest.mark.parametrize("start", ["fork", "spawn", "forkserver"])
 def test_one_table_at_exit_holds_every_pool_workers_calls(tmp_path, truth, start):
     """Calls made in workers only (a pool that ends in terminate(), one closed and joined, a
     process terminated while it waits): the parent prints one table, their exact sum; the
     workers print none; the directory the workers left their rows in is gone."""
     temp = tmp_path / "temp"
     temp.mkdir()
-    done = run(tmp_path, truth, f"{start}-pool" if start == "spawn" else "fork-pools",
-               OTEL_TOKENS_SUMMARY_AT_EXIT="1", TMPDIR=str(temp))  # fmt: skip
+    done = run(tmp_path, truth, f"{start}-pool", OTEL_TOKENS_SUMMARY_AT_EXIT="1", TMPDIR=str(temp))
     stderr = done.stderr.decode()
     printed = tables(done.stderr)
     assert list(printed) == [top_pid(done)], stderr
     assert len(re.findall("otel_tokens: the calls of", stderr)) == 1, stderr
     workers = int(done.stdout.split(b"workers ")[1].split()[0])
+    assert b"terminated -15" in done.stdout  # the flush, then the signal as before
     assert f"pid {top_pid(done)} and {workers} other processes" in stderr
     rows = printed[top_pid(done)]
     for agent in ("worker0", "worker1"):
