@@ -97,9 +97,8 @@ def print_summary() -> None:
         if os.getpid() == _top_pid:
             if _first_time():
                 _print_program()
-        elif _gather is None or not _leave(_own_rows()):
-            if _first_time():
-                _print(_own_rows(), others=0)  # no top process to leave them to
+        elif (_gather is None or not _leave(_own_rows())) and _first_time():
+            _print(_own_rows(), others=0)  # no top process to leave them to
     except Exception as exc:  # noqa: BLE001 - at exit, in the host's process
         faults.report("internal", exc, f"the at-exit summary is not printed: {exc!r}")
 
@@ -131,8 +130,8 @@ def _own_rows() -> Rows:
 def _print_program() -> None:
     """The top process: its rows and those its descendants left, one table; the directory
     removed (also when nobody left anything)."""
-    rows = _own_rows()
     try:
+        rows = _own_rows()
         others = _add_left_rows(rows)
     finally:
         shutil.rmtree(_gather, ignore_errors=True)  # type: ignore[arg-type]
@@ -171,7 +170,7 @@ def _add_left_rows(rows: Rows) -> int:
             with open(os.path.join(_gather, name), encoding="ascii") as file:  # type: ignore[arg-type]
                 left = _decoded(json.load(file))
         except (OSError, ValueError) as exc:
-            faults.report("internal", exc, f"the at-exit summary: a process's rows are unreadable: {exc!r}")
+            faults.report("internal", exc, f"at-exit summary: a process's rows unreadable: {exc!r}")
             continue
         for key, row in left.items():
             _add_into(rows.setdefault(key, _new_row()), row)

@@ -63,6 +63,15 @@ def main(mode):
         if os.fork() == 0:
             sys.exit(0)  # a child that made no call
         os.wait()
+    elif mode == "late":  # a child that makes its call after the parent has ended
+        call("parent")
+        r, w = os.pipe()
+        if os.fork() == 0:
+            os.close(w)
+            os.read(r, 1)  # end of file: the parent has ended
+            call("late")
+            sys.exit(0)
+        os.close(r)
     elif mode.endswith("-pool"):
         pools(multiprocessing.get_context(mode[: -len("-pool")]))
     print("script done", os.getpid(), flush=True)
@@ -147,10 +156,14 @@ def run(tmp_path: Path, truth: Truth, mode: str, prefix: tuple[str, ...] = (),
     script = tmp_path / "short_script.py"
     script.write_text(SCRIPT)
     url = truth.server.url + "/v1"
+    temp = tmp_path / "temp"  # where the summary's directory is made
+    temp.mkdir(exist_ok=True)
     done = subprocess.run([*prefix, sys.executable, str(script), url, mode], capture_output=True,
-                          env=env(tmp_path, url, **extra), timeout=120, check=False)  # fmt: skip
+                          env=env(tmp_path, url, TMPDIR=str(temp), **extra), timeout=120,
+                          check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     assert b"script done" in done.stdout
+    assert list(temp.glob("otel_tokens-summary-*")) == []  # removed, also when nothing was left
     return done
 
 
@@ -213,7 +226,7 @@ def top_pid(done: subprocess.CompletedProcess) -> int:
     return int(done.stdout.split(b"script done ")[1].split()[0])
 
 
-TOTAL = re.compile(r"^\s*TOTAL\s+(\d+)\s+(\d+)\s+([\d,]+)\s+([\d,]+)\s+([\d.]+)\s*$", re.M)
+TOTAL = re.compile(r"^\s*TOTAL\s+(\d+)\s+(\d+)\s+([\d,]+)\s+([\d,]+)\s+([\d.]+)\s*$", re.MULTILINE)
 
 
 @pytest.mark.parametrize("start", ["fork", "spawn", "forkserver"])
@@ -221,9 +234,7 @@ def test_one_table_at_exit_holds_every_pool_workers_calls(tmp_path, truth, start
     """Calls made in workers only (a pool that ends in terminate(), one closed and joined, a
     process terminated while it waits): the parent prints one table, their exact sum; the
     workers print none; the directory the workers left their rows in is gone."""
-    temp = tmp_path / "temp"
-    temp.mkdir()
-    done = run(tmp_path, truth, f"{start}-pool", OTEL_TOKENS_SUMMARY_AT_EXIT="1", TMPDIR=str(temp))
+    done = run(tmp_path, truth, f"{start}-pool", OTEL_TOKENS_SUMMARY_AT_EXIT="1")
     stderr = done.stderr.decode()
     printed = tables(done.stderr)
     assert list(printed) == [top_pid(done)], stderr
@@ -244,7 +255,42 @@ def test_one_table_at_exit_holds_every_pool_workers_calls(tmp_path, truth, start
     folded = "".join(line[:23].strip() for line in stderr.splitlines())
     evil = "evil\x00\x1b]0;owned\x07\x1b[2J" + "x" * 10_000
     assert shown(bounded_length(evil)) in folded, stderr  # as the worker itself recorded it
-    assert list(temp.glob("otel_tokens-summary-*")) == []
+
+
+def test_a_child_still_running_at_the_parents_exit_is_not_waited_for_and_prints_its_own(
+    tmp_path, truth
+):
+    done = run(tmp_path, truth, "late", OTEL_TOKENS_SUMMARY_AT_EXIT="1")
+    printed = tables(done.stderr)
+    assert len(printed) == 2, done.stderr.decode()
+    late = next(pid for pid in printed if pid != top_pid(done))
+    assert printed[top_pid(done)] == {("parent", "summary-model"): expected(
+        truth.rows[("parent", "summary-model")])}  # fmt: skip
+    late_row = expected(truth.rows[("late", "summary-model")])
+    assert printed[late] == {("late", "summary-model"): late_row}
+
+
+def test_a_file_that_is_not_a_workers_rows_is_reported_and_skipped(tmp_path, monkeypatch):
+    """The top process's merge: a worker's rows (untrusted names: NUL, escape sequence, lone
+    surrogate, 10 kB) come back as they were; a file that is not rows is a fault, skipped;
+    an unfinished write (``.part``) is not read."""
+    from otel_tokens import faults
+    from otel_tokens.emit import summary
+
+    monkeypatch.setattr(summary, "_gather", str(tmp_path))
+    monkeypatch.setattr(summary, "_names", {})
+    figures = {"requests": 2, "failures": 1, "input_tokens": 10, "output_tokens": None,
+               "cost_usd": 0.25}  # fmt: skip
+    rows = {("a\x00\x1b[2J\ud800" + "x" * 10_000, "m"): figures, (None, "m"): dict(figures)}
+    assert summary._leave(rows)
+    (tmp_path / "1-wrong.json").write_text('[["a", "m", {"requests": true}]]')
+    (tmp_path / "2-garbage.json").write_bytes(b"\xff\x00{")
+    (tmp_path / "3-unfinished.part").write_text("[")
+    before = faults.sink().counts.get("internal", 0)
+    merged: dict = {}
+    assert summary._add_left_rows(merged) == 1
+    assert merged == rows
+    assert faults.sink().counts.get("internal", 0) == before + 2
 
 
 def otel_tokens_run() -> tuple[str, ...]:
