@@ -18,6 +18,9 @@ providers ``configure()`` built, right after the fork the child:
   Only SIGKILL (or an ``_exit`` from C) loses what the child counted since its last export;
   a Celery child's parent-death SIGKILL (a cold shutdown) is lifted while it flushes.
 
+A ``multiprocessing`` child started by spawn or forkserver (no fork hook runs there) gets the
+same exit flush when it sets otel_tokens up (:func:`multiprocessing_child`).
+
 The ledger needs nothing here: its rows are written per call, and a child opens its own
 SQLite connection (:mod:`otel_tokens.account.ledger.sqlite`).
 """
@@ -37,7 +40,7 @@ from typing import Any, Callable, NoReturn
 from .. import faults, threads
 from . import sums
 
-__all__ = ["deliver_deferred_signal", "install"]
+__all__ = ["deliver_deferred_signal", "install", "multiprocessing_child"]
 
 _log = logging.getLogger("otel_tokens")
 _installed = False
@@ -64,14 +67,21 @@ def _flush_in_spawned_child(setup: Any) -> None:
     """A ``multiprocessing`` child started by spawn or forkserver (a new interpreter or a
     fork of a bare server: no fork hook of otel_tokens runs) gets a forked child's exit
     flush: a forkserver child ends in ``os._exit``, and any by SIGTERM (a pool's
-    ``terminate()``, ``Process.terminate()``). Known while the parent's main module is
-    imported (``_inheriting``: ``configure()`` at a script's top) or after
-    (``parent_process()``)."""
-    mp = sys.modules.get("multiprocessing")
-    if mp is None or setup is None or not setup.own_providers:
-        return
-    if getattr(mp.current_process(), "_inheriting", False) or mp.parent_process() is not None:
+    ``terminate()``, ``Process.terminate()``)."""
+    if setup is not None and setup.own_providers and multiprocessing_child():
         _flush_at_any_exit(setup)
+
+
+def multiprocessing_child() -> bool:
+    """Whether this process is a ``multiprocessing`` child (a pool worker, a ``Process``):
+    spawned, seen from its start (``sitecustomize``: its command line), while it imports the
+    parent's main module (``_inheriting``) or after (``parent_process()``)."""
+    if getattr(sys, "argv", [])[1:2] == ["--multiprocessing-fork"]:  # multiprocessing.spawn.is_forking()
+        return True
+    mp = sys.modules.get("multiprocessing")
+    if mp is None:
+        return False
+    return getattr(mp.current_process(), "_inheriting", False) or mp.parent_process() is not None
 
 
 _held: list[Any] = []  # export locks held across a fork

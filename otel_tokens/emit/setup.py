@@ -255,7 +255,8 @@ def configure(
 
             atexit.register(_shutdown_at_exit)
             process.install(lambda: _setup)
-            summary.install(settings.summary_dir)  # after _shutdown_at_exit: runs before it
+            # after _shutdown_at_exit: runs before it
+            summary.install(settings.summary_dir, worker=process.multiprocessing_child())
         _log.info("otel_tokens: traces -> %s; metrics -> %s", _setup.traces, _setup.metrics)
         return _setup
 

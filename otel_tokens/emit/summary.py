@@ -55,21 +55,25 @@ def reader() -> Any:
     return _reader
 
 
-def install(inherited: str | None = None) -> None:
+def install(inherited: str | None = None, worker: bool = False) -> None:
     """Print the table at exit, before the providers shut down (registered after them).
     ``inherited``: the top process's directory (``settings.summary_dir``), in a spawned
-    descendant."""
+    descendant; ``worker``: a ``multiprocessing`` child."""
     if _reader is not None:
-        _join_or_gather(inherited)
+        _join_or_gather(inherited, worker)
         atexit.register(print_summary)
 
 
-def _join_or_gather(inherited: str | None) -> None:
-    """A descendant joins the directory it was given; the top process makes it."""
+def _join_or_gather(inherited: str | None, worker: bool) -> None:
+    """A descendant joins the directory it was given; the top process makes it, unless it is
+    a ``multiprocessing`` worker whose parent gathers nothing (it prints its own table, as
+    its siblings do; one ended by a signal, e.g. uvicorn's, then leaves no directory)."""
     global _gather, _top_pid
     try:
         if inherited and _private_directory(inherited):
             _gather = inherited
+            return
+        if worker:
             return
         _gather = tempfile.mkdtemp(prefix="otel_tokens-summary-")  # mode 0700
         _top_pid = os.getpid()
