@@ -39,6 +39,9 @@ PARSER_NAMES = ("copilot", "claude", "codex", "gemini")
 #: set by ``otel-tokens run`` for the program it starts (read by the bootstrap; here only for
 #: the at-exit summary's default)
 RUN_MARKER = "OTEL_TOKENS_RUN"
+#: set by the program's top process for its descendants when the at-exit summary is on: the
+#: private directory they leave their rows in (``emit/summary.py``); not a user setting
+SUMMARY_DIR_MARKER = "OTEL_TOKENS_SUMMARY_DIR"
 _TARGET = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 
@@ -101,6 +104,8 @@ class Settings:
     exit_timeout: float = 1.5
     # at exit, the process's own calls as a table on stderr (emit/summary.py)
     summary_at_exit: bool = False
+    # the directory the top process made for the summary's rows (inherited; not a user setting)
+    summary_dir: str | None = None
     # exemplars (trace ids) on the duration and token histograms
     exemplars: bool = True
     # put otel_tokens' attributes on the GenAI span another instrumentation opened for the call
@@ -416,6 +421,7 @@ def _at_exit(reader: _Reader) -> dict[str, Any]:
                                       high=3600, accepted="seconds, a number 0-3600"),
         "summary_at_exit": reader.boolean("OTEL_TOKENS_SUMMARY_AT_EXIT",
                                           default=under_run and not elsewhere),
+        "summary_dir": reader.env.get(SUMMARY_DIR_MARKER) or None,
     }  # fmt: skip
 
 

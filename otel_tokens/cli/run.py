@@ -6,7 +6,7 @@ so every Python process the program starts runs ``otel_tokens.configure()`` and
 ``otel_tokens.instrument()`` before its own code; an existing ``sitecustomize`` still runs
 (it is chained). The program then replaces this process (``os.execvpe``): exit code,
 signals, stdin, stdout and stderr are the program's own. With no OTLP endpoint and no scrape
-port set, each process prints its calls' table on stderr at exit (``OTEL_TOKENS_SUMMARY_AT_EXIT``'s
+port set, the program prints its calls' table on stderr at exit (``OTEL_TOKENS_SUMMARY_AT_EXIT``'s
 default there: ``settings.py``, ``emit/summary.py``).
 """
 

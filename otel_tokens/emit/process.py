@@ -18,6 +18,9 @@ providers ``configure()`` built, right after the fork the child:
   Only SIGKILL (or an ``_exit`` from C) loses what the child counted since its last export;
   a Celery child's parent-death SIGKILL (a cold shutdown) is lifted while it flushes.
 
+A ``multiprocessing`` child started by spawn or forkserver (no fork hook runs there) gets the
+same exit flush when it sets otel_tokens up (:func:`multiprocessing_child`).
+
 The ledger needs nothing here: its rows are written per call, and a child opens its own
 SQLite connection (:mod:`otel_tokens.account.ledger.sqlite`).
 """
@@ -37,7 +40,7 @@ from typing import Any, Callable, NoReturn
 from .. import faults, threads
 from . import sums
 
-__all__ = ["deliver_deferred_signal", "install"]
+__all__ = ["deliver_deferred_signal", "install", "multiprocessing_child"]
 
 _log = logging.getLogger("otel_tokens")
 _installed = False
@@ -57,6 +60,28 @@ def install(get_setup: Callable[[], Any]) -> None:
         os.register_at_fork(before=_quiesce, after_in_parent=_resume,
                             after_in_child=_after_fork_in_child)  # fmt: skip
     _flush_at_billiard_exit()  # a pool worker that billiard spawned (a new interpreter)
+    _flush_in_spawned_child(get_setup())
+
+
+def _flush_in_spawned_child(setup: Any) -> None:
+    """A ``multiprocessing`` child started by spawn or forkserver (a new interpreter or a
+    fork of a bare server: no fork hook of otel_tokens runs) gets a forked child's exit
+    flush: a forkserver child ends in ``os._exit``, and any by SIGTERM (a pool's
+    ``terminate()``, ``Process.terminate()``)."""
+    if setup is not None and setup.own_providers and multiprocessing_child():
+        _flush_at_any_exit(setup)
+
+
+def multiprocessing_child() -> bool:
+    """Whether this process is a ``multiprocessing`` child (a pool worker, a ``Process``):
+    spawned, seen from its start (``sitecustomize``: its command line), while it imports the
+    parent's main module (``_inheriting``) or after (``parent_process()``)."""
+    if getattr(sys, "argv", [])[1:2] == ["--multiprocessing-fork"]:  # multiprocessing.spawn.is_forking()
+        return True
+    mp = sys.modules.get("multiprocessing")
+    if mp is None:
+        return False
+    return getattr(mp.current_process(), "_inheriting", False) or mp.parent_process() is not None
 
 
 _held: list[Any] = []  # export locks held across a fork
@@ -333,11 +358,15 @@ def _flush_then_terminate(signum: int, frame: Any) -> None:
 
 
 def _inside_flush(setup: Any, frame: Any) -> bool:
-    """Whether the interrupted code is ``setup``'s exit flush on this thread (its
-    ``shutdown()`` delivers a deferred signal when it returns)."""
-    code = getattr(getattr(type(setup), "_flush", None), "__code__", None)
+    """Whether the interrupted code is an exit flush on this thread: ``setup``'s (its
+    ``shutdown()`` delivers a deferred signal when it returns) or the at-exit summary's
+    (``atexit`` runs ``shutdown()`` right after it; it may hold the metric SDK's locks)."""
+    from . import summary
+
+    codes = (getattr(getattr(type(setup), "_flush", None), "__code__", None),
+             summary.print_summary.__code__)  # fmt: skip
     while frame is not None:
-        if frame.f_code is code:
+        if frame.f_code in codes:
             return True
         frame = frame.f_back
     return False

@@ -100,6 +100,9 @@ class Setup:
         self._done.set()
         if self.endpoint is not None:  # before the providers stop: what /metrics shows now
             self.endpoint.leave_final_metrics()
+        from . import summary
+
+        summary.leave_rows()  # a descendant's calls, for the top process's at-exit table
         self.final_left.set()
         if self.own_providers:
             _closed.set()
@@ -252,7 +255,8 @@ def configure(
 
             atexit.register(_shutdown_at_exit)
             process.install(lambda: _setup)
-            summary.install()  # after _shutdown_at_exit: it runs before it
+            # after _shutdown_at_exit: runs before it
+            summary.install(settings.summary_dir, worker=process.multiprocessing_child())
         _log.info("otel_tokens: traces -> %s; metrics -> %s", _setup.traces, _setup.metrics)
         return _setup
 

@@ -17,45 +17,89 @@ from pathlib import Path
 
 import pytest
 
+from otel_tokens.cli.report import shown
+from otel_tokens.emit.cardinality import bounded_length
+
 from ..local_server import LocalServer
 
 ROOT = Path(__file__).resolve().parents[2]
 PRICE = {"input": 1.5, "output": 6.0}  # USD per million tokens, from the test's price file
 
 SCRIPT = r"""
-import os, sys, openai, otel_tokens
-otel_tokens.configure()
+import os, sys, multiprocessing, openai, otel_tokens
+otel_tokens.configure()  # at the top: a spawned worker runs it too (importing this module)
 otel_tokens.instrument()
-client = openai.OpenAI(api_key="x", base_url=sys.argv[1], max_retries=0)
 
 def call(agent, model="summary-model"):
+    client = openai.OpenAI(api_key="x", base_url=sys.argv[1], max_retries=0)  # per process
     with otel_tokens.agent(agent):
         try:
             client.chat.completions.create(model=model, messages=[{"role": "user", "content": agent}])
         except openai.RateLimitError:
             pass
 
-MODE = sys.argv[2]
-if MODE == "calls":
-    for agent in ("planner", "planner", "coder", "planner"):
-        call(agent)
-    call("coder", model="refused-model")
-    call("evil\x00\x1b]0;owned\x07\x1b[2J" + "x" * 10_000)
-elif MODE == "fork":
-    call("parent")
-    call("parent")
-    import multiprocessing
-    with multiprocessing.get_context("fork").Pool(1) as pool:
-        pool.map(abs, [1, 2])  # a worker that makes no call
-    pid = os.fork()
-    if pid == 0:
-        call("child")
-        sys.exit(0)  # a normal exit: atexit runs in the child
-    os.waitpid(pid, 0)
-    if os.fork() == 0:
-        sys.exit(0)  # a child that made no call
-    os.wait()
-print("script done", flush=True)
+EVIL = "evil\x00\x1b]0;owned\x07\x1b[2J" + "x" * 10_000
+
+def work(i):
+    call(EVIL if i == 0 else f"worker{i % 2}")
+    return os.getpid()
+
+def main(mode):
+    if mode == "calls":
+        for agent in ("planner", "planner", "coder", "planner"):
+            call(agent)
+        call("coder", model="refused-model")
+        call(EVIL)
+    elif mode == "fork":
+        call("parent")
+        call("parent")
+        with multiprocessing.get_context("fork").Pool(1) as pool:
+            pool.map(abs, [1, 2])  # a worker that makes no call
+        pid = os.fork()
+        if pid == 0:
+            call("child")
+            sys.exit(0)  # a normal exit: atexit runs in the child
+        os.waitpid(pid, 0)
+        if os.fork() == 0:
+            sys.exit(0)  # a child that made no call
+        os.wait()
+    elif mode == "late":  # a child that makes its call after the parent has ended
+        call("parent")
+        r, w = os.pipe()
+        if os.fork() == 0:
+            os.close(w)
+            os.read(r, 1)  # end of file: the parent has ended
+            call("late")
+            sys.exit(0)
+        os.close(r)
+    elif mode.endswith("-pool"):
+        pools(multiprocessing.get_context(mode[: -len("-pool")]))
+    print("script done", os.getpid(), flush=True)
+
+def pools(context):
+    # calls in the workers only: a pool that ends in terminate() (its workers SIGTERMed),
+    # then one closed and joined (its workers end on their own)
+    big, small = (3, 2) if context.get_start_method() == "fork" else (2, 1)  # spawn: slower
+    with context.Pool(big) as pool:
+        pids = pool.map(work, range(6), chunksize=1)
+    pool = context.Pool(small)
+    pids += pool.map(work, range(6, 10), chunksize=1)
+    pool.close()
+    pool.join()
+    called, never = context.Queue(), context.Event()
+    busy = context.Process(target=work_then_wait, args=(10, called, never))
+    busy.start()
+    pids.append(called.get())
+    busy.terminate()  # SIGTERM, for certain while the worker waits
+    busy.join()
+    print("workers", len(set(pids)), "terminated", busy.exitcode, flush=True)
+
+def work_then_wait(i, called, never):
+    called.put(work(i))
+    never.wait()
+
+if __name__ == "__main__":
+    main(sys.argv[2])
 """
 
 
@@ -112,10 +156,14 @@ def run(tmp_path: Path, truth: Truth, mode: str, prefix: tuple[str, ...] = (),
     script = tmp_path / "short_script.py"
     script.write_text(SCRIPT)
     url = truth.server.url + "/v1"
+    temp = tmp_path / "temp"  # where the summary's directory is made
+    temp.mkdir(exist_ok=True)
     done = subprocess.run([*prefix, sys.executable, str(script), url, mode], capture_output=True,
-                          env=env(tmp_path, url, **extra), timeout=120, check=False)  # fmt: skip
+                          env=env(tmp_path, url, TMPDIR=str(temp), **extra), timeout=120,
+                          check=False)  # fmt: skip
     assert done.returncode == 0, done.stderr.decode(errors="replace")
     assert b"script done" in done.stdout
+    assert list(temp.glob("otel_tokens-summary-*")) == []  # removed, also when nothing was left
     return done
 
 
@@ -127,7 +175,7 @@ def tables(stderr: bytes) -> dict[int, dict[tuple[str, str], tuple]]:
     found: dict[int, dict] = {}
     current = None
     for line in stderr.decode().splitlines():
-        title = re.search(r"the calls of this process \(pid (\d+)\)", line)
+        title = re.search(r"the calls of (?:this process \()?pid (\d+)", line)
         if title:
             current = found.setdefault(int(title.group(1)), {})
         elif current is not None and (m := ROW.match(line)) and m.group(1) != "TOTAL":
@@ -163,18 +211,89 @@ def test_a_short_script_prints_its_calls_at_exit_and_they_are_the_truth(tmp_path
     assert tables(run(tmp_path, truth, "calls").stderr) == {}
 
 
-def test_a_forked_child_prints_its_own_calls_and_never_the_parents(tmp_path, truth):
+def test_a_forked_child_prints_nothing_its_calls_are_in_the_parents_table(tmp_path, truth):
     done = run(tmp_path, truth, "fork", OTEL_TOKENS_SUMMARY_AT_EXIT="1")
     printed = tables(done.stderr)
-    assert len(printed) == 2, done.stderr.decode()  # the parent and the child that made a call
-    by_agents = {tuple(sorted({agent for agent, _ in rows})): rows for rows in printed.values()}
-    assert set(by_agents) == {("parent",), ("child",)}, done.stderr.decode()
-    assert by_agents[("parent",)][("parent", "summary-model")] == expected(
-        truth.rows[("parent", "summary-model")]
-    )
-    assert by_agents[("child",)][("child", "summary-model")] == expected(
-        truth.rows[("child", "summary-model")]
-    )
+    assert list(printed) == [top_pid(done)], done.stderr.decode()  # one table, the parent's
+    assert f"pid {top_pid(done)} and 1 other process" in done.stderr.decode()
+    rows = printed[top_pid(done)]
+    assert set(rows) == {("parent", "summary-model"), ("child", "summary-model")}
+    for agent in ("parent", "child"):
+        assert rows[(agent, "summary-model")] == expected(truth.rows[(agent, "summary-model")])
+
+
+def top_pid(done: subprocess.CompletedProcess) -> int:
+    return int(done.stdout.split(b"script done ")[1].split()[0])
+
+
+TOTAL = re.compile(r"^\s*TOTAL\s+(\d+)\s+(\d+)\s+([\d,]+)\s+([\d,]+)\s+([\d.]+)\s*$", re.MULTILINE)
+
+
+@pytest.mark.parametrize("start", ["fork", "spawn", "forkserver"])
+def test_one_table_at_exit_holds_every_pool_workers_calls(tmp_path, truth, start):
+    """Calls made in workers only (a pool that ends in terminate(), one closed and joined, a
+    process terminated while it waits), by each start method: the parent prints one table,
+    their exact sum; the workers print none; the directory they left their rows in is gone."""
+    if start == "spawn":  # under `otel-tokens run`, its default: set up before any import
+        done = run(tmp_path, truth, "spawn-pool", prefix=otel_tokens_run())
+    else:
+        done = run(tmp_path, truth, f"{start}-pool", OTEL_TOKENS_SUMMARY_AT_EXIT="1")
+    stderr = done.stderr.decode()
+    printed = tables(done.stderr)
+    assert list(printed) == [top_pid(done)], stderr
+    assert len(re.findall("otel_tokens: the calls of", stderr)) == 1, stderr
+    workers = int(done.stdout.split(b"workers ")[1].split()[0])
+    assert b"terminated -15" in done.stdout  # the flush, then the signal as before
+    assert f"pid {top_pid(done)} and {workers} other processes" in stderr
+    rows = printed[top_pid(done)]
+    for agent in ("worker0", "worker1"):
+        assert rows[(agent, "summary-model")] == expected(truth.rows[(agent, "summary-model")])
+    every = [row for row in truth.rows.values()]
+    inputs, outputs = sum(r["input"] for r in every), sum(r["output"] for r in every)
+    cost = (inputs * PRICE["input"] + outputs * PRICE["output"]) / 1e6
+    assert TOTAL.findall(stderr.replace(",", "")) == [("11", "0", str(inputs), str(outputs),
+                                                        f"{cost:.4f}")]  # fmt: skip
+    # a worker's untrusted agent name came through its file intact, and is shown escaped
+    assert "\x1b" not in stderr and "\x00" not in stderr and "\x07" not in stderr
+    folded = "".join(line[:23].strip() for line in stderr.splitlines())
+    evil = "evil\x00\x1b]0;owned\x07\x1b[2J" + "x" * 10_000
+    assert shown(bounded_length(evil)) in folded, stderr  # as the worker itself recorded it
+
+
+def test_a_child_still_running_at_the_parents_exit_is_not_waited_for_and_prints_its_own(
+    tmp_path, truth
+):
+    done = run(tmp_path, truth, "late", OTEL_TOKENS_SUMMARY_AT_EXIT="1")
+    printed = tables(done.stderr)
+    assert len(printed) == 2, done.stderr.decode()
+    late = next(pid for pid in printed if pid != top_pid(done))
+    assert printed[top_pid(done)] == {("parent", "summary-model"): expected(
+        truth.rows[("parent", "summary-model")])}  # fmt: skip
+    late_row = expected(truth.rows[("late", "summary-model")])
+    assert printed[late] == {("late", "summary-model"): late_row}
+
+
+def test_a_file_that_is_not_a_workers_rows_is_reported_and_skipped(tmp_path, monkeypatch):
+    """The top process's merge: a worker's rows (untrusted names: NUL, escape sequence, lone
+    surrogate, 10 kB) come back as they were; a file that is not rows is a fault, skipped;
+    an unfinished write (``.part``) is not read."""
+    from otel_tokens import faults
+    from otel_tokens.emit import summary
+
+    monkeypatch.setattr(summary, "_gather", str(tmp_path))
+    monkeypatch.setattr(summary, "_names", {})
+    figures = {"requests": 2, "failures": 1, "input_tokens": 10, "output_tokens": None,
+               "cost_usd": 0.25}  # fmt: skip
+    rows = {("a\x00\x1b[2J\ud800" + "x" * 10_000, "m"): figures, (None, "m"): dict(figures)}
+    assert summary._leave(rows)
+    (tmp_path / "1-wrong.json").write_text('[["a", "m", {"requests": true}]]')
+    (tmp_path / "2-garbage.json").write_bytes(b"\xff\x00{")
+    (tmp_path / "3-unfinished.part").write_text("[")
+    before = faults.sink().counts.get("internal", 0)
+    merged: dict = {}
+    assert summary._add_left_rows(merged) == 1
+    assert merged == rows
+    assert faults.sink().counts.get("internal", 0) == before + 2
 
 
 def otel_tokens_run() -> tuple[str, ...]:
