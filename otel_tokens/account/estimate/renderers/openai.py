@@ -52,6 +52,10 @@ ENCRYPTED_REASONING_CHARS_PER_TOKEN = 4.7
 #: Responses hosted tools: tokens of the instructions the API adds (measured); what the tool
 #: returns (search results, retrieved chunks, code output) is billed as input within the
 #: call and unknown before it
+#: an ``additional_tools`` input item (tools made available mid-conversation): what the API
+#: adds beyond the item's function definitions (fitted on half A: +79 to +84 unexplained in
+#: its four complete requests; half B and held out: +79 to +112 before, issue 48)
+RESPONSES_ADDITIONAL_TOOLS = 80
 RESPONSES_HOSTED_TOOLS = {"web_search": 267, "web_search_preview": 267, "file_search": 800,
                           "tool_search": 300}  # fmt: skip
 
@@ -167,7 +171,8 @@ def _responses_item(item: Any, model: str | None) -> Rendering:
         tokens = _encrypted_tokens(field(item, "encrypted_content"))
         return Rendering(fixed=tokens or 0, complete=False)
     if field(item, "tools") is not None:  # tools made available mid-conversation (tool search)
-        out = Rendering(fixed=OPENAI_PER_MESSAGE)
+        added = RESPONSES_ADDITIONAL_TOOLS if kind == "additional_tools" else 0
+        out = Rendering(fixed=OPENAI_PER_MESSAGE + added)
         out.add(_openai_tools(field(item, "tools")))
         return out
     return _openai_chat_message(item, model)  # messages: {"role", "content"}
