@@ -32,7 +32,8 @@ class Request(NamedTuple):
     tokens the request allows (its ``max_tokens``, in the API's spelling; None: it says none),
     read once by :func:`output_limit` (the fleet budget reserves it before the call);
     ``tool_choice``: the request's tool choice as sent (Anthropic's forced choices are billed
-    more system text than ``auto``).
+    more system text than ``auto``); ``reasoning_mode``: Responses ``reasoning.mode``, whose
+    added context the request does not show (the estimate is incomplete).
 
     (A named tuple: immutable, built and read by field name.)
     """
@@ -47,6 +48,7 @@ class Request(NamedTuple):
     chained: str | None = None  # Responses ``previous_response_id``: earlier turns on the server
     max_output_tokens: int | None = None
     tool_choice: Any = None  # Anthropic ``tool_choice``: a forced tool adds system text
+    reasoning_mode: str | None = None  # Responses ``reasoning.mode`` (e.g. "pro")
 
 
 def output_limit(*values: Any) -> int | None:

@@ -309,6 +309,8 @@ def _preamble(request: Request, priming: int, saving: int, reasoning_tools: int)
     if tools.texts and reasoning:
         tools.fixed += reasoning_tools
     out.add(tools)
+    if request.reasoning_mode is not None:  # e.g. "pro": context the request does not show
+        out.guess("reasoning mode", 0)  # learnt per model from completed calls
     return out
 
 

@@ -43,3 +43,26 @@ def test_the_tool_prompt_follows_the_model_generation():
         assert row.complete and abs(row.error) <= 0.05, row
     for row in _first_rows(OLDER):
         assert row.complete and abs(row.error) <= 0.16, row
+
+
+ADDITIONAL_TOOLS = (
+    "tests__test_tool_availability_portability__test_tool_availability_portability_matrix"
+    "[R4-T4-additional-tools].yaml",  # gpt-5, half A
+    "tests__test_tool_availability_portability__test_tool_availability_portability_matrix"
+    "[R3-T4-local-search-additional-tools].yaml")  # fmt: skip  (gpt-5, half B)
+
+
+def test_an_additional_tools_item_counts_its_framing():
+    """A Responses ``additional_tools`` item (tools made available mid-conversation): about
+    80 tokens beyond its function definitions (0.74x-0.77x the bill before, complete)."""
+    for row in _first_rows(ADDITIONAL_TOOLS):
+        assert row.complete and abs(row.error) <= 0.05, row
+
+
+def test_a_reasoning_mode_is_incomplete_and_bounded():
+    """``reasoning.mode`` "pro" (gpt-5.6-sol): 1,549 tokens billed for a one-line question,
+    context the request does not show. The estimate says incomplete (it said complete at
+    18) and its bound holds the billed input."""
+    (row,) = _first_rows(("tests__models__test_openai_responses__test_openai_responses"
+                          "_reasoning_mode_pro.yaml",))  # fmt: skip
+    assert not row.complete and row.bound is not None and row.billed <= row.bound
