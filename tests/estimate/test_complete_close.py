@@ -66,3 +66,24 @@ def test_a_reasoning_mode_is_incomplete_and_bounded():
     (row,) = _first_rows(("tests__models__test_openai_responses__test_openai_responses"
                           "_reasoning_mode_pro.yaml",))  # fmt: skip
     assert not row.complete and row.bound is not None and row.billed <= row.bound
+
+
+def test_an_openai_tool_search_with_its_tools_loaded_is_complete():
+    """A recording handing a conversation from Anthropic to OpenAI (gpt-5.4, a hosted tool
+    search): the OpenAI requests whose input holds the search's output have their tools
+    loaded and counted; they were incomplete at 1.28x-1.35x, now complete and within 5%."""
+    peer.require()
+    name = "tests__test_tool_search__test_live_tool_search_handoff_anthropic_to_openai.yaml"
+    files = {p: t for p, t in peer_rows.by_file().items() if p.endswith(name)}
+    rows = [r for r in peer_rows.direct(files) if r.endpoint == "openai responses"]
+    assert len(rows) == 2
+    for row in rows:
+        assert row.complete and row.bound is None and abs(row.error) <= 0.05, row
+
+
+def test_an_openai_tool_search_before_any_search_stays_incomplete():
+    """The first request of a native tool search (gpt-5.6: no search output in its input):
+    the search runs within the call, so the estimate stays incomplete and bounded."""
+    (row,) = _first_rows(("tests__test_tool_search__test_openai_native_tool_search_with"
+                          "_deferred_capability.yaml",))  # fmt: skip
+    assert not row.complete and row.bound is not None and row.billed <= row.bound
