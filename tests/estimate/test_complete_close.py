@@ -87,3 +87,16 @@ def test_an_openai_tool_search_before_any_search_stays_incomplete():
     (row,) = _first_rows(("tests__test_tool_search__test_openai_native_tool_search_with"
                           "_deferred_capability.yaml",))  # fmt: skip
     assert not row.complete and row.bound is not None and row.billed <= row.bound
+
+
+def test_reasoning_carried_back_in_its_turn_is_counted_complete():
+    """A recorded gpt-5.6 tool search whose later requests carry encrypted reasoning items
+    back within the turn: sized from their ciphertext, the estimates measure within 2% of the
+    bill; they said incomplete for that alone, now complete."""
+    peer.require()
+    name = "tests__test_tool_search__test_openai_native_tool_search_with_deferred_capability.yaml"
+    files = {p: t for p, t in peer_rows.by_file().items() if p.endswith(name)}
+    rows = peer_rows.direct(files)[1:]
+    assert len(rows) == 3
+    for row in rows:
+        assert row.complete and abs(row.error) <= 0.02, row
