@@ -39,6 +39,9 @@ ANTHROPIC_STRUCTURED_OUTPUT_PROMPT = 143  # the system text a JSON-schema output
 #: refitted on half A with the 4.5 models' tool prompt: 300 less its median residual, -73);
 #: their results and the rest are learnt per model (the estimate is marked incomplete)
 ANTHROPIC_SERVER_TOOLS = (("advisor", 1950), ("tool_search_tool", 227))
+#: a request whose tool search has not loaded tools yet: the search's round, billed within
+#: the call, counted at least as the 300 fitted before for the definition did (chosen)
+ANTHROPIC_SEARCH_ROUND = 73
 
 
 def anthropic_blocks(content: Any, out: Rendering) -> None:
@@ -121,6 +124,8 @@ def _anthropic_tools(tools: Any, messages: Any = ()) -> Rendering:
             out.fixed += next((n for p, n in ANTHROPIC_SERVER_TOOLS if str(kind).startswith(p)), 0)
     if out.server and not (searches_only and _tools_loaded(messages)):
         out.complete = False
+        if searches_only:  # before any search: its round is billed within the call
+            out.fixed += ANTHROPIC_SEARCH_ROUND
     return out
 
 
