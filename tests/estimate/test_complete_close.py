@@ -100,3 +100,14 @@ def test_reasoning_carried_back_in_its_turn_is_counted_complete():
     assert len(rows) == 3
     for row in rows:
         assert row.complete and abs(row.error) <= 0.02, row
+
+
+def test_an_image_on_gpt_5_mini_counts_its_patches_as_billed():
+    """A 597x566 image in a tool's output on gpt-5-mini: 342 patches billed about 1.2 tokens
+    each, not the published 1.62 (1.25x the bill before, complete); now within 3%."""
+    peer.require()
+    name = ("tests__models__test_multimodal_tool_returns__test_multimodal_tool_return_matrix"
+            "[tool_return_content-binary-image-openai_chat].yaml")  # fmt: skip
+    files = {p: t for p, t in peer_rows.by_file().items() if p.endswith(name)}
+    row = peer_rows.direct(files)[-1]
+    assert row.complete and abs(row.error) <= 0.03, row
