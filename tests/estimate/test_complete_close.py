@@ -1,22 +1,36 @@
-"""Issue 48, complete means close: the system text Anthropic adds for tools, by model
-generation and tool choice, read from the recorded requests (the capture reader on the
-recorded body, then the estimator, as the account step does)."""
+"""Issue 48, complete means close: what recorded requests of the shared corpus say, read
+(the capture reader on the recorded body, then the estimator, as the account step does):
+Anthropic's tool prompt by model generation and tool choice, OpenAI ``additional_tools``
+items, a tool search with its tools loaded, reasoning carried back, gpt-5-mini images; and
+what a request does not show (a reasoning mode) marked incomplete and bounded."""
 
 from __future__ import annotations
 
 from .. import peer
 from . import peer_rows
 
-#: first requests of recordings in the shared corpus, (file name, model, tool choice)
-FORCED = ("tests__models__anthropic__test_output__test_no_tools_basemodel_output.yaml",
-          "tests__models__test_anthropic__test_anthropic_opus_46_adaptive_thinking_accepts_tool"
-          "_output[provider_specific].yaml")  # fmt: skip  (claude-sonnet-4-5, opus-4-6: any)
-AUTO_45 = ("tests__models__test_tool_choice_matrix__test_tool_choice_matrix[auto-anthropic].yaml",
-           "tests__models__anthropic__test_output__test_strict_none_tool_no_output.yaml")
-OLDER = ("opentelemetry-instrumentation-anthropic__test_sync_messages_create_captures_tool_use"
-         "_content.yaml",  # claude-sonnet-4-20250514, a named tool
-         "opentelemetry-instrumentation-langchain__test_tool_calls__test_tool_calls_anthropic"
-         "_text_block.yaml")  # fmt: skip  (claude-3-5-haiku)
+#: recordings of the shared corpus whose first request is measured (file names)
+FORCED = (
+    "tests__models__anthropic__test_output__test_no_tools_basemodel_output.yaml",
+    (
+        "tests__models__test_anthropic__test_anthropic_opus_46_adaptive_thinking_accepts_tool"
+        "_output[provider_specific].yaml"
+    ),
+)  # claude-sonnet-4-5 and claude-opus-4-6, tool_choice any
+AUTO_45 = (
+    "tests__models__test_tool_choice_matrix__test_tool_choice_matrix[auto-anthropic].yaml",
+    "tests__models__anthropic__test_output__test_strict_none_tool_no_output.yaml",
+)
+OLDER = (
+    (
+        "opentelemetry-instrumentation-anthropic__test_sync_messages_create_captures_tool_use"
+        "_content.yaml"
+    ),  # claude-sonnet-4-20250514, a named tool
+    (
+        "opentelemetry-instrumentation-langchain__test_tool_calls__test_tool_calls_anthropic"
+        "_text_block.yaml"
+    ),
+)  # claude-3-5-haiku
 
 
 def _first_rows(names: tuple[str, ...]) -> list[peer_rows.Row]:
@@ -46,10 +60,15 @@ def test_the_tool_prompt_follows_the_model_generation():
 
 
 ADDITIONAL_TOOLS = (
-    "tests__test_tool_availability_portability__test_tool_availability_portability_matrix"
-    "[R4-T4-additional-tools].yaml",  # gpt-5, half A
-    "tests__test_tool_availability_portability__test_tool_availability_portability_matrix"
-    "[R3-T4-local-search-additional-tools].yaml")  # fmt: skip  (gpt-5, half B)
+    (
+        "tests__test_tool_availability_portability__test_tool_availability_portability_matrix"
+        "[R4-T4-additional-tools].yaml"
+    ),  # gpt-5, half A
+    (
+        "tests__test_tool_availability_portability__test_tool_availability_portability_matrix"
+        "[R3-T4-local-search-additional-tools].yaml"
+    ),
+)  # gpt-5, half B
 
 
 def test_an_additional_tools_item_counts_its_framing():
@@ -63,8 +82,8 @@ def test_a_reasoning_mode_is_incomplete_and_bounded():
     """``reasoning.mode`` "pro" (gpt-5.6-sol): 1,549 tokens billed for a one-line question,
     context the request does not show. The estimate says incomplete (it said complete at
     18) and its bound holds the billed input."""
-    (row,) = _first_rows(("tests__models__test_openai_responses__test_openai_responses"
-                          "_reasoning_mode_pro.yaml",))  # fmt: skip
+    (row,) = _first_rows((("tests__models__test_openai_responses__test_openai_responses"
+                          "_reasoning_mode_pro.yaml"),))  # fmt: skip
     assert not row.complete and row.bound is not None and row.billed <= row.bound
 
 
@@ -84,8 +103,8 @@ def test_an_openai_tool_search_with_its_tools_loaded_is_complete():
 def test_an_openai_tool_search_before_any_search_stays_incomplete():
     """The first request of a native tool search (gpt-5.6: no search output in its input):
     the search runs within the call, so the estimate stays incomplete and bounded."""
-    (row,) = _first_rows(("tests__test_tool_search__test_openai_native_tool_search_with"
-                          "_deferred_capability.yaml",))  # fmt: skip
+    (row,) = _first_rows((("tests__test_tool_search__test_openai_native_tool_search_with"
+                          "_deferred_capability.yaml"),))  # fmt: skip
     assert not row.complete and row.bound is not None and row.billed <= row.bound
 
 
