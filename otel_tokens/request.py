@@ -30,7 +30,10 @@ class Request(NamedTuple):
     structured-output schema (it is shown to the model, so it costs input tokens);
     ``thinking``: Anthropic extended thinking enabled; ``max_output_tokens``: the most output
     tokens the request allows (its ``max_tokens``, in the API's spelling; None: it says none),
-    read once by :func:`output_limit` (the fleet budget reserves it before the call).
+    read once by :func:`output_limit` (the fleet budget reserves it before the call);
+    ``tool_choice``: the request's tool choice as sent (Anthropic's forced choices are billed
+    more system text than ``auto``); ``reasoning_mode``: Responses ``reasoning.mode``, whose
+    added context the request does not show (the estimate is incomplete).
 
     (A named tuple: immutable, built and read by field name.)
     """
@@ -44,6 +47,8 @@ class Request(NamedTuple):
     thinking: bool = False
     chained: str | None = None  # Responses ``previous_response_id``: earlier turns on the server
     max_output_tokens: int | None = None
+    tool_choice: Any = None  # Anthropic ``tool_choice``: a forced tool adds system text
+    reasoning_mode: str | None = None  # Responses ``reasoning.mode`` (e.g. "pro")
 
 
 def output_limit(*values: Any) -> int | None:

@@ -414,7 +414,7 @@ class Estimator:
         messages = messages if type(messages) in _SEQUENCES else renderer.messages_of(request)
         messages = renderer.after_compaction(api, messages)  # those the model is shown
         found = None if request.system or request.tools or request.response_format is not None \
-            else self._preambles.get((api, model, request.thinking))  # fmt: skip
+            else self._preambles.get((api, model, request.thinking, request.reasoning_mode))  # fmt: skip
         if found is None or found[3] != len(LOADED):  # once per bare request's kind
             found = self._context(renderer, request)
         preamble, preamble_digest, encoding, _ = found
@@ -474,7 +474,8 @@ class Estimator:
         found = (preamble, _digest(preamble), encoding, loaded)
         if not (request.system or request.tools or request.response_format is not None):
             with self._lock:
-                _put(self._preambles, (request.api, request.model, request.thinking), found)
+                _put(self._preambles, (request.api, request.model, request.thinking,
+                                       request.reasoning_mode), found)  # fmt: skip
         return found
 
     def _guessed(self, rendering: Any, model: str | None, tokens: int) -> tuple[Any, int]:

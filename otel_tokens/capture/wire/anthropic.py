@@ -121,6 +121,7 @@ def messages_request(kwargs: dict[str, Any]) -> Request:
         thinking=_get(thinking, "type") == "enabled",
         response_format=structured if isinstance(structured, dict) else None,
         max_output_tokens=output_limit(_get(kwargs, "max_tokens")),
+        tool_choice=_get(kwargs, "tool_choice"),
     )  # fmt: skip
 
 

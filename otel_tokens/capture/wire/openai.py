@@ -96,12 +96,14 @@ def chat_request(kwargs: dict[str, Any]) -> Request:
     if not tools and functions and type(functions).__name__ not in _NOT_GIVEN:
         tools = [{"type": "function", "function": f} for f in functions]
     # every field, without Request.__new__'s frame (every call): api, model, messages,
-    # system, tools, response format, thinking, chained, output limit
+    # system, tools, response format, thinking, chained, output limit, tool choice (read for
+    # Anthropic only), reasoning mode (Responses only)
     return tuple.__new__(Request, (
         "openai_chat", model if isinstance(model, str) else None,
         messages if messages and type(messages).__name__ not in _NOT_GIVEN else [],
         None, tools or (), fmt if isinstance(fmt, dict) else None, False, None,
-        None if limit is None and legacy is None else output_limit(given(limit), given(legacy))))
+        None if limit is None and legacy is None else output_limit(given(limit), given(legacy)),
+        None, None))
 
 
 _STANDARD_TIERS = frozenset(("default", "auto", "standard"))
@@ -359,11 +361,13 @@ class ChatAccumulator(SentStream, Accumulator):
 def responses_request(kwargs: dict[str, Any]) -> Request:
     text = _get(kwargs, "text")
     chained = _get(kwargs, "previous_response_id")
+    mode = _get(_get(kwargs, "reasoning"), "mode")
     return Request("openai_responses", _get(kwargs, "model"), _get(kwargs, "input") or [],
                    system=_get(kwargs, "instructions"), tools=_get(kwargs, "tools") or [],
                    response_format=text if isinstance(text, dict) else None,
                    chained=chained if isinstance(chained, str) else None,
-                   max_output_tokens=output_limit(_get(kwargs, "max_output_tokens")))  # fmt: skip
+                   max_output_tokens=output_limit(_get(kwargs, "max_output_tokens")),
+                   reasoning_mode=mode if isinstance(mode, str) else None)  # fmt: skip
 
 
 _PENDING = frozenset(("queued", "in_progress"))
