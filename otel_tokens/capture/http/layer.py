@@ -40,6 +40,7 @@ from ..sent import inside_sdk
 from ..stream import EMPTY_EVENT_STREAM, STREAM_END, StreamObserver
 from ..wire.formats import Wire, find
 from ..wire.framing import framing_of
+from .forms import httpx_form
 
 __all__ = [
     "Ending",
@@ -134,6 +135,8 @@ def _start(instance: Any, args: tuple, kwargs: dict) -> tuple[Call, tuple, dict,
         url = request.url
         wire = find(url.path)
         body = _body(request) if wire is not None else None
+        if body is None and wire is not None and wire.form:
+            body = httpx_form(request) or {}
         if body is None:
             return None
         base = f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{url.path}"
@@ -157,8 +160,11 @@ class Reader:
 
     def __init__(self, call: Call, wire: Wire, body: dict[str, Any], headers: Any) -> None:
         self.call, self.wire = call, wire
-        framing = framing_of(headers.get("content-type") or "")
+        kind = headers.get("content-type") or ""
+        framing = framing_of(kind)
         self.framing = framing() if framing is not None and wire.accumulator is not None else None
+        #: an answer that carries no usage (audio, a plain-text transcript): never read
+        self.unread_body = self.framing is None and wire.unread is not None and wire.unread(kind)
         self.observer = StreamObserver(call, wire.accumulator(body)) if self.framing else None
         self.body, self.headers = body, headers
         self.decoder: Any = None  # the content encoding's, for bytes as sent
@@ -177,7 +183,7 @@ class Reader:
 
     def feed(self, chunk: bytes) -> None:
         """One chunk as the program got it; never raises into the program."""
-        if self.broken or self._ended:
+        if self.broken or self._ended or self.unread_body:
             return
         try:
             if self.decoder is not None:
@@ -298,7 +304,7 @@ class Reader:
         if error is not None:
             self.call.fail(error, attributes={STREAM_END: how})
             return
-        if how != "exhausted" or self.broken:
+        if how != "exhausted" or self.broken or self.unread_body:
             self.call.stop(None, attributes={STREAM_END: how} if how != "exhausted" else None)
             return
         data, self.kept = b"".join(self.kept), []

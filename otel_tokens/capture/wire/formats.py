@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import anthropic, cohere, gemini, ollama, openai, tgi, watsonx
+from . import anthropic, cohere, gemini, ollama, openai, openai_media, tgi, watsonx
 from .base import Wire
 
 __all__ = ["Wire", "find"]
@@ -12,7 +12,7 @@ __all__ = ["Wire", "find"]
 #: the more specific paths first: OpenAI's suffixes are the most general but for TGI's, whose
 #: ``/generate``, ``/`` and ``/models/{id}`` its body must confirm (Ollama's ``/api/generate``,
 #: Azure AI's ``/models/chat/completions`` are taken before)
-_FORMATS: tuple[Any, ...] = (gemini, ollama, anthropic, cohere, watsonx, openai, tgi)
+_FORMATS: tuple[Any, ...] = (gemini, ollama, anthropic, cohere, watsonx, openai_media, openai, tgi)
 _SUFFIXES = tuple(suffix for module in _FORMATS for suffix in module.SUFFIXES)
 
 
