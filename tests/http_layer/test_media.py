@@ -10,12 +10,15 @@ what the program reads unchanged."""
 from __future__ import annotations
 
 import asyncio
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
 
 from otel_tokens.capture.http import http_patches
 
+from .. import peer
+from ..local_server import LocalServer
 from ..media.conftest import price
 from ..telemetry.conftest import handling
 from .conftest import attributes, tokens
@@ -212,3 +215,90 @@ def test_transcriptions_are_recorded_from_the_form_and_its_answer(url, client):
         )
     assert translated["gen_ai.request.model"] == "whisper-1" and tokens(translated) == (None, None)
     assert t.errors() == {"usage_missing": 1}  # the plain-text translation's: no parse fault
+
+
+# -- recorded traffic ------------------------------------------------------------------------
+#: a voice pipeline's real traffic (the openai Agents SDK): a transcription sent as the openai
+#: SDK built its multipart form, its gzip-compressed answer; speech answered as raw PCM audio
+VOICE = "logfire/tests__otel_integrations__test_openai_agents__test_voice_pipeline.yaml"
+#: a real DALL-E 2 generation: an answer without usage
+DALL_E = "logfire/tests__otel_integrations__test_openai__test_images_version_latest_only.yaml"
+
+
+def _recorded(name: str) -> list[dict]:
+    """The interactions of one recorded file, bodies as recorded (bytes stay bytes)."""
+    import yaml
+
+    path = peer.require() / name
+    return yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))[
+        "interactions"
+    ]
+
+
+def _replayed(interactions: list[dict]) -> LocalServer:
+    """A server answering each recorded path with its recorded answer, bytes as sent."""
+    answers = {}
+    for item in interactions:
+        response = item["response"]
+        headers = {k.lower(): v[0] for k, v in response["headers"].items()}
+        body = response["body"]["string"]
+        extra = (
+            {"content-encoding": headers["content-encoding"]}
+            if "content-encoding" in headers
+            else {}
+        )
+        answers[urlsplit(item["request"]["uri"]).path] = (
+            200,
+            headers["content-type"],
+            body if isinstance(body, bytes) else body.encode(),
+            extra,
+        )
+    return LocalServer(lambda path, body: (*answers[path][:3], dict(answers[path][3])))
+
+
+def _resend(client: str, url: str, request: dict) -> bytes:
+    """The recorded request's bytes, sent again as they were (its content type too)."""
+    body = request["body"]
+    content = body if isinstance(body, bytes) else body.encode()
+    recorded = {k.lower(): v[0] for k, v in request["headers"].items()}
+    headers = {"content-type": recorded["content-type"]}
+    if client == "httpx":
+        return httpx.post(url, content=content, headers=headers).content
+    if client == "requests":
+        return requests.post(url, data=content, headers=headers).content
+
+    async def run() -> bytes:
+        if client == "httpx-async":
+            async with httpx.AsyncClient() as http:
+                return (await http.post(url, content=content, headers=headers)).content
+        async with aiohttp.ClientSession() as session:
+            async with session.post(url, data=content, headers=headers) as response:
+                return await response.read()
+
+    return asyncio.run(run())
+
+
+@pytest.mark.parametrize("client", CLIENTS)
+def test_recorded_voice_pipeline_and_dall_e_traffic(provider_urls, client):
+    voice, dall_e = _recorded(VOICE), _recorded(DALL_E)
+    transcription, speech, generation = voice[0], voice[2], dall_e[0]
+    server = _replayed([transcription, speech, generation])
+    try:
+        url = provider_urls(server.url, "openai")
+        with handling(http_patches) as t:
+            heard = _resend(client, url + "/v1/audio/transcriptions", transcription["request"])
+            audio = _resend(client, url + "/v1/audio/speech", speech["request"])
+            drawn = _resend(client, url + "/v1/images/generations", generation["request"])
+    finally:
+        server.close()
+    assert b'"output_tokens":5' in heard and len(audio) == 504000 and b'"url"' in drawn
+    heard_attrs, spoken, dalle = attributes(t)
+    # the model read from the recorded multipart form (its file part never read)
+    assert heard_attrs["gen_ai.request.model"] == "gpt-4o-transcribe"
+    assert tokens(heard_attrs) == (1, 5)
+    assert heard_attrs["otel_tokens.cost.usd"] == pytest.approx(
+        price("gpt-4o-transcribe", input_tokens=1, input_audio_tokens=1, output_tokens=5)
+    )
+    assert spoken["gen_ai.request.model"] == "gpt-4o-mini-tts" and tokens(spoken) == (None, None)
+    assert dalle["gen_ai.request.model"] == "dall-e-2" and tokens(dalle) == (None, None)
+    assert t.errors() == {"usage_missing": 2}  # the audio's and DALL-E's: nothing else
