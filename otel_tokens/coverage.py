@@ -37,8 +37,8 @@ class Client:
 
 
 _SDK = "yes: its SDK capture"
-_ANY = ("yes: the HTTP layer, any POST in the OpenAI, Anthropic, Gemini, Cohere, Ollama, watsonx.ai "
-        "or TGI format")
+_ANY = ("yes: the HTTP layer, any POST in the OpenAI (images and audio too), Anthropic, Gemini, "
+        "Cohere, Ollama, watsonx.ai or TGI format")
 _GRPC = "yes: the gRPC layer (and the HTTP layer for REST)"
 _NAMES = "agent names (its calls: its model client's row)"
 

@@ -4,7 +4,8 @@ own SDK, a hand-written call, a client nobody has named).
 
 ``Client.send``/``AsyncClient.send`` are wrapped (:mod:`.http_patches`). A request is
 recorded when it is a POST, its path names a wire format (:mod:`..wire`), its body is a JSON
-object and no SDK capture records it already (:data:`..sent.inside_sdk`,
+object (or, where the format takes one, a multipart form: its text fields, :mod:`.forms`)
+and no SDK capture records it already (:data:`..sent.inside_sdk`,
 :data:`..sent.inside_gateway`): the provider is named by its URL (:mod:`otel_tokens.endpoints`),
 the model by the body (or the path), the usage by the answer. Anything else passes after a
 test of its method and path.
@@ -18,7 +19,9 @@ is kept as sent and decoded only if the stream ends without usage, its text then
 order); a JSON body is kept as it passes and read at its end.
 The call ends once, as the stream does: read to its end, closed, failed, or dropped unread.
 An answer with an error status ends the call failed (``error.type`` = the status code), its
-body left to the program.
+body left to the program. An answer that carries no usage by its content type
+(:attr:`.wire.Wire.unread`: audio, a plain-text transcript) is never read or kept: its call
+ends with its usage unknown.
 """
 
 from __future__ import annotations
