@@ -37,6 +37,34 @@ def test_every_cut_of_a_body_frames_the_same_events(newline):
         assert _framed(body, size) == whole, size
 
 
+def _cut(body: bytes, cuts: list[int]) -> list[tuple[int, bytes]]:
+    """Each event framed, with how many bytes had been fed when it came."""
+    framing, events, last = ServerSentEvents(), [], 0
+    for at in [*cuts, len(body)]:
+        events += [(at, event) for event in framing.feed(body[last:at])]
+        last = at
+    return events + [(len(body), event) for event in framing.end()]
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n"], ids=["lf", "crlf"])
+def test_a_large_event_held_in_chunks_ends_wherever_its_blank_line_is_cut(newline):
+    """Past 64 kB an event's chunks are held: it comes with the chunk that completes its
+    blank line, however that line is cut (each of its bytes in another chunk, or split
+    across three)."""
+    large = b"data: " + json.dumps({"b64_json": "A" * 100_000}).encode() + newline * 2
+    body = large + b"data: {}" + newline * 2
+    events = [event for _, event in _cut(body, [])]
+    assert len(events) == 2
+    end = len(large) - 2 * len(newline)  # where its blank line begins
+    for at in range(end - 3, end + 2 * len(newline) + 1):
+        steady = list(range(8192, at - 1, 8192))
+        for cuts in ([*steady, at], [*steady, at, at + 1], [*steady, at - 1, at, at + 1, at + 2]):
+            got = _cut(body, cuts)
+            assert [event for _, event in got] == events, at
+            # the large event comes as soon as its blank line is complete, not later
+            assert got[0][0] == min(c for c in [*cuts, len(body)] if c >= len(large)), cuts
+
+
 def test_a_large_event_in_small_chunks_is_framed_in_linear_time():
     """8 MB in 2 kB chunks: copied again at every chunk, this takes many seconds."""
     event = b"data: " + json.dumps({"b64_json": "A" * 8_000_000}).encode() + b"\n\n"
