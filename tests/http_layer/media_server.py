@@ -63,6 +63,8 @@ def _images(path: str, body: Any, streamed: bool) -> Answer:
     if path.endswith("/variations") or str(model).startswith("dall-e"):  # DALL-E: no usage
         answer = {"created": 1, "data": [{"url": "https://img.test/1.png"}]}
     else:
+        if isinstance(body, dict) and body.get("prompt") == "untrusted":  # not token counts
+            usage = {**usage, "output_tokens": "4160", "input_tokens": True}
         answer = {"created": 1, "data": [{"b64_json": "ZnVsbA=="}], "size": "1024x1024",
                   "quality": "high", "output_format": "png", "usage": usage}  # fmt: skip
     return (

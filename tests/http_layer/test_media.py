@@ -135,6 +135,17 @@ def test_dall_e_is_recorded_with_its_usage_unknown_never_zero(url, client):
     assert t.errors() == {"usage_missing": 2}
 
 
+def test_usage_that_is_not_token_counts_is_unusable_and_the_answer_passes(url):
+    """As sent: a string and a boolean where counts belong (the SDK would coerce them)."""
+    with handling(http_patches) as t:
+        made = httpx.post(url + "/v1/images/generations", json={"model": "gpt-image-1",
+                          "prompt": "untrusted"}).json()  # fmt: skip
+    assert made["usage"]["output_tokens"] == "4160"  # passed through as sent
+    (attrs,) = attributes(t)
+    assert tokens(attrs) == (None, None) and "otel_tokens.cost.usd" not in attrs
+    assert t.errors() == {"usage_invalid": 1}
+
+
 @pytest.mark.parametrize("client", CLIENTS)
 def test_streamed_partial_images_are_recorded_once(server, url, client):
     generation = {
