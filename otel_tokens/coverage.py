@@ -120,8 +120,9 @@ CLIENTS: tuple[Client, ...] = (
            ("grpc", "http")),
     Client("ibm-watsonx-ai", "ibm-watsonx-ai", "`ModelInference` chat, generate, their streams; "
            "sync, async", _http("watsonx.ai"), ("http",)),
-    Client("xai-sdk", "xai-sdk", "`chat.create`, `sample`, `stream`; sync, async",
-           "yes: the gRPC layer", ("grpc",)),
+    Client("xai-sdk", "xai-sdk", "`chat.create`, `sample`, `stream`, `defer`; `image.sample`; "
+           "sync, async", "yes: the gRPC layer (a deferred completion once, when done)",
+           ("grpc",)),
     # provider SDKs not recorded
     Client("google-generativeai", "google-generativeai", "`GenerativeModel.generate_content`",
            f"{NOT_RECORDED}: gRPC (a deprecated SDK: use google-genai)", ()),
