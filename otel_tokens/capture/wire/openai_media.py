@@ -67,9 +67,12 @@ def _svg_usage(usage: Any) -> Usage | None:
     """An SVG generation's own usage (its model named, reasoning inside output)."""
     if usage is None:
         return None
-    return Usage(input_tokens=_get(usage, "input_tokens"),
-                 output_tokens=_get(usage, "output_tokens"),
-                 reasoning_tokens=_get(usage, "reasoning_tokens"), model=_get(usage, "model"))  # fmt: skip
+    return Usage(
+        input_tokens=_get(usage, "input_tokens"),
+        output_tokens=_get(usage, "output_tokens"),
+        reasoning_tokens=_get(usage, "reasoning_tokens"),
+        model=_get(usage, "model"),
+    )
 
 
 def images_response(result: Any) -> Response:
@@ -132,7 +135,6 @@ class SpeechAccumulator(Accumulator):
 # -- HTTP: a POST recognised by its path ----------------------------------------------------
 def _no_estimate(body: dict[str, Any], model: str | None) -> None:
     """Images and audio are not estimated before the answer (their input is not text alone)."""
-    return None
 
 
 def _form_stream(path: str, body: dict[str, Any]) -> bool:
@@ -142,6 +144,7 @@ def _form_stream(path: str, body: dict[str, Any]) -> bool:
 
 
 def _speech_stream(path: str, body: dict[str, Any]) -> bool:
+    """Speech asked for as server-sent events (``stream_format: "sse"``), its usage in them."""
     return body.get("stream_format") == "sse"
 
 
@@ -157,6 +160,7 @@ def _not_json(content_type: str) -> bool:
 
 
 def _images(form: bool) -> Wire:
+    """An images endpoint's shape (``form``: it may be sent as a multipart form)."""
     return Wire(
         "generate_content", _no_estimate, images_response, ImagesAccumulator,
         streams=_form_stream, model=_model, form=form,
@@ -167,7 +171,7 @@ _AUDIO_TEXT = Wire(
     "transcription", _no_estimate, transcription_response, _stream(TranscriptionAccumulator),
     streams=_form_stream, model=_model, form=True, unread=_not_json,
 )  # fmt: skip
-_SPEECH = Wire(
+_SPEECH = Wire(  # a whole speech answer is audio (unread): no JSON of it carries usage
     "generate_content", _no_estimate, lambda answer: Response(None), SpeechAccumulator,
     streams=_speech_stream, model=_model, unread=_not_events,
 )  # fmt: skip
