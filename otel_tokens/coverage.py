@@ -37,8 +37,8 @@ class Client:
 
 
 _SDK = "yes: its SDK capture"
-_ANY = ("yes: the HTTP layer, any POST in the OpenAI, Anthropic, Gemini, Cohere, Ollama, watsonx.ai "
-        "or TGI format")
+_ANY = ("yes: the HTTP layer, any POST in the OpenAI (images and audio too), Anthropic, Gemini, "
+        "Cohere, Ollama, watsonx.ai or TGI format")
 _GRPC = "yes: the gRPC layer (and the HTTP layer for REST)"
 _NAMES = "agent names (its calls: its model client's row)"
 
@@ -121,8 +121,9 @@ CLIENTS: tuple[Client, ...] = (
            ("grpc", "http")),
     Client("ibm-watsonx-ai", "ibm-watsonx-ai", "`ModelInference` chat, generate, their streams; "
            "sync, async", _http("watsonx.ai"), ("http",)),
-    Client("xai-sdk", "xai-sdk", "`chat.create`, `sample`, `stream`; sync, async",
-           "yes: the gRPC layer", ("grpc",)),
+    Client("xai-sdk", "xai-sdk", "`chat.create`, `sample`, `stream`, `defer`; `image.sample`; "
+           "sync, async", "yes: the gRPC layer (a deferred completion once, when done)",
+           ("grpc",)),
     # provider SDKs not recorded
     Client("google-generativeai", "google-generativeai", "`GenerativeModel.generate_content`",
            f"{NOT_RECORDED}: gRPC (a deprecated SDK: use google-genai)", ()),

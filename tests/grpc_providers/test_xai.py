@@ -1,10 +1,13 @@
 """xai-sdk (gRPC) through its real client against a real gRPC server serving the SDK's own
 protos (``xai_sdk.proto``'s generated servicer): ``chat.create(...).sample()`` and
-``.stream()``, sync and async; exact tokens under ``x_ai``, priced; answers unchanged."""
+``.stream()``, sync and async; exact tokens under ``x_ai``, priced; answers unchanged; a
+deferred completion (``chat.defer``) recorded once when done, its polls before nothing; an
+image (``image.sample``) with the cost xAI reports."""
 
 from __future__ import annotations
 
 import asyncio
+import datetime
 import math
 
 import pytest
@@ -129,3 +132,122 @@ def test_a_failed_call_ends_with_its_grpc_status(telemetry):
         server.stop(None)
     (attrs,) = attributes(telemetry)
     assert attrs["error.type"] == "RESOURCE_EXHAUSTED" and attrs["gen_ai.provider.name"] == "x_ai"
+
+
+# -- deferred completions and images -------------------------------------------------------
+from xai_sdk.proto.v5 import deferred_pb2, image_pb2, image_pb2_grpc  # noqa: E402
+
+TICKS = 12_345_000  # the cost xAI reports: 1 tick = 1e-10 USD
+COSTED = {**USAGE, "cost_in_usd_ticks": TICKS}
+IMAGE_USAGE = {"prompt_tokens": 9, "prompt_text_tokens": 9, "completion_tokens": 0,
+               "total_tokens": 9, "cost_in_usd_ticks": 700_000_000}  # fmt: skip
+
+
+class Deferred(chat_pb2_grpc.ChatServicer):
+    """A deferred completion: pending at the first poll of each request, done after."""
+
+    def __init__(self, final=deferred_pb2.DONE) -> None:
+        self.polls: dict[str, int] = {}
+        self.final = final
+
+    def StartDeferredCompletion(self, request, context):
+        request_id = f"req-{len(self.polls)}"
+        self.polls[request_id] = 0
+        return deferred_pb2.StartDeferredResponse(request_id=request_id)
+
+    def GetDeferredCompletion(self, request, context):
+        self.polls[request.request_id] += 1
+        if self.polls[request.request_id] == 1:
+            return chat_pb2.GetDeferredCompletionResponse(status=deferred_pb2.PENDING)
+        if self.final != deferred_pb2.DONE:
+            return chat_pb2.GetDeferredCompletionResponse(status=self.final)
+        message = chat_pb2.CompletionMessage(content="Hello there", role=chat_pb2.ROLE_ASSISTANT)
+        output = chat_pb2.CompletionOutput(
+            index=0, message=message, finish_reason=sample_pb2.REASON_STOP
+        )
+        response = chat_pb2.GetChatCompletionResponse(
+            id=f"done-{request.request_id}", model=MODEL, outputs=[output],
+            usage=usage_pb2.SamplingUsage(**COSTED),
+        )  # fmt: skip
+        return chat_pb2.GetDeferredCompletionResponse(status=deferred_pb2.DONE, response=response)
+
+
+class Images(image_pb2_grpc.ImageServicer):
+    def GenerateImage(self, request, context):
+        image = image_pb2.GeneratedImage(url="https://img.test/1.jpg", respect_moderation=True)
+        return image_pb2.ImageResponse(
+            images=[image], model=request.model, usage=usage_pb2.SamplingUsage(**IMAGE_USAGE)
+        )
+
+
+@pytest.fixture
+def deferred_server():
+    servicer = Deferred()
+    server, address = serve(
+        lambda s: chat_pb2_grpc.add_ChatServicer_to_server(servicer, s),
+        lambda s: image_pb2_grpc.add_ImageServicer_to_server(Images(), s),
+    )
+    yield servicer, address
+    server.stop(None)
+
+
+FAST = datetime.timedelta(milliseconds=1)
+
+
+def test_a_deferred_completion_is_recorded_once_when_done(telemetry, deferred_server):
+    servicer, address = deferred_server
+    client = xai_sdk.Client(api_key="test", api_host=address, use_insecure_channel=True)
+    chat = client.chat.create(model=MODEL, messages=[_user("Say hello")])
+    answer = chat.defer(interval=FAST)
+    assert answer.content == "Hello there" and servicer.polls == {"req-0": 2}
+    # read again by its request id: the same completion, not counted again
+    stub = chat_pb2_grpc.ChatStub(client._api_channel)
+    again = stub.GetDeferredCompletion(deferred_pb2.GetDeferredRequest(request_id="req-0"))
+    assert again.status == deferred_pb2.DONE
+    (attrs,) = attributes(telemetry)  # the pending poll recorded nothing
+    assert tokens(attrs) == (120, 80) and attrs["gen_ai.provider.name"] == "x_ai"
+    assert attrs["gen_ai.response.model"] == MODEL and attrs["gen_ai.response.id"] == "done-req-0"
+    assert math.isclose(attrs["otel_tokens.cost.usd"], TICKS * 1e-10)  # as xAI billed it
+    assert telemetry.errors() == {}
+
+
+def test_deferred_completions_async_and_an_expired_one(telemetry, deferred_server):
+    servicer, address = deferred_server
+    from xai_sdk import AsyncClient
+
+    async def run() -> str:
+        client = AsyncClient(api_key="test", api_host=address, use_insecure_channel=True)
+        chat = client.chat.create(model=MODEL, messages=[_user("Say hello")])
+        return (await chat.defer(interval=FAST)).content
+
+    assert asyncio.run(run()) == "Hello there"
+    servicer.final = deferred_pb2.EXPIRED
+    client = xai_sdk.Client(api_key="test", api_host=address, use_insecure_channel=True)
+    with pytest.raises(RuntimeError, match="expired"):  # the SDK's own error, passed through
+        client.chat.create(model=MODEL, messages=[_user("Say hello")]).defer(interval=FAST)
+    done, expired = attributes(telemetry)
+    assert tokens(done) == (120, 80)
+    assert tokens(expired) == (None, None) and expired["gen_ai.response.finish_reasons"] == (
+        "expired",
+    )
+    assert telemetry.errors() == {"usage_missing": 1}  # the expired one: never 0
+
+
+def test_image_generation_sync_and_async(telemetry, deferred_server):
+    _, address = deferred_server
+    from xai_sdk import AsyncClient
+
+    async def run() -> str:
+        client = AsyncClient(api_key="test", api_host=address, use_insecure_channel=True)
+        return (await client.image.sample(prompt="a fox", model="grok-imagine-image")).url
+
+    client = xai_sdk.Client(api_key="test", api_host=address, use_insecure_channel=True)
+    image = client.image.sample(prompt="a fox", model="grok-imagine-image")
+    assert image.url == asyncio.run(run()) == "https://img.test/1.jpg"
+    spans = attributes(telemetry)
+    assert len(spans) == 2 and telemetry.errors() == {}
+    for attrs in spans:
+        assert attrs["gen_ai.operation.name"] == "generate_content"
+        assert attrs["gen_ai.request.model"] == "grok-imagine-image"
+        assert tokens(attrs) == (9, 0)
+        assert math.isclose(attrs["otel_tokens.cost.usd"], 0.07)  # xAI's reported cost

@@ -198,3 +198,61 @@ def test_litellm_calls_are_recorded_once(litellm, server):
     finally:
         anthropic.close()
     assert [tokens(a) for a in attributes(t)] == [(120, 30), (20, 4), (120, 30)]
+
+
+@pytest.fixture(scope="module")
+def media():
+    from .media_server import MediaServer
+
+    running = MediaServer()
+    yield running
+    running.close()
+
+
+def _openai_media_calls(base_url: str) -> None:
+    """Images (generated, edited, streamed), speech (events and audio) and a transcription
+    through the openai SDK, sync and async."""
+    openai = pytest.importorskip("openai")
+    client = openai.OpenAI(api_key="test", base_url=base_url + "/v1", max_retries=0)
+    png, wav = ("in.png", b"\x89PNG fake", "image/png"), ("in.wav", b"RIFF fake", "audio/wav")
+    client.images.generate(model="gpt-image-1", prompt="a fox")
+    client.images.edit(model="gpt-image-1", image=png, prompt="blue")
+    list(client.images.generate(model="gpt-image-1", prompt="a fox", stream=True))
+    speech = {"model": "gpt-4o-mini-tts", "voice": "coral", "input": "Hi"}
+    client.audio.speech.create(**speech, stream_format="sse")
+    client.audio.speech.create(**speech)
+    client.audio.transcriptions.create(model="gpt-4o-transcribe", file=wav)
+
+    async def run_async() -> None:
+        aclient = openai.AsyncOpenAI(api_key="test", base_url=base_url + "/v1", max_retries=0)
+        await aclient.images.edit(model="gpt-image-1", image=png, prompt="blue")
+        await aclient.audio.speech.create(**speech, stream_format="sse")
+
+    asyncio.run(run_async())
+
+
+#: the usage of each call of _openai_media_calls, in order (plain audio: none)
+MEDIA_TOKENS = [(50, 4160), (380, 1280), (50, 4160), (14, 101), (None, None), (40, 9),
+                (380, 1280), (14, 101)]  # fmt: skip
+
+
+@pytest.mark.parametrize("order", sorted(ORDERS))
+def test_openai_sdk_media_calls_are_recorded_once(media, order):
+    with handling(*ORDERS[order]) as t:
+        _openai_media_calls(media.url)
+    assert [tokens(a) for a in attributes(t)] == MEDIA_TOKENS
+    assert t.errors() == {"usage_missing": 1}  # the plain audio's, once
+
+
+def test_the_http_layer_alone_records_the_openai_sdks_media_calls(media):
+    """Without the openai capture, the same calls are recorded once by their wire format,
+    the edit's and the transcription's model read from the SDK's multipart form."""
+    with handling(http_patches) as t:
+        _openai_media_calls(media.url)
+    found = attributes(t)
+    assert [tokens(a) for a in found] == MEDIA_TOKENS
+    assert [a["gen_ai.request.model"] for a in found] == [
+        "gpt-image-1", "gpt-image-1", "gpt-image-1", "gpt-4o-mini-tts", "gpt-4o-mini-tts",
+        "gpt-4o-transcribe", "gpt-image-1", "gpt-4o-mini-tts",
+    ]  # fmt: skip
+    assert t.errors() == {"usage_missing": 1}

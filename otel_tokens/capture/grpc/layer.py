@@ -8,7 +8,10 @@ sync and ``grpc.aio``, wrapped by :mod:`.grpc_patches`): the method's path is lo
 as made. A wrapped callable opens the call as it is called and ends it with the answer:
 returned (``__call__``, ``with_call``), a future's result, an awaited ``grpc.aio`` call, or a
 stream of messages read as the program reads them (the one stream proxy, :mod:`.stream`).
-A failed call's ``error.type`` is its gRPC status (``RESOURCE_EXHAUSTED``). Answers, calls
+A failed call's ``error.type`` is its gRPC status (``RESOURCE_EXHAUSTED``). A polled method
+(:attr:`..wire.protobuf.Method.polled`: xAI's deferred completions) records no call per
+poll: the answer that says the work ended is recorded as one call (spent already: never
+refused by a budget), once per response id, however often it is read. Answers, calls
 and streams pass through unchanged; a call an SDK capture records already is not recorded
 again (:data:`.sent.inside_sdk`, :data:`.sent.inside_gateway`).
 """
@@ -23,6 +26,7 @@ import wrapt
 
 from ... import faults
 from ...call import Call
+from ...handler import get_handler
 from ..lifecycle import open_call, stop_with, sync_wrapper, unusable
 from ..sent import inside_sdk
 from ..stream import wrap_stream
@@ -124,6 +128,42 @@ _AIO_UNARY = sync_wrapper(_start, _awaited, status, sdk=True)
 _AIO_STREAM = sync_wrapper(_start, partial(_stream, True), status, sdk=True)
 
 
+# -- a polled method: the answer that ends the work, recorded once ---------------------------
+def _polled(known: tuple[Method, tuple], message: Any) -> None:
+    """A poll's answer: one call when it says the work ended (pending: nothing), unless its
+    response was counted before or an SDK capture records it; never raises."""
+    method, (address, port) = known
+    try:
+        if inside_sdk.get():
+            return
+        answer = method.response(message)
+        handler = get_handler()
+        again = method.once and answer.response_id
+        if answer.pending or (again and handler.counted_before(method.once, answer.response_id)):
+            return
+        call = handler.start(operation=method.operation, provider=method.provider,
+                             request_model=answer.model, server_address=address,
+                             server_port=port, spent=True)  # fmt: skip
+    except Exception as exc:
+        faults.report("internal", exc)
+        return
+    stop_with(call, answer, method.once)
+
+
+def _polled_future(known: tuple[Method, tuple], future: Any) -> Any:
+    """``future()`` of a polled method: its answer recorded when it is done."""
+
+    def done(finished: Any) -> None:
+        try:
+            if not finished.cancelled() and finished.exception() is None:
+                _polled(known, finished.result())
+        except Exception as exc:  # grpc's callback thread: never raised into it
+            faults.report("internal", exc)
+
+    future.add_done_callback(done)
+    return future
+
+
 class _Callable(wrapt.ObjectProxy):  # type: ignore[misc]
     """A recognised method's callable; everything but calling it passes through."""
 
@@ -156,6 +196,41 @@ class _AioUnaryCallable(_Callable):
 class _AioStream(_Callable):
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return _AIO_STREAM(self.__wrapped__, self._self_known, args, kwargs)
+
+
+class _PolledUnary(_Callable):
+    """A polled method's callable: called as made, its answer then read (:func:`_polled`)."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        message = self.__wrapped__(*args, **kwargs)
+        _polled(self._self_known, message)
+        return message
+
+    def with_call(self, *args: Any, **kwargs: Any) -> Any:
+        result = self.__wrapped__.with_call(*args, **kwargs)
+        _polled(self._self_known, result[0])
+        return result
+
+    def future(self, *args: Any, **kwargs: Any) -> Any:
+        return _polled_future(self._self_known, self.__wrapped__.future(*args, **kwargs))
+
+
+class _AioPolledCallable(_Callable):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return _AioPolled(self.__wrapped__(*args, **kwargs), self._self_known)
+
+
+class _AioPolled(wrapt.ObjectProxy):  # type: ignore[misc]
+    """A ``grpc.aio`` call of a polled method: its answer read as it is awaited."""
+
+    def __init__(self, pending: Any, known: tuple[Method, tuple]) -> None:
+        super().__init__(pending)
+        self._self_known = known
+
+    def __await__(self) -> Any:
+        message = yield from self.__wrapped__.__await__()
+        _polled(self._self_known, message)
+        return message
 
 
 class _AioUnary(wrapt.ObjectProxy):  # type: ignore[misc]
@@ -204,6 +279,8 @@ def _made(kind: type, wrapped: Any, instance: Any, args: tuple, kwargs: dict) ->
         method = METHODS.get(path) if isinstance(path, str) else None
         if method is None:
             return made
+        if method.polled:
+            kind = _AioPolledCallable if kind is _AioUnaryCallable else _PolledUnary
         return kind(made, (method, _server(getattr(instance, "_target", None))))
     except Exception as exc:
         faults.report("internal", exc)

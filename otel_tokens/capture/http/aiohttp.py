@@ -21,6 +21,7 @@ from .layer import Ending, Reader, failed, json_object, open_request
 from ..lifecycle import async_wrapper
 from ..sent import inside_sdk
 from ..wire.formats import find
+from .forms import aiohttp_form
 
 __all__ = ["wrapper"]
 
@@ -53,6 +54,8 @@ def _start(instance: Any, args: tuple, kwargs: dict) -> tuple[Call, tuple, dict,
         url = _url(instance, args[1] if len(args) > 1 else kwargs.get("str_or_url"))
         wire = find(url.path)
         body = _body(kwargs) if wire is not None else None
+        if body is None and wire is not None and wire.form:
+            body = aiohttp_form(kwargs.get("data"), kwargs.get("headers")) or {}
         if body is None:
             return None
         base = f"{url.origin()}{url.path}"  # no user name or password, no query

@@ -18,7 +18,7 @@ __all__ = ["BACKEND", "DEPENDENCIES", "install", "uninstall"]
 BACKEND = Backend(
     "HttpInstrumentor",
     "Any client on httpx (or httpx2), requests or aiohttp posting to a model API's wire format: "
-    "OpenAI, Anthropic, Gemini, Cohere, Ollama (sync, async, streams).",
+    "OpenAI (images and audio too), Anthropic, Gemini, Cohere, Ollama (sync, async, streams).",
     apis=(
         "openai_chat",
         "openai_responses",

@@ -4,7 +4,8 @@ own SDK, a hand-written call, a client nobody has named).
 
 ``Client.send``/``AsyncClient.send`` are wrapped (:mod:`.http_patches`). A request is
 recorded when it is a POST, its path names a wire format (:mod:`..wire`), its body is a JSON
-object and no SDK capture records it already (:data:`..sent.inside_sdk`,
+object (or, where the format takes one, a multipart form: its text fields, :mod:`.forms`)
+and no SDK capture records it already (:data:`..sent.inside_sdk`,
 :data:`..sent.inside_gateway`): the provider is named by its URL (:mod:`otel_tokens.endpoints`),
 the model by the body (or the path), the usage by the answer. Anything else passes after a
 test of its method and path.
@@ -18,7 +19,9 @@ is kept as sent and decoded only if the stream ends without usage, its text then
 order); a JSON body is kept as it passes and read at its end.
 The call ends once, as the stream does: read to its end, closed, failed, or dropped unread.
 An answer with an error status ends the call failed (``error.type`` = the status code), its
-body left to the program.
+body left to the program. An answer that carries no usage by its content type
+(:attr:`.wire.Wire.unread`: audio, a plain-text transcript) is never read or kept: its call
+ends with its usage unknown.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from ..sent import inside_sdk
 from ..stream import EMPTY_EVENT_STREAM, STREAM_END, StreamObserver
 from ..wire.formats import Wire, find
 from ..wire.framing import framing_of
+from .forms import httpx_form
 
 __all__ = [
     "Ending",
@@ -134,6 +138,8 @@ def _start(instance: Any, args: tuple, kwargs: dict) -> tuple[Call, tuple, dict,
         url = request.url
         wire = find(url.path)
         body = _body(request) if wire is not None else None
+        if body is None and wire is not None and wire.form:
+            body = httpx_form(request) or {}
         if body is None:
             return None
         base = f"{url.scheme}://{url.netloc.decode('ascii', 'replace')}{url.path}"
@@ -157,8 +163,11 @@ class Reader:
 
     def __init__(self, call: Call, wire: Wire, body: dict[str, Any], headers: Any) -> None:
         self.call, self.wire = call, wire
-        framing = framing_of(headers.get("content-type") or "")
+        kind = headers.get("content-type") or ""
+        framing = framing_of(kind)
         self.framing = framing() if framing is not None and wire.accumulator is not None else None
+        #: an answer that carries no usage (audio, a plain-text transcript): never read
+        self.unread_body = self.framing is None and wire.unread is not None and wire.unread(kind)
         self.observer = StreamObserver(call, wire.accumulator(body)) if self.framing else None
         self.body, self.headers = body, headers
         self.decoder: Any = None  # the content encoding's, for bytes as sent
@@ -177,7 +186,7 @@ class Reader:
 
     def feed(self, chunk: bytes) -> None:
         """One chunk as the program got it; never raises into the program."""
-        if self.broken or self._ended:
+        if self.broken or self._ended or self.unread_body:
             return
         try:
             if self.decoder is not None:
@@ -298,7 +307,7 @@ class Reader:
         if error is not None:
             self.call.fail(error, attributes={STREAM_END: how})
             return
-        if how != "exhausted" or self.broken:
+        if how != "exhausted" or self.broken or self.unread_body:
             self.call.stop(None, attributes={STREAM_END: how} if how != "exhausted" else None)
             return
         data, self.kept = b"".join(self.kept), []

@@ -29,6 +29,7 @@ from .layer import (
 from ..lifecycle import sync_wrapper
 from ..sent import inside_sdk
 from ..wire.formats import find
+from .forms import from_bytes
 
 __all__ = ["wrapper"]
 
@@ -43,6 +44,8 @@ def _start(instance: Any, args: tuple, kwargs: dict) -> tuple[Call, tuple, dict,
         parts = urlsplit(request.url)
         wire = find(parts.path)
         body = json_object(request.body) if wire is not None else None
+        if body is None and wire is not None and wire.form:
+            body = from_bytes(request.headers.get("content-type"), request.body) or {}
         if body is None:
             return None
         netloc = parts.netloc.rpartition("@")[2]  # never a user name or password

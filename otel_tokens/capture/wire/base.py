@@ -52,7 +52,11 @@ class Wire(NamedTuple):
     nothing of usage); ``plain(event)``: a stream event,
     as sent, says nothing the call needs but output text (kept unread, read only when the
     stream ends without usage, or without usage read after it; None: every event is read as
-    it arrives).
+    it arrives); ``form``: the request may be a multipart form (images edited, audio
+    transcribed), its small text fields then read as the body (:mod:`..http.forms`);
+    ``unread(content_type)``: an answer of that type carries no usage (audio, a plain-text
+    transcript): its bytes are not read, the call ends with its usage unknown (None: every
+    answer is read).
     """
 
     operation: str
@@ -65,3 +69,5 @@ class Wire(NamedTuple):
     accepts: Callable[[str, dict[str, Any]], bool] | None = None
     headers: Callable[[Response, Any], Response] | None = None
     plain: Callable[[bytes], bool] | None = None
+    form: bool = False
+    unread: Callable[[str], bool] | None = None

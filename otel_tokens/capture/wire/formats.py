@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import anthropic, cohere, gemini, ollama, openai, tgi, watsonx
+from . import anthropic, cohere, gemini, ollama, openai, openai_media, tgi, watsonx
 from .base import Wire
 
 __all__ = ["Wire", "find"]
 
 #: the more specific paths first: OpenAI's suffixes are the most general but for TGI's, whose
 #: ``/generate``, ``/`` and ``/models/{id}`` its body must confirm (Ollama's ``/api/generate``,
-#: Azure AI's ``/models/chat/completions`` are taken before)
-_FORMATS: tuple[Any, ...] = (gemini, ollama, anthropic, cohere, watsonx, openai, tgi)
+#: Azure AI's ``/models/chat/completions`` are taken before); OpenAI's images and audio after
+#: its chat (their paths are OpenAI's own, and a chat call is not slowed by their test)
+_FORMATS: tuple[Any, ...] = (gemini, ollama, anthropic, cohere, watsonx, openai, openai_media, tgi)
 _SUFFIXES = tuple(suffix for module in _FORMATS for suffix in module.SUFFIXES)
 
 

@@ -24,7 +24,9 @@ class Method(NamedTuple):
     ``provider``: ``gen_ai.provider.name``; ``operation``: ``gen_ai.operation.name``;
     ``model(request)``: the requested model; ``request(request, model)``: what the estimate
     reads; ``response(message)``: a whole answer read; ``accumulator(request)``: a reader of
-    the streamed messages (None: the method answers once)."""
+    the streamed messages (None: the method answers once); ``polled``: the method asks
+    after work started before (a deferred completion): its call is recorded only when an
+    answer says the work ended, once per response id under ``once``."""
 
     provider: str
     operation: str
@@ -32,6 +34,8 @@ class Method(NamedTuple):
     request: Callable[[Any, str | None], Request | None]
     response: Callable[[Any], Response]
     accumulator: Callable[[Any], Accumulator] | None = None
+    polled: bool = False
+    once: str | None = None
 
 
 def plain(message: Any) -> Any:
