@@ -108,9 +108,8 @@ def check_sent_usage(usage: Any) -> None:
     (details objects, modality lists), must be one; raises ``ValueError`` naming the first
     that is not.
 
-    The common block (every call: plain counts, details objects of plain counts) is passed by
-    one loop over its values, no names read, no frame per details object; anything else
-    takes the full walk (:func:`_check_sent`), which decides."""
+    The common block (plain counts, details objects of plain counts) is passed by one loop
+    over its values; anything else takes the full walk (:func:`_check_sent`), which decides."""
     if type(usage) is dict:
         for value in usage.values():
             kind = type(value)
@@ -145,7 +144,7 @@ def _check_sent(usage: Any) -> None:
         kind = type(value)
         if kind is int and 0 <= value <= MAX_TOKEN_COUNT or value is None:
             continue  # a count, whatever the field
-        if kind is dict:  # a details object: plain counts need no frame of their own
+        if kind is dict:  # a details object of plain counts: read in place
             for count in value.values():
                 if count is not None and (type(count) is not int or not 0 <= count <= MAX_TOKEN_COUNT):
                     _check_sent(value)
@@ -267,10 +266,10 @@ class Usage:
                  cost_usd: float | None = None, model: str | None = None,
                  provider: str | None = None, response_id: str | None = None,
                  source: UsageSource = "reported") -> None:  # fmt: skip
-        # Checked (the common case inline, else the full checks, which normalize or raise),
-        # then set as plain slots (see _Unfrozen), with no __post_init__: one Usage is made per
-        # call. The generated frozen __init__'s signature: a test compares it with fields().
-        top = MAX_TOKEN_COUNT  # each class unknown or an int in range, written out (no loop)
+        # Checked (the common case here, else the full checks, which normalize or raise),
+        # then set as plain slots (see _Unfrozen; kept for speed: docs/benchmarks.md). The generated frozen
+        # __init__'s signature: tests/core/test_usage.py compares it with fields().
+        top = MAX_TOKEN_COUNT  # each class unknown or an int in range
         if not ((input_tokens is None or type(input_tokens) is int and 0 <= input_tokens <= top)
                 and (output_tokens is None or type(output_tokens) is int
                      and 0 <= output_tokens <= top)
@@ -410,8 +409,8 @@ def _set_fields(record: Usage, *values: Any) -> None:
 
 class _Unfrozen:
     """Usage's very slot layout without its frozen ``__setattr__``: ``Usage.__init__`` fills a
-    new record as one of these (eleven plain slot stores, where the slots' own setters cost
-    ~7 k instructions per record: one is made per call) and makes it a Usage again."""
+    new record as one of these (plain slot stores rather than the slots' own setters;
+    kept for speed: docs/benchmarks.md) and makes it a Usage again."""
 
     __slots__ = Usage.__slots__
 

@@ -291,7 +291,7 @@ class AnomalyGuard:
                 if value is None:
                     continue
                 order, ranked = values.order, values.sorted
-                # _Rolling.above, then .add, written out (twice per call): False is sure
+                # _Rolling.above, then .add, in place: False is sure
                 if len(order) >= rule.warmup and \
                         value > rule.factor * ranked[(len(ranked) - 1) * 95 // 100]:
                     p95 = values.p95()

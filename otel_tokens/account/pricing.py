@@ -81,8 +81,7 @@ class PriceResult(NamedTuple):
     no price for the model. ``components``: what the cost covers beyond plain tokens (e.g.
     ``web_searches``, ``service_tier=flex``); ``unpriced_components``: what the response was
     billed for that no price covers (the cost is then a lower bound, or at the standard rate
-    for an unknown tier). (A named tuple: one is made per call, at a third of a frozen
-    dataclass's cost.)"""
+    for an unknown tier). (A named tuple: immutable.)"""
 
     cost_usd: float | None
     source: CostSource | None
@@ -334,7 +333,7 @@ class Pricer:
                 return _UNPRICED
             if type(rates) is PriceResult:  # unpriced, saying why (self-hosted, endpoint's model)
                 return rates
-        if billing is None:  # every field, without PriceResult.__new__'s frame (every call)
+        if billing is None:  # every field by position (kept for speed: docs/benchmarks.md)
             return _new(PriceResult, (rates.cost(usage), "computed", False, (), (), rates.match))
         return self._billed(rates, usage, billing)
 

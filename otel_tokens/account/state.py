@@ -47,8 +47,8 @@ class Estimate:
     source: EstimateSource
 
     def __init__(self, input_tokens: int, source: EstimateSource) -> None:
-        # checked and set through the slots' own setters, with no __post_init__ frame (one
-        # estimate is made per call); same signature as the fields
+        # checked and set through the slots' own setters (kept for speed: docs/benchmarks.md);
+        # same signature as the fields
         if type(input_tokens) is not int or not 0 <= input_tokens <= MAX_TOKEN_COUNT:
             checked = check_token_count("estimate input_tokens", input_tokens)
             if checked is None:
@@ -205,7 +205,7 @@ class TokenState:
         estimate = self._current_estimate() if self._streams else None  # none: no stream
         tokens = estimate.input_tokens if estimate is not None else self._input_tokens
         window = self._max_input_tokens
-        return tuple.__new__(StateFigures, (  # without StateFigures.__new__'s frame
+        return tuple.__new__(StateFigures, (  # by position (kept for speed: docs/benchmarks.md)
             self._turn_count, self._total_output_tokens, self._max_observed_input_tokens,
             None if tokens is None or not window else tokens * 100.0 / window / 100.0,
         ))  # fmt: skip

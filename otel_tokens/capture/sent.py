@@ -213,8 +213,7 @@ NO_GATEWAY: Any = object()
 def expect_cost(gateway: bool) -> None:
     """A call starts: forget a cost noted before (an earlier response's, not this call's).
     ``gateway`` False (the client's endpoint is a provider's own API, matched by its URL
-    pattern) skips reading the response's headers, which costs more than the rest of this
-    step (httpx raises and catches a ``KeyError`` for a header that is not there)."""
+    pattern) skips reading the response's headers: no gateway sits between."""
     state = None if gateway else NO_GATEWAY
     if COST.get() is not state:
         COST.set(state)
@@ -238,8 +237,8 @@ class SentStream:
       (estimated from the text, as any stream without usage).
     * The stream makes its chunk objects with its client's own ``_process_response_data``,
       called by :meth:`reader` (see :func:`unhooked`): each decoded event's usage is noted as
-      sent there, without the per-object hook (:func:`_openai_data`, whose wrapt call per
-      chunk cost more than reading the chunk). A subclass whose ``reader`` reads the chunks
+      sent there, without the per-object hook (:func:`_openai_data`; kept for speed:
+      docs/benchmarks.md). A subclass whose ``reader`` reads the chunks
       too sets ``reads_made`` (chat completions: the decoded chunks kept, read in bulk).
       Where the client cannot be given a reader (another instrumentation wraps the hook, or
       it is not loaded yet), the SSE decoder's events are read as sent (:class:`RawEvents`)
@@ -366,7 +365,7 @@ def _openai_data(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs
     try:
         if usage is None:
             usage = usage_of(data)  # a Responses event's
-        if usage is not None:  # hold(), written out (every non-streamed body has usage)
+        if usage is not None:  # hold(), in place (every non-streamed body has usage)
             try:
                 check_sent_usage(usage)
             except ValueError as exc:

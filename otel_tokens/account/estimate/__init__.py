@@ -62,7 +62,7 @@ def count_text(text: str, model: str | None = None) -> int:
 
 def _count(rendering: Rendering, encoding: Any) -> tuple[int, int]:
     """(tokens counted from texts, tokens known without a tokenizer)."""
-    texts = list(filter(None, rendering.texts))  # the non-empty ones (no frame of its own)
+    texts = list(filter(None, rendering.texts))  # the non-empty ones
     if not texts:
         return 0, rendering.fixed
     joined = _JOINER.join(texts)
@@ -75,8 +75,7 @@ def _count(rendering: Rendering, encoding: Any) -> tuple[int, int]:
 class RequestEstimate(NamedTuple):
     """An estimate and what the estimator needs to learn from the call's actual usage.
 
-    (A named tuple: one is made per call, and it is several times cheaper than a frozen
-    dataclass.)
+    (A named tuple: immutable; built by position, see ``_new``.)
     """
 
     estimate: Estimate
@@ -98,8 +97,8 @@ class RequestEstimate(NamedTuple):
     input_max: int | None = None
 
 
-#: a named tuple made from all its fields at once, without its ``__new__``'s frame (the
-#: estimate and the cursor: one each per call)
+#: a named tuple made from all its fields at once, by position (the estimate and the cursor;
+#: kept for speed: docs/benchmarks.md; field order: tests/core/test_positional_builds.py)
 _new = tuple.__new__
 
 
@@ -518,15 +517,15 @@ class Estimator:
         estimates. ``reported_input`` must be reported."""
         if reported_input is None or reported_input <= 0:
             return
-        # the estimate's fields read at once (one unpacking, not a look-up each: every call)
+        # the estimate's fields read at once (one unpacking)
         (made, _, model, key, n_messages, last_digest, preamble_digest, raw, fixed, complete,
          carried, _, _, _) = estimate  # fmt: skip
         cursor = _new(_Cursor, (n_messages, last_digest, preamble_digest, reported_input,
                                 carried))  # fmt: skip
         lock = self._lock
-        lock.acquire()  # not a with statement: its __enter__/__exit__ look-ups (every call)
+        lock.acquire()  # kept for speed: docs/benchmarks.md
         try:
-            cursors = self._cursors  # _put, written out (every call)
+            cursors = self._cursors  # _put, in place
             cursors.pop(key, None)
             if len(cursors) >= _MAX_KEYS:
                 del cursors[next(iter(cursors))]
@@ -537,10 +536,10 @@ class Estimator:
                 self._add(self._ranges, (model, _range_kind(estimate)), min(ratio, _MAX_RANGE))
             elif raw > 0 and made.source == "full":
                 ratio = (reported_input - fixed) / raw
-                low, high = _RATIO_BOUNDS  # min(max(...)), without its two calls (every call)
+                low, high = _RATIO_BOUNDS  # min(max(...)), in place
                 ratio = low if ratio < low else high if ratio > high else ratio
                 ratios = self._ratios.get(model)
-                if ratios is not None:  # _Ratios.add, written out (every call)
+                if ratios is not None:  # _Ratios.add, in place
                     values = ratios.values
                     values.append(ratio)
                     ratios.mean = sum(values) / len(values)

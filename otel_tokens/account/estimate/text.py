@@ -85,7 +85,7 @@ _BITS = bytes(_MASKS[_class(b)] for b in range(256))
 _LEADS = bytes(ord(_class(b)[-1]) if _class(b)[:4] == "lead" else 0 for b in range(256))
 #: tokens a newline joining two texts adds to the sum of their counts (see ``_count``)
 JOINER_TOKENS = _PER_BYTE + _MASKS["newline"].bit_count() * _PER_BIT - _START
-_from_bytes = int.from_bytes  # bound once: saves an attribute lookup per call
+_from_bytes = int.from_bytes
 #: the weights, for a count made from features kept (:func:`heuristic_features`): (start,
 #: per 2-, 3- and 4-byte character, per byte, per mask bit, per shared bit); the newline's mask
 WEIGHTS = (_START, tuple(_CHARACTER.values()), _PER_BYTE, _PER_BIT, _PER_SHARED_BIT)

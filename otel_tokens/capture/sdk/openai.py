@@ -29,7 +29,6 @@ from __future__ import annotations
 from typing import Any
 
 from ...endpoints import endpoint, server_of
-from ... import settings as _settings
 from ...settings import current
 from ...handler import get_handler
 from .openai_patches import DEPENDENCIES, install, uninstall
@@ -43,7 +42,7 @@ from ..wire.openai import (
     responses_response, run_response, transcription_response,
 )
 from ..managers import managed
-from ..sent import COST, NO_GATEWAY, note_header_cost
+from ..sent import expect_cost, note_header_cost, take_cost
 
 __all__ = ["DEPENDENCIES", "install", "uninstall", "wrapper"]
 
@@ -64,7 +63,7 @@ def _client(instance: Any) -> tuple[str, str | None, int | None]:
     # the URL the ``base_url`` property returns (openai 3's imports a module per read)
     url = getattr(client, "_base_url", None) or getattr(client, "base_url", None)
     address, port = server_of(url)
-    overrides = (_settings._current or current()).provider_urls  # current(), no frame when set
+    overrides = current().provider_urls
     hit = _clients.get(id(url))
     if hit is None or hit[0] is not url or hit[1] is not type(client) or hit[2] is not overrides:
         platform = "azure.ai.openai" if type(client).__name__ in _AZURE else None
@@ -74,13 +73,12 @@ def _client(instance: Any) -> tuple[str, str | None, int | None]:
         # holding the URL keeps its id from being reused; a provider's own API (its URL
         # pattern matched) adds no gateway's cost header: none is read (see sent.expect_cost)
         hit = _clients[id(url)] = (url, type(client), overrides, found.provider,
-                                   None if found.price_id is None else NO_GATEWAY)  # fmt: skip
-    if COST.get() is not hit[4]:  # sent.expect_cost, written out: a cost noted for an
-        COST.set(hit[4])  # earlier response is not this call's
+                                   found.price_id is None)  # fmt: skip
+    expect_cost(gateway=hit[4])  # a cost noted for an earlier response is not this call's
     return hit[3], address, port
 
 
-_clients: dict[int, tuple[Any, type, Any, str, Any]] = {}
+_clients: dict[int, tuple[Any, type, Any, str, bool]] = {}
 
 
 def _provider(instance: Any) -> str:
@@ -93,11 +91,8 @@ def _costed(read: Any) -> Any:
 
     def with_cost(result: Any) -> Response:
         answer = read(result)
-        cost = COST.get()  # sent.take_cost, written out (every call)
-        if cost is None or cost is NO_GATEWAY:
-            return answer
-        COST.set(None)
-        if answer.usage is None:
+        cost = take_cost()
+        if cost is None or answer.usage is None:
             return answer
         return answer._replace(usage=answer.usage.replace(cost_usd=cost))
 

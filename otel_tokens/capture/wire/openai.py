@@ -38,7 +38,7 @@ def _chat_usage(usage: Any, model: str | None, response_id: str | None) -> Usage
     if usage is None:
         return None
     if not isinstance(usage, dict):
-        try:  # an SDK object: plain attribute reads (this runs on every call)
+        try:  # an SDK object: plain attribute reads (kept for speed: docs/benchmarks.md)
             prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
             reasoning, output = getattr(completion, "reasoning_tokens", None), usage.completion_tokens
             if reasoning:  # counted apart by some providers (xAI)
@@ -95,9 +95,9 @@ def chat_request(kwargs: dict[str, Any]) -> Request:
         tools = None  # sentinels read as absent
     if not tools and functions and type(functions).__name__ not in _NOT_GIVEN:
         tools = [{"type": "function", "function": f} for f in functions]
-    # every field, without Request.__new__'s frame (every call): api, model, messages,
-    # system, tools, response format, thinking, chained, output limit, tool choice (read for
-    # Anthropic only), reasoning mode (Responses only)
+    # every field by position (kept for speed: docs/benchmarks.md; field order: tests/core/test_positional_builds.py):
+    # api, model, messages, system, tools, response format, thinking, chained, output limit,
+    # tool choice (read for Anthropic only), reasoning mode (Responses only)
     return tuple.__new__(Request, (
         "openai_chat", model if isinstance(model, str) else None,
         messages if messages and type(messages).__name__ not in _NOT_GIVEN else [],
@@ -127,14 +127,15 @@ def _chat_billing(usage: Any, tier: Any) -> Billing | None:
 
 def chat_response(result: Any) -> Response:
     if not isinstance(result, dict):
-        try:  # an SDK object: plain attribute reads (this runs on every call)
+        try:  # an SDK object: plain attribute reads (kept for speed: docs/benchmarks.md; tests/core/test_positional_builds.py
+            # holds it to the field-by-field reading below)
             model, rid, usage, tier = result.model, result.id, result.usage, result.service_tier
             reasons = []
             for choice in result.choices or ():
                 if choice.finish_reason:
                     reasons.append(str(choice.finish_reason))
             found = billing = None
-            if usage is not None:  # _chat_usage's SDK-object reading, inlined (every call)
+            if usage is not None:  # _chat_usage's SDK-object reading, in place
                 prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
                 if (tier is not None and tier not in _STANDARD_TIERS) or getattr(
                         prompt, "audio_tokens", None) or getattr(completion, "audio_tokens", None):
@@ -149,21 +150,20 @@ def chat_response(result: Any) -> Response:
                     # OpenAI's, says nothing more: no call)
                     reasoning = unlisted_reasoning(usage, inp, output) or reasoning
                     output = output + reasoning if reasoning else output
-                found = Usage(  # by position (input, output, cache read and write, reasoning,
-                    # premium requests, cost, model, provider, response id): keywords cost more
+                found = Usage(  # by position: input, output, cache read and write, reasoning,
+                    # premium requests, cost, model, provider, response id
                     inp, output, getattr(prompt, "cached_tokens", None),
                     getattr(prompt, "cache_write_tokens", None), reasoning, None, None, model,
                     None, rid,
                 )  # fmt: skip
-                # another provider's own fields (has_vendor_fields, inlined for an SDK object:
-                # its extra fields, pydantic's ``model_extra`` read without its property's
-                # frame; empty for OpenAI's own responses)
+                # another provider's own fields (has_vendor_fields, for an SDK object: its
+                # extra fields, pydantic's ``__pydantic_extra__``; empty for OpenAI's own)
                 if has_vendor_fields(usage) if isinstance(usage, dict) else getattr(
                         usage, "__pydantic_extra__", None):  # fmt: skip
                     found, billing = vendor_usage(usage, found), _chat_billing(usage, tier)
             elif tier is not None and tier not in _STANDARD_TIERS:
                 billing = _chat_billing(usage, tier)
-            # every field (parts, pending: none), without Response.__new__'s frame (every call)
+            # every field by position (parts, pending: none; kept for speed: docs/benchmarks.md)
             return tuple.__new__(Response, (found, model, rid, tuple(reasons), billing, (), False))
         except AttributeError:
             pass  # another shape: field by field below

@@ -130,7 +130,7 @@ def _openai_tool_call(call: Any, out: Rendering) -> None:
 
 def _openai_chat_message(message: Any, model: str | None) -> Rendering:
     # one getter for the message's shape (:func:`field`'s rule), chosen once: a dict's own
-    # ``get`` runs no Python frame per field (one message is rendered per call at least)
+    # ``get``, or an object's attributes
     get = message.get if isinstance(message, dict) else partial(getattr, message)
     role = get("role", None)
     out = Rendering(fixed=OPENAI_PER_MESSAGE, opens_turn=role == "user")
