@@ -163,3 +163,38 @@ def test_a_front_that_exits_with_no_worker_left_is_served_by_the_next_process(ll
     finally:
         later.kill()
         later.wait()
+
+
+STOPS = [
+    *(pytest.param(*case.values, signal.SIGTERM, id=f"{case.id}, SIGTERM") for case in CASES),
+    pytest.param("uvicorn", 1, (), signal.SIGTERM, id="uvicorn single process, SIGTERM"),
+    pytest.param("uvicorn", 2, (), signal.SIGINT, id="uvicorn --workers 2, SIGINT"),
+    pytest.param("uvicorn", 1, (), signal.SIGINT, id="uvicorn single process, SIGINT"),
+]
+
+
+@pytest.mark.parametrize(("kind", "workers", "extra", "stop"), STOPS)
+def test_a_stop_signal_sends_every_workers_last_usage(llm, collector, kind, workers, extra, stop):
+    """A server stopped as Kubernetes stops it (SIGTERM to the main process, or SIGINT) with
+    nothing exported before: every worker's usage reaches the collector at its exit, its spans
+    once."""
+    port = free_port()
+    env = clean_env(FAKE_LLM_URL=llm.url, OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
+                    OTEL_METRIC_EXPORT_INTERVAL="600000", OTEL_BSP_SCHEDULE_DELAY="600000")  # fmt: skip
+    env["OTEL_TRACES_EXPORTER"] = "otlp"
+    proc = _server(kind, port, workers, env, *extra)
+    try:
+        _drive(proc, port, REQUESTS)
+        if "--max-requests" not in extra:  # restarted workers export at their own exit
+            assert collector.input_total() == 0  # nothing sent before the stop
+    finally:
+        proc.send_signal(stop)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    assert wait_for(lambda: collector.input_total() == llm.input_total, 10), (collector.input_total(), llm.input_total)
+    assert collector.spans == llm.calls  # one span a call: none lost, none sent twice
+    # the exit status is as before: only a single uvicorn process dies by the SIGTERM it re-raises
+    assert proc.returncode == (-stop if (kind, workers, stop) == ("uvicorn", 1, signal.SIGTERM) else 0)
