@@ -233,3 +233,18 @@ def test_a_sigterm_to_uvicorn_waits_no_longer_than_the_exit_timeout_for_a_silent
             proc.kill()
             proc.wait()
         silent.close()
+
+
+def test_a_sigterm_to_uvicorn_prints_the_at_exit_table(llm):
+    """``OTEL_TOKENS_SUMMARY_AT_EXIT``: a single uvicorn process stopped by SIGTERM prints its
+    table before it dies by the signal, once."""
+    port = free_port()
+    env = clean_env(FAKE_LLM_URL=llm.url, OTEL_TOKENS_SUMMARY_AT_EXIT="1")
+    proc = _server("uvicorn", port, 1, env)
+    try:
+        _drive(proc, port, 4)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGTERM
+    assert err.decode().count("TOTAL") == 1, err.decode()
