@@ -204,7 +204,8 @@ def test_a_stop_signal_sends_every_workers_last_usage(llm, collector, kind, work
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-    assert wait_for(lambda: collector.input_total() == llm.input_total, 10), (collector.input_total(), llm.input_total)
+    sent = wait_for(lambda: collector.input_total() == llm.input_total, 10)
+    assert sent, (collector.input_total(), llm.input_total)
     assert collector.spans == llm.calls  # one span a call: none lost, none sent twice
     # the exit status is as before: only a single uvicorn process dies by the SIGTERM it re-raises
     dies = (kind, workers, stop) == ("uvicorn", 1, signal.SIGTERM)
