@@ -21,6 +21,12 @@ providers ``configure()`` built, right after the fork the child:
 A ``multiprocessing`` child started by spawn or forkserver (no fork hook runs there) gets the
 same exit flush when it sets otel_tokens up (:func:`multiprocessing_child`).
 
+A uvicorn server (one process, each ``--workers`` process, gunicorn's uvicorn worker) stopped by
+SIGTERM or SIGINT shuts down gracefully, then puts the signal's handler back as it was before it
+started (the default: the app module is imported after) and raises the signal again: the
+process dies by it, with no ``atexit``. It flushes (the at-exit table included) once uvicorn's
+own shutdown has ended, before the signal is raised again (:func:`_flush_at_uvicorn_stop`).
+
 The ledger needs nothing here: its rows are written per call, and a child opens its own
 SQLite connection (:mod:`otel_tokens.account.ledger.sqlite`).
 """
@@ -61,6 +67,7 @@ def install(get_setup: Callable[[], Any]) -> None:
                             after_in_child=_after_fork_in_child)  # fmt: skip
     _flush_at_billiard_exit()  # a pool worker that billiard spawned (a new interpreter)
     _flush_in_spawned_child(get_setup())
+    _flush_at_uvicorn_stop()
 
 
 def _flush_in_spawned_child(setup: Any) -> None:
@@ -234,6 +241,56 @@ def _flush_at_billiard_exit() -> None:
 
     _do_exit._otel_tokens_flush = True  # type: ignore[attr-defined]
     worker._do_exit = _do_exit  # type: ignore[union-attr]
+
+
+_uvicorn_hooked = False
+
+
+def _flush_at_uvicorn_stop() -> None:
+    """Patch uvicorn's ``Server.shutdown`` when ``uvicorn.server`` is imported (at once when it
+    is already: the app module is imported while the server's ``serve()`` runs, which looks
+    ``shutdown`` up on the class only when it stops). otel_tokens never imports uvicorn."""
+    global _uvicorn_hooked
+    if not _uvicorn_hooked:
+        _uvicorn_hooked = True
+        import wrapt
+
+        wrapt.register_post_import_hook(_patch_uvicorn_shutdown, "uvicorn.server")
+
+
+def _patch_uvicorn_shutdown(module: Any) -> None:
+    server = getattr(module, "Server", None)
+    shutdown = getattr(server, "shutdown", None)
+    if shutdown is None or getattr(shutdown, "_otel_tokens_flush", False):
+        return
+
+    @functools.wraps(shutdown)
+    async def _shutdown(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return await shutdown(self, *args, **kwargs)
+        finally:  # the graceful shutdown is over: the signal is raised again next
+            if _stopped_by_signal(self):
+                _flush_before_signal()
+
+    _shutdown._otel_tokens_flush = True  # type: ignore[attr-defined]
+    server.shutdown = _shutdown  # type: ignore[union-attr]
+
+
+def _stopped_by_signal(server: Any) -> bool:
+    """Whether this uvicorn server stops for a SIGTERM or SIGINT it caught (only on the main
+    thread: a server run on another thread catches none, and its process goes on)."""
+    caught = getattr(server, "_captured_signals", None) or ()
+    return threading.current_thread() is threading.main_thread() and any(
+        sig in (signal.SIGTERM, signal.SIGINT) for sig in caught)  # fmt: skip
+
+
+def _flush_before_signal() -> None:
+    """The at-exit table, then the exit flush: what ``atexit`` would do, in that order (a
+    later ``atexit``, after a SIGINT's ``KeyboardInterrupt``, does neither again)."""
+    from . import summary
+
+    summary.print_summary()
+    _flush_before_exit()
 
 
 def _outlive_parent() -> None:

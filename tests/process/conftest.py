@@ -66,7 +66,8 @@ class FakeLLM:
 
 
 class Collector(http.server.ThreadingHTTPServer):
-    """OTLP/HTTP metrics receiver keeping the last cumulative value per series."""
+    """OTLP/HTTP metrics receiver keeping the last cumulative value per series (and a count of
+    the spans it was sent)."""
 
     request_queue_size = 128  # many processes export at once: socketserver's 5 drops some
 
@@ -77,6 +78,7 @@ class Collector(http.server.ThreadingHTTPServer):
         #: a backoff, so its export outlasts whatever ends the process meanwhile
         self.refuse_first = False
         self.refused: set[str] = set()
+        self.spans = 0
         self.lock = threading.Lock()
         self.url = f"http://127.0.0.1:{self.server_address[1]}"
         threading.Thread(target=self.serve_forever, daemon=True).start()
@@ -107,6 +109,8 @@ class _OtlpHandler(http.server.BaseHTTPRequestHandler):
                 self.end_headers()
                 return
             _keep_last(self.server, request)  # type: ignore[arg-type]
+        elif self.path == "/v1/traces":
+            _count_spans(self.server, body)  # type: ignore[arg-type]
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")
         self.send_header("Content-Length", "0")
@@ -125,6 +129,16 @@ def _refused(collector: Collector, request: object) -> bool:
             return False
         collector.refused |= instances
         return True
+
+
+def _count_spans(collector: Collector, body: bytes) -> None:
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
+
+    request = trace_service_pb2.ExportTraceServiceRequest()
+    request.ParseFromString(body)
+    count = sum(len(scope.spans) for r in request.resource_spans for scope in r.scope_spans)
+    with collector.lock:
+        collector.spans += count
 
 
 def _keep_last(collector: Collector, request: object) -> None:

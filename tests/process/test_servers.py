@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import http.client
@@ -31,7 +32,9 @@ def _server(kind: str, port: int, workers: int, env: dict[str, str], *extra: str
     if not os.path.exists(exe):
         pytest.skip(f"{kind} is not installed in this environment (the test extra installs it)")
     if kind == "gunicorn":
-        args = [exe, "-w", str(workers), "-b", f"127.0.0.1:{port}", "--graceful-timeout", "10", *extra, "llm_app:wsgi"]
+        app = "llm_app:asgi" if "-k" in extra else "llm_app:wsgi"  # an ASGI worker class
+        args = [exe, "-w", str(workers), "-b", f"127.0.0.1:{port}", "--graceful-timeout", "10",
+                *extra, app]  # fmt: skip
     else:
         args = [exe, "--workers", str(workers), "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning",
                 *extra, "llm_app:asgi"]  # fmt: skip
@@ -163,3 +166,86 @@ def test_a_front_that_exits_with_no_worker_left_is_served_by_the_next_process(ll
     finally:
         later.kill()
         later.wait()
+
+
+STOPS = [
+    *(pytest.param(*case.values, signal.SIGTERM, id=f"{case.id}, SIGTERM") for case in CASES),
+    pytest.param("uvicorn", 1, (), signal.SIGTERM, id="uvicorn single process, SIGTERM"),
+    pytest.param(
+        "gunicorn",
+        2,
+        ("-k", "uvicorn.workers.UvicornWorker"),
+        signal.SIGTERM,
+        id="gunicorn -w 2 -k UvicornWorker, SIGTERM",
+    ),
+    pytest.param("uvicorn", 2, (), signal.SIGINT, id="uvicorn --workers 2, SIGINT"),
+    pytest.param("uvicorn", 1, (), signal.SIGINT, id="uvicorn single process, SIGINT"),
+]
+
+
+@pytest.mark.parametrize(("kind", "workers", "extra", "stop"), STOPS)
+def test_a_stop_signal_sends_every_workers_last_usage(llm, collector, kind, workers, extra, stop):
+    """A server stopped as Kubernetes stops it (SIGTERM to the main process, or SIGINT) with
+    nothing exported before: every worker's usage reaches the collector at its exit, its spans
+    once."""
+    port = free_port()
+    env = clean_env(FAKE_LLM_URL=llm.url, OTEL_EXPORTER_OTLP_ENDPOINT=collector.url,
+                    OTEL_METRIC_EXPORT_INTERVAL="600000", OTEL_BSP_SCHEDULE_DELAY="600000")  # fmt: skip
+    env["OTEL_TRACES_EXPORTER"] = "otlp"
+    proc = _server(kind, port, workers, env, *extra)
+    try:
+        _drive(proc, port, REQUESTS)
+        if "--max-requests" not in extra:  # restarted workers export at their own exit
+            assert collector.input_total() == 0  # nothing sent before the stop
+    finally:
+        proc.send_signal(stop)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    sent = wait_for(lambda: collector.input_total() == llm.input_total, 10)
+    assert sent, (collector.input_total(), llm.input_total)
+    assert collector.spans == llm.calls  # one span a call: none lost, none sent twice
+    # the exit status is as before: only a single uvicorn process dies by the SIGTERM it re-raises
+    dies = (kind, workers, stop) == ("uvicorn", 1, signal.SIGTERM)
+    assert proc.returncode == (-stop if dies else 0)
+
+
+def test_a_sigterm_to_uvicorn_waits_no_longer_than_the_exit_timeout_for_a_silent_collector(llm):
+    """The flush before uvicorn re-raises the signal is the exit flush: bounded by
+    ``OTEL_TOKENS_EXIT_TIMEOUT`` when the collector accepts connections and never answers."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(64)
+    port = free_port()
+    address = f"http://127.0.0.1:{silent.getsockname()[1]}"
+    env = clean_env(FAKE_LLM_URL=llm.url, OTEL_EXPORTER_OTLP_ENDPOINT=address,
+                    OTEL_METRIC_EXPORT_INTERVAL="600000", OTEL_TOKENS_EXIT_TIMEOUT="1")  # fmt: skip
+    proc = _server("uvicorn", port, 1, env)
+    try:
+        _drive(proc, port, 4)
+        began = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(30) == -signal.SIGTERM
+        assert time.monotonic() - began < 10  # the exporter's own timeout is 10 s
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        silent.close()
+
+
+def test_a_sigterm_to_uvicorn_prints_the_at_exit_table(llm):
+    """``OTEL_TOKENS_SUMMARY_AT_EXIT``: a single uvicorn process stopped by SIGTERM prints its
+    table before it dies by the signal, once."""
+    port = free_port()
+    env = clean_env(FAKE_LLM_URL=llm.url, OTEL_TOKENS_SUMMARY_AT_EXIT="1")
+    proc = _server("uvicorn", port, 1, env)
+    try:
+        _drive(proc, port, 4)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == -signal.SIGTERM
+    assert err.decode().count("TOTAL") == 1, err.decode()
