@@ -2,8 +2,9 @@
 
 An instrumentor opens a call with :meth:`Handler.start` (or ``otel_tokens.start_call``),
 gets a :class:`~otel_tokens.call.Call` record, fills in what the backend answered and ends it
-once with ``call.stop()`` or ``call.fail()``. The handler then hands the record to the
-account step (:class:`~otel_tokens.account.settle.Accountant`), which decides the outcome,
+once with ``call.stop()`` or ``call.fail()``. Beside the record the handler keeps the call's
+:class:`~otel_tokens.tracking.Tracking` (who it is for, estimate, reservation, span), which
+the call ends through. The handler then hands both to the account step (:class:`~otel_tokens.account.settle.Accountant`), which decides the outcome,
 and the outcome to the recorder (:class:`~otel_tokens.emit.recorder.Recorder`), which emits
 it; anomaly callbacks run last. Each step is guarded: a fault is counted, never raised into
 the host, except :class:`BudgetExceeded` from ``start`` when the user opted in to it.
@@ -28,8 +29,8 @@ from .account.conversation_totals import ConversationTotals
 from .account.fleet_budget import FleetBudgets
 from .call import Call
 from .emit.recorder import Recorder
-from .tracking import Tracking
 from .settings import current
+from .tracking import Tracking
 
 if TYPE_CHECKING:
     from .account.agents import AgentEntry
@@ -125,7 +126,8 @@ class Handler:
                 if who is not None:
                     tracking.user, tracking.tenant = who[0], who[1]
                     tracking.conversation_id = conversation_id or who[2]
-            if tracking.user is None or tracking.tenant is None or tracking.conversation_id is None:
+            if tracking.user is None or tracking.tenant is None \
+                    or tracking.conversation_id is None:  # fmt: skip
                 context = otel_context.get_current()
                 if context:  # an empty context holds no baggage (a quarter of get_all's cost)
                     entries = baggage.get_all(context)
@@ -201,8 +203,7 @@ class _Owner(Tracking):
     handler: Handler
 
     def activate(self, call: Call) -> Any:
-        emission = self.emission  # the recorder's, once the span started
-        return emission if emission is not None else self.handler.recorder.activate(self)
+        return self.handler.recorder.activate(self)
 
     def span(self, call: Call) -> Any:
         return self.handler.recorder.span_of(self)
