@@ -1,7 +1,7 @@
-"""The account step: a call record in, an :class:`~.outcome.Outcome` out.
+"""The account step: a call record and its tracking in, an :class:`~.outcome.Outcome` out.
 
-Before the call :meth:`Accountant.open` resolves the agent, estimates the request and checks
-the agent's budget; while it streams, running usage goes to the ledger as in-flight; at the
+Before the call :meth:`Accountant.open` estimates the request and checks the budgets of the
+agent the handler resolved (its part written on the call's tracking); while it streams, running usage goes to the ledger as in-flight; at the
 end :meth:`Accountant.settle` validates the usage, prices it, completes the agent's
 TokenState, writes the ledger rows, checks for anomalies and measures the estimate. No
 OpenTelemetry here: the recorder emits what the outcome says. Faults are reported to the
