@@ -2,35 +2,59 @@
 
 An instrumentor (capture) opens a :class:`Call` with the request's facts through the handler
 (``otel_tokens.start_call(...)``), fills in the response's facts and ends it once with
-:meth:`Call.stop` or :meth:`Call.fail`. Everything else (estimate, budget, agent state,
-ledger, cost, span and metrics) happens behind it: the account step turns the finished
-record into an outcome, and the recorder emits that outcome. No provider or OpenTelemetry
-type appears here.
+:meth:`Call.stop` or :meth:`Call.fail`. The call ends through its :class:`CallOwner` (the
+handler's per-call :class:`~otel_tokens.tracking.Tracking`, which keeps who the call is for,
+the estimate, the reservation and the span): the account step turns the finished record into
+an outcome, and the recorder emits that outcome. No provider or OpenTelemetry type appears
+here.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from contextlib import AbstractContextManager
+from time import perf_counter
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
 
 if TYPE_CHECKING:
-    from .account.agents import AgentEntry
-    from .account.estimate import RequestEstimate
-    from .account.state import Estimate, StreamHandle
+    from .account.state import Estimate
     from .request import Request
     from .usage import Billing, Usage
 
-__all__ = ["Call"]
+__all__ = ["Call", "CallOwner"]
+
+
+class CallOwner(Protocol):
+    """What a call ends through and hands its running facts to (implemented by the handler)."""
+
+    @property
+    def ended(self) -> bool:
+        """True once the call's end was taken (by :meth:`finish`)."""
+
+    def activate(self, call: Call) -> AbstractContextManager[Any]:
+        """A context manager making the call's span current while the backend runs."""
+
+    def span(self, call: Call) -> Any:
+        """The call's span (a non-recording one when none could be started)."""
+
+    def stream_usage(self, call: Call, usage: Usage) -> None:
+        """A running usage total seen mid-stream."""
+
+    def update_estimate(self, call: Call, estimate: Estimate) -> None:
+        """A better input estimate while the call runs."""
+
+    def finish(self, call: Call) -> None:
+        """The call's one end: account, then emit (a second end is ignored)."""
 
 
 class Call:
-    """One backend call: request facts at the start, response facts at the end, one ending.
+    """One backend call: request facts at the start, response facts at the end, its timings.
 
     Request side (given to ``start_call``): ``operation``, ``provider``, ``request_model``,
-    ``stream``, ``server_address``/``server_port``, ``conversation_id``, ``span_name``,
-    ``attributes`` (extra span attributes known at the start), ``request`` (for the
-    estimate), ``agent``. Response side (given to :meth:`stop`/:meth:`fail`): ``usage``
-    (None: the backend reported none), ``parts`` (per-model usages of a call that used
-    several models), ``response_model``, ``response_id``, ``finish_reasons``, ``error``,
+    ``stream``, ``server_address``/``server_port``, ``conversation_id`` (as capture knows
+    it), ``span_name``, ``attributes`` (extra span attributes known at the start),
+    ``request`` (for the estimate). Response side (given to :meth:`stop`/:meth:`fail`):
+    ``usage`` (None: the backend reported none), ``parts`` (per-model usages of a call that
+    used several models), ``response_model``, ``response_id``, ``finish_reasons``, ``error``,
     ``output_text`` (streamed text of a response without reported output, to estimate it),
     ``cumulative_key`` (the usage is this conversation's running total, e.g. a Codex thread's:
     only its increase is this call's), ``billing`` (a :class:`~otel_tokens.usage.Billing`:
@@ -38,44 +62,38 @@ class Call:
     (the response may be read again, e.g. a background response polled with
     ``responses.retrieve``: its usage counts once per key), ``pending`` (the work goes on
     after this call, e.g. a queued background response: no usage yet, and none missing) and
-    ``end_attributes``. Each fact has one writer: capture the request and response facts,
-    the handler who the call is for (``agent``, ``user``, ``tenant``, the conversation when
-    capture gave none) and the timings, the account step ``estimate``/``request_estimate``
-    and the streaming state, the recorder the span ids and its ``emission``.
+    ``end_attributes``. Timings: ``started``, ``first_chunk_at``, ``ended_at``
+    (``time.perf_counter()``). Only capture writes these (through the constructor, these
+    methods, or a response fact set by hand); the account step and the recorder read them.
     """
 
     __slots__ = (
         "operation", "provider", "request_model", "stream", "server_address", "server_port",
-        "conversation_id", "user", "tenant", "span_name", "attributes", "request", "agent",
+        "conversation_id", "span_name", "attributes", "request",
         "usage", "parts", "response_model", "response_id", "finish_reasons", "error",
         "output_text", "cumulative_key", "billing", "once_key", "pending", "end_attributes",
-        "estimate", "request_estimate", "started", "first_chunk_at", "ended_at", "trace_id",
-        "span_id", "stream_handle", "stream_key", "emission", "_handler", "_ended",
-        "reservation",
+        "started", "first_chunk_at", "ended_at", "_owner",
     )  # fmt: skip
 
-    def __init__(self, handler: Any, operation: str, provider: str, request_model: str | None,
-                 stream: bool, started: float, server_address: str | None = None,
-                 server_port: int | None = None, conversation_id: str | None = None,
-                 span_name: str | None = None, attributes: dict[str, Any] | None = None,
-                 request: Request | None = None, estimate: Estimate | None = None,
-                 agent: AgentEntry | None = None) -> None:  # fmt: skip
-        self._handler = handler
-        # the request's facts, given once (the handler adds who the call is for, once)
+    def __init__(self, owner: CallOwner, operation: str, provider: str,
+                 request_model: str | None, stream: bool, started: float,
+                 server_address: str | None = None, server_port: int | None = None,
+                 conversation_id: str | None = None, span_name: str | None = None,
+                 attributes: dict[str, Any] | None = None,
+                 request: Request | None = None) -> None:  # fmt: skip
+        self._owner = owner
+        # the request's facts, given once
         self.operation = operation
         self.provider = provider
         self.request_model = request_model
         self.stream = stream
-        self.started = started
         self.server_address = server_address
         self.server_port = server_port
         self.conversation_id = conversation_id
-        self.user: str | None = None  # who the call is for (binding or baggage)
-        self.tenant: str | None = None
         self.span_name = span_name
         self.attributes = attributes
         self.request = request
-        self.agent = agent
+        # the response's facts, given at the end
         self.usage: Usage | None = None
         self.parts: Sequence[Usage] | None = None
         self.response_model: str | None = None
@@ -88,48 +106,38 @@ class Call:
         self.once_key: tuple[str, str] | None = None
         self.pending = False
         self.end_attributes: dict[str, Any] | None = None
-        # the account step's own (written by it alone): the estimate and streaming state
-        self.estimate = estimate
-        self.request_estimate: RequestEstimate | None = None
+        # the timings
+        self.started = started
         self.first_chunk_at: float | None = None
         self.ended_at: float | None = None
-        self.trace_id: int | None = None
-        self.span_id: int | None = None
-        self.stream_handle: StreamHandle | None = None
-        self.stream_key: object | None = None
-        self.reservation: Any = None  # the account step's room in the fleet's budgets
-        self.emission: Any = None  # the recorder's own handle (the span; a context manager)
-        self._ended = False
 
     # -- during the call ----------------------------------------------------------------------
-    def activate(self) -> Any:
-        """A context manager making the call's span current while the backend runs (the
-        recorder's emission is one; the handler answers before it exists)."""
-        emission = self.emission
-        return emission if emission is not None else self._handler.activate(self)
+    def activate(self) -> AbstractContextManager[Any]:
+        """A context manager making the call's span current while the backend runs."""
+        return self._owner.activate(self)
 
     def first_chunk(self) -> None:
         """Note the first streamed chunk (time to first chunk); later calls are ignored."""
         if self.first_chunk_at is None:
-            self._handler.first_chunk(self)
+            self.first_chunk_at = perf_counter()
 
     def stream_usage(self, usage: Usage) -> None:
         """A running usage total seen mid-stream (the ledger's in-flight value)."""
-        self._handler.in_flight(self, usage)
+        self._owner.stream_usage(self, usage)
 
     def update_estimate(self, estimate: Estimate) -> None:
         """Replace the input estimate (e.g. once more of a streamed request is known)."""
-        self._handler.update_estimate(self, estimate)
+        self._owner.update_estimate(self, estimate)
 
     @property
     def ended(self) -> bool:
         """True once :meth:`stop` or :meth:`fail` ran."""
-        return self._ended
+        return self._owner.ended
 
     @property
     def span(self) -> Any:
         """The call's span (a non-recording one when none could be started)."""
-        return self._handler.span_of(self)
+        return self._owner.span(self)
 
     # -- the end ------------------------------------------------------------------------------
     def stop(
@@ -154,7 +162,7 @@ class Call:
         ``billing``, ``pending``: see the class; ``once``: a namespace (e.g.
         ``"openai.responses"``) under which the response id is counted once.
         """
-        if self._ended:
+        if self._owner.ended:
             return
         if attributes or parts or output_text is not None:
             self._fill(usage, response_model, response_id, finish_reasons, attributes, parts,
@@ -173,7 +181,8 @@ class Call:
         if once is not None and self.response_id:
             self.once_key = (once, self.response_id)
         self.pending = pending
-        self._handler.finish(self)
+        self.ended_at = perf_counter()
+        self._owner.finish(self)
 
     def fail(
         self,
@@ -189,13 +198,14 @@ class Call:
     ) -> None:
         """End the call as failed: ``error.type``, ERROR status, no turn counted. Usage that
         arrived before the failure (billed tokens) is still recorded."""
-        if self._ended:
+        if self._owner.ended:
             return
         self.error = error if error is not None else "error"
         self._fill(usage, response_model, response_id, None, attributes, parts, output_text)
         if billing is not None:
             self.billing = billing
-        self._handler.finish(self)
+        self.ended_at = perf_counter()
+        self._owner.finish(self)
 
     def _fill(self, usage: Usage | None, response_model: str | None, response_id: str | None,
               finish_reasons: Sequence[str] | None, attributes: dict[str, Any] | None,

@@ -2,8 +2,9 @@
 
 An instrumentor opens a call with :meth:`Handler.start` (or ``otel_tokens.start_call``),
 gets a :class:`~otel_tokens.call.Call` record, fills in what the backend answered and ends it
-once with ``call.stop()`` or ``call.fail()``. The handler then hands the record to the
-account step (:class:`~otel_tokens.account.settle.Accountant`), which decides the outcome,
+once with ``call.stop()`` or ``call.fail()``. Beside the record the handler keeps the call's
+:class:`~otel_tokens.tracking.Tracking` (who it is for, estimate, reservation, span), which
+the call ends through. The handler then hands both to the account step (:class:`~otel_tokens.account.settle.Accountant`), which decides the outcome,
 and the outcome to the recorder (:class:`~otel_tokens.emit.recorder.Recorder`), which emits
 it; anomaly callbacks run last. Each step is guarded: a fault is counted, never raised into
 the host, except :class:`BudgetExceeded` from ``start`` when the user opted in to it.
@@ -29,6 +30,7 @@ from .account.fleet_budget import FleetBudgets
 from .call import Call
 from .emit.recorder import Recorder
 from .settings import current
+from .tracking import Tracking
 
 if TYPE_CHECKING:
     from .account.agents import AgentEntry
@@ -67,9 +69,6 @@ class Handler:
             settings.max_cost_per_request,
             fleet=FleetBudgets.from_settings(settings),  # None without a ledger URL
         )  # fmt: skip
-        # what a Call delegates straight to the recorder (no frame of the handler's own)
-        self.activate = self.recorder.activate
-        self.span_of = self.recorder.span_of
 
     @property
     def settings(self) -> Settings:
@@ -116,31 +115,34 @@ class Handler:
         ``estimate`` is given. Raises only :class:`BudgetExceeded`, and only when budget
         enforcement is on and the call is not ``spent`` (done and billed already, e.g. a
         batch's result row: recorded whatever the budgets say, never refused)."""
-        call = Call(self, operation, provider, request_model, stream, time.perf_counter(),
-                    server_address, server_port, conversation_id, span_name, attributes, request,
-                    estimate, agent)  # fmt: skip
+        tracking = _Owner(agent, conversation_id, estimate)
+        tracking.handler = self
+        call = Call(tracking, operation, provider, request_model, stream, time.perf_counter(),
+                    server_address, server_port, conversation_id, span_name, attributes,
+                    request)  # fmt: skip
         try:  # who the call is for, resolved once, here (see _from_baggage)
             if agent is None:
-                call.agent, who = current_attribution()
+                tracking.agent, who = current_attribution()
                 if who is not None:
-                    call.user, call.tenant = who[0], who[1]
-                    call.conversation_id = conversation_id or who[2]
-            if call.user is None or call.tenant is None or call.conversation_id is None:
+                    tracking.user, tracking.tenant = who[0], who[1]
+                    tracking.conversation_id = conversation_id or who[2]
+            if tracking.user is None or tracking.tenant is None \
+                    or tracking.conversation_id is None:  # fmt: skip
                 context = otel_context.get_current()
                 if context:  # an empty context holds no baggage (a quarter of get_all's cost)
                     entries = baggage.get_all(context)
                     if entries:
-                        _from_baggage(call, entries)
+                        _from_baggage(tracking, entries)
         except Exception as exc:
             faults.report("internal", exc)
-        try:
-            self.accountant.open(call, refuse=not spent)  # estimate, budget, streaming state
+        try:  # estimate, budget, streaming state
+            self.accountant.open(call, tracking, refuse=not spent)
         except BudgetExceeded as exc:
-            name = call.agent.name if call.agent is not None else "default"
+            name = tracking.agent.name if tracking.agent is not None else "default"
             self.recorder.refused(name, exc.anomaly)
             self._callbacks((exc.anomaly,))
             raise
-        self.recorder.start(call)
+        self.recorder.start(call, tracking)
         return call
 
     def counted_before(self, once: str, response_id: str) -> bool:
@@ -154,38 +156,33 @@ class Handler:
             faults.report("ledger", exc)
             return False
 
-    # -- what a Call delegates ------------------------------------------------------------------
-    @staticmethod
-    def first_chunk(call: Call) -> None:
-        call.first_chunk_at = time.perf_counter()
+    # -- what a call's tracking hands over ------------------------------------------------------
+    def in_flight(self, tracking: Tracking, usage: Usage) -> None:
+        if not tracking.ended:
+            self.accountant.in_flight(tracking, usage)
 
-    def in_flight(self, call: Call, usage: Usage) -> None:
-        if not call._ended:
-            self.accountant.in_flight(call, usage)
+    def update_estimate(self, tracking: Tracking, estimate: Estimate) -> None:
+        if not tracking.ended:
+            self.accountant.update_estimate(tracking, estimate)
 
-    def update_estimate(self, call: Call, estimate: Estimate) -> None:
-        if not call._ended:
-            self.accountant.update_estimate(call, estimate)
-
-    def finish(self, call: Call) -> None:
+    def finish(self, call: Call, tracking: Tracking) -> None:
         """The call's one end: account, then emit, then the anomaly callbacks."""
         # one lock for all calls, held for a flag flip (never contended long); taken and let go
         # by hand: a with block costs a lookup and a call of __enter__ and __exit__ more
         _END_LOCK.acquire()
         try:
-            ended = call._ended
-            call._ended = True
+            ended = tracking.ended
+            tracking.ended = True
         finally:
             _END_LOCK.release()
         if ended:
             return
-        call.ended_at = time.perf_counter()
         outcome = None
         try:
-            outcome = self.accountant.settle(call)
+            outcome = self.accountant.settle(call, tracking)
         except Exception as exc:
             faults.report("internal", exc)
-        self.recorder.stop(call, outcome)
+        self.recorder.stop(tracking, outcome)
         if outcome is not None and outcome.anomalies:
             self._callbacks(outcome.anomalies)
 
@@ -198,16 +195,39 @@ class Handler:
                     faults.report("callback", exc)
 
 
-def _from_baggage(call: Call, entries: Any) -> None:
+class _Owner(Tracking):
+    """A call's tracking bound to the handler that opened it: the :class:`~.call.CallOwner`
+    its call ends through (the handler writes ``handler`` once, at the start)."""
+
+    __slots__ = ("handler",)
+    handler: Handler
+
+    def activate(self, call: Call) -> Any:
+        return self.handler.recorder.activate(self)
+
+    def span(self, call: Call) -> Any:
+        return self.handler.recorder.span_of(self)
+
+    def stream_usage(self, call: Call, usage: Usage) -> None:
+        self.handler.in_flight(self, usage)
+
+    def update_estimate(self, call: Call, estimate: Estimate) -> None:
+        self.handler.update_estimate(self, estimate)
+
+    def finish(self, call: Call) -> None:
+        self.handler.finish(call, self)
+
+
+def _from_baggage(tracking: Tracking, entries: Any) -> None:
     """Who the call is for, resolved once in :meth:`Handler.start`: the agent (given, else the
     innermost ``agent(...)`` binding or framework run, else ``default``); user, tenant and
     conversation from the bindings, the capture's conversation id before theirs; then, here,
     from OpenTelemetry baggage set upstream (``user.id``, ``tenant.id``,
     ``gen_ai.conversation.id`` or ``session.id``, the current context's ``entries``) for
     what neither says."""
-    call.user = call.user or _text(entries.get("user.id"))
-    call.tenant = call.tenant or _text(entries.get("tenant.id"))
-    call.conversation_id = call.conversation_id or _text(
+    tracking.user = tracking.user or _text(entries.get("user.id"))
+    tracking.tenant = tracking.tenant or _text(entries.get("tenant.id"))
+    tracking.conversation_id = tracking.conversation_id or _text(
         entries.get("gen_ai.conversation.id") or entries.get("session.id"))  # fmt: skip
 
 

@@ -481,18 +481,19 @@ def _round_trip(conn: Any) -> float:
 
 
 # -- what the account step asks of the fleet budgets (settle.py) -------------------------------
-def reserve(fleet: FleetBudgets, pricer: Any, call: Any, agent: str) -> Reservation | None:
+def reserve(fleet: FleetBudgets, pricer: Any, call: Any, tracking: Any,
+            agent: str) -> Reservation | None:  # fmt: skip
     """Reserve the call's projected maximum: its input estimate (an incomplete estimate's
     learnt upper bound when the settings ask for the conservative reservation) plus the
     request's own output limit (``max_tokens``; ``reserve_output_tokens`` when it gives
     none), at the request model's price (USD unknown for an unpriced model: tokens only)."""
     from ..usage import Usage
 
-    if not fleet.applying(agent, call.tenant, call.user):
+    if not fleet.applying(agent, tracking.tenant, tracking.user):
         return None  # no fleet budget: nothing to price nor reserve
-    estimate = call.estimate
+    estimate = tracking.estimate
     input_tokens = (estimate.input_tokens or 0) if estimate is not None else 0
-    bound = getattr(call.request_estimate, "input_max", None)
+    bound = getattr(tracking.request_estimate, "input_max", None)
     if fleet.conservative and bound is not None:
         input_tokens = max(input_tokens, bound)
     limit = call.request.max_output_tokens if call.request is not None else None
@@ -505,7 +506,7 @@ def reserve(fleet: FleetBudgets, pricer: Any, call: Any, agent: str) -> Reservat
             usd = pricer.price(projected, call.provider, call.request_model).cost_usd
         except Exception as exc:
             faults.report("pricing", exc)
-    return fleet.reserve(agent, call.tenant, call.user, usd, input_tokens + output_tokens)
+    return fleet.reserve(agent, tracking.tenant, tracking.user, usd, input_tokens + output_tokens)
 
 
 def settle_reservation(fleet: FleetBudgets, reservation: Reservation, usage: Any, price: Any,

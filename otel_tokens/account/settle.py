@@ -1,7 +1,7 @@
-"""The account step: a call record in, an :class:`~.outcome.Outcome` out.
+"""The account step: a call record and its tracking in, an :class:`~.outcome.Outcome` out.
 
-Before the call :meth:`Accountant.open` resolves the agent, estimates the request and checks
-the agent's budget; while it streams, running usage goes to the ledger as in-flight; at the
+Before the call :meth:`Accountant.open` estimates the request and checks the budgets of the
+agent the handler resolved (its part written on the call's tracking); while it streams, running usage goes to the ledger as in-flight; at the
 end :meth:`Accountant.settle` validates the usage, prices it, completes the agent's
 TokenState, writes the ledger rows, checks for anomalies and measures the estimate. No
 OpenTelemetry here: the recorder emits what the outcome says. Faults are reported to the
@@ -22,12 +22,11 @@ from .pricing import PriceResult, Pricer
 from .conversation_totals import ConversationTotals
 from .fleet_budget import FleetBudgets, reserve, settle_reservation
 
-#: the span attribute of an incomplete estimate's learnt upper bound (its input tokens)
-ESTIMATE_INPUT_MAX = "otel_tokens.estimate.input_tokens_max"
-
 if TYPE_CHECKING:
     from ..call import Call
+    from ..tracking import Tracking
     from .agents import AgentEntry
+    from .anomalies import Anomaly
     from .estimate import Estimator
     from .state import Estimate
 
@@ -69,32 +68,30 @@ class Accountant:
         self.fleet = fleet
 
     # -- before and during the call -------------------------------------------------------------
-    def open(self, call: Call, refuse: bool = True) -> None:
-        """The pre-call estimate, the budget check and the agent's streaming state.
+    def open(self, call: Call, tracking: Tracking, refuse: bool = True) -> None:
+        """The pre-call estimate, the budget check and the agent's streaming state, on the
+        call's ``tracking``.
 
         Raises only :class:`BudgetExceeded` (enforcement opted in), never when not ``refuse``
         (a call spent already: its usage still counts against the budgets at its end)."""
-        entry = call.agent  # who the call is for: resolved by the handler
-        if call.estimate is None and call.request is not None:
+        entry = tracking.agent  # who the call is for: resolved by the handler
+        if tracking.estimate is None and call.request is not None:
             try:
                 estimated = self.estimator.estimate(
                     call.request, provider=call.provider,
                     agent=entry.name if entry is not None else "default",
                 )  # fmt: skip
-                call.request_estimate, call.estimate = estimated, estimated.estimate
-                if estimated.input_max is not None:  # an incomplete estimate's bound, on the span
-                    call.attributes = {**(call.attributes or {}),
-                                       ESTIMATE_INPUT_MAX: estimated.input_max}  # fmt: skip
+                tracking.request_estimate, tracking.estimate = estimated, estimated.estimate
             except Exception as exc:
                 faults.report("estimate", exc)
         if entry is None:
             return
         try:
-            estimate = call.estimate
+            estimate = tracking.estimate
             if refuse and self.guard.enforcing:  # else there is nothing to check
                 self.guard.check_before(entry.name, estimate.input_tokens if estimate else None)
             if self.fleet is not None:  # the call's room in the fleet's budgets
-                call.reservation = reserve(self.fleet, self.pricer, call, entry.name)
+                tracking.reservation = reserve(self.fleet, self.pricer, call, tracking, entry.name)
         except BudgetExceeded:
             if refuse:
                 raise
@@ -102,41 +99,42 @@ class Accountant:
             faults.report("internal", exc)
         if call.stream:
             try:
-                call.stream_handle = entry.state.start_streaming(call.estimate)
+                tracking.stream_handle = entry.state.start_streaming(tracking.estimate)
             except Exception as exc:
                 faults.report("state", exc)
 
-    def in_flight(self, call: Call, usage: Usage) -> None:
+    def in_flight(self, tracking: Tracking, usage: Usage) -> None:
         """A running usage total seen mid-stream: the ledger's in-flight value for the call."""
         bound = self.max_tokens
         if (usage.input_tokens or 0) > bound or (usage.output_tokens or 0) > bound:
             return  # not real usage: the end rejects it (and counts it) once
         try:
-            if call.agent is not None:
-                if call.stream_key is None:
-                    call.stream_key = object()
-                call.agent.ledger.stream_update(call.stream_key, usage)
+            if tracking.agent is not None:
+                if tracking.stream_key is None:
+                    tracking.stream_key = object()
+                tracking.agent.ledger.stream_update(tracking.stream_key, usage)
         except Exception as exc:
             faults.report("ledger", exc)
 
-    def update_estimate(self, call: Call, estimate: Estimate) -> None:
+    def update_estimate(self, tracking: Tracking, estimate: Estimate) -> None:
         """A better input estimate while the call runs (shown by the agent's display)."""
         try:
-            call.estimate = estimate
-            if call.stream_handle is not None and call.agent is not None:
-                call.agent.state.set_estimate(call.stream_handle, estimate)
+            tracking.estimate = estimate
+            if tracking.stream_handle is not None and tracking.agent is not None:
+                tracking.agent.state.set_estimate(tracking.stream_handle, estimate)
         except Exception as exc:
             faults.report("state", exc)
 
     # -- the end ------------------------------------------------------------------------------
-    def settle(self, call: Call) -> Outcome:
-        """The finished call's outcome; the agent's state, ledger and budget brought up to date."""
+    def settle(self, call: Call, tracking: Tracking) -> Outcome:
+        """The finished call's outcome (its record and its tracking read); the agent's state,
+        ledger and budget brought up to date."""
         failed = call.error is not None
         reported = call.usage  # tokens reported: not missing (the common case, inlined)
         tokens = type(reported) is Usage and (
             reported.input_tokens is not None or reported.output_tokens is not None)  # fmt: skip
         missing = not failed and not call.pending and not tokens and _no_usage(call)
-        usage, parts, again = self._usage(call, failed)
+        usage, parts, again = self._usage(call, tracking.estimate, failed)
         # the same response read again: billed once, counted once (the record is left as is)
         billing, attributes = call.billing, call.end_attributes
         if again:
@@ -144,9 +142,10 @@ class Accountant:
         response_model = call.response_model or usage.model
         default_model = response_model or call.request_model
         prices, price = self._prices(call, usage, parts, default_model, billing)
-        if call.reservation is not None:  # the fleet's budgets: the call's actual spend
-            settle_reservation(self.fleet, call.reservation, usage, price, failed)
-        entry = call.agent
+        reservation = tracking.reservation
+        if reservation is not None:  # the fleet's budgets: the call's actual spend
+            settle_reservation(self.fleet, reservation, usage, price, failed)
+        entry = tracking.agent
         state = None
         anomalies: tuple = ()
         if entry is not None:
@@ -154,24 +153,15 @@ class Accountant:
             idle = (call.pending or again) and not _has_tokens(usage)
             try:
                 if failed or idle:
-                    entry.state.fail(call.stream_handle)
+                    entry.state.fail(tracking.stream_handle)
                 else:  # the agent's figures after the call, read with it
-                    state = entry.state.complete(usage, call.stream_handle)
+                    state = entry.state.complete(usage, tracking.stream_handle)
             except Exception as exc:
                 faults.report("state", exc)
             if not idle:
-                self._write_ledger(entry, call, usage, parts, prices, price, default_model, failed)
-            inp, out, cost = usage.input_tokens, usage.output_tokens, price.cost_usd
-            if inp is not None or out is not None or cost is not None:  # else nothing to check
-                total = out if inp is None else inp if out is None else inp + out  # total_tokens
-                try:
-                    found = self.guard.check_after(entry.name, total, cost, response_model,
-                                                   call.tenant, call.user)  # fmt: skip
-                    anomalies = tuple(found) if found else ()  # none: the common case
-                except Exception as exc:
-                    faults.report("internal", exc)
-            if call.reservation is not None and call.reservation.alerts:
-                anomalies += tuple(call.reservation.alerts)  # alert-only fleet budgets crossed
+                self._write_ledger(entry, call, tracking, usage, parts, prices, price,
+                                   default_model, failed)  # fmt: skip
+            anomalies = self._anomalies(entry.name, tracking, usage, price, response_model)
             if state is None:  # no turn (or a state fault): the figures as they are
                 try:
                     state = entry.state.figures()
@@ -184,13 +174,33 @@ class Accountant:
             usage, price,
             _lines(usage, parts, prices, price, response_model, default_model),
             response_model, call.response_id or usage.response_id,
-            tuple(map(str, call.finish_reasons)) if call.finish_reasons else (), call.estimate,
-            self._estimate_error(call, usage, failed), ended - call.started,
+            tuple(map(str, call.finish_reasons)) if call.finish_reasons else (), tracking.estimate,
+            self._estimate_error(call, tracking, usage, failed), ended - call.started,
             None if call.first_chunk_at is None else call.first_chunk_at - call.started,
             call.stream, state, anomalies, attributes, missing,
         ))  # fmt: skip
 
-    def _usage(self, call: Call, failed: bool) -> tuple[Usage, tuple[Usage, ...], bool]:
+    def _anomalies(self, agent: str, tracking: Tracking, usage: Usage, price: PriceResult,
+                   response_model: str | None) -> tuple[Anomaly, ...]:  # fmt: skip
+        """What the call's spend sets off: the guard's anomalies (budgets, spike rule) and the
+        alert-only fleet budgets its reservation crossed."""
+        anomalies: tuple[Anomaly, ...] = ()
+        inp, out, cost = usage.input_tokens, usage.output_tokens, price.cost_usd
+        if inp is not None or out is not None or cost is not None:  # else nothing to check
+            total = out if inp is None else inp if out is None else inp + out  # total_tokens
+            try:
+                found = self.guard.check_after(agent, total, cost, response_model,
+                                               tracking.tenant, tracking.user)  # fmt: skip
+                anomalies = tuple(found) if found else ()  # none: the common case
+            except Exception as exc:
+                faults.report("internal", exc)
+        reservation = tracking.reservation
+        if reservation is not None and reservation.alerts:
+            anomalies += tuple(reservation.alerts)  # alert-only fleet budgets crossed
+        return anomalies
+
+    def _usage(self, call: Call, estimate: Estimate | None,
+               failed: bool) -> tuple[Usage, tuple[Usage, ...], bool]:  # fmt: skip
         """(the call's total usage, its per-model parts, whether the response was counted
         before); what no backend reported is absent."""
         usage, parts = call.usage, call.parts
@@ -209,7 +219,7 @@ class Accountant:
             faults.report("usage_invalid", detail=f"not a Usage: {type(usage).__name__}")
             usage = Usage()
         if call.output_text is not None and (usage is None or usage.output_tokens is None):
-            usage = self._estimated(call, usage)
+            usage = self._estimated(call, estimate, usage)
         if usage is None or (usage.input_tokens is None and usage.output_tokens is None):
             # no token figure (a premium-request count alone is not usage); an empty record is
             # the capture's "unusable", already counted as usage_invalid
@@ -277,10 +287,11 @@ class Accountant:
                       "tokens kept")  # fmt: skip
         return usage.replace(cost_usd=None)
 
-    def _estimated(self, call: Call, usage: Usage | None) -> Usage | None:
+    def _estimated(self, call: Call, estimate: Estimate | None,
+                   usage: Usage | None) -> Usage | None:  # fmt: skip
         """A response that reported no output (a stream without usage): output estimated
         from the streamed text and, when no input was reported either, input from the
-        pre-call estimate; marked ``estimated``."""
+        pre-call ``estimate``; marked ``estimated``."""
         text = call.output_text or ""
         model = call.request_model or call.response_model
         try:
@@ -289,7 +300,6 @@ class Accountant:
             faults.report("estimate", exc)
             return usage
         if usage is None or usage.input_tokens is None:
-            estimate = call.estimate
             return Usage(input_tokens=estimate.input_tokens if estimate is not None else None,
                          output_tokens=estimated, model=call.response_model,
                          provider=call.provider, source="estimated",  # a bill reported
@@ -335,13 +345,13 @@ class Accountant:
         )  # fmt: skip
 
     @staticmethod
-    def _write_ledger(entry: AgentEntry, call: Call, usage: Usage, parts: tuple[Usage, ...],
-                      prices: list[PriceResult], price: PriceResult, default_model: str | None,
-                      failed: bool) -> None:  # fmt: skip
+    def _write_ledger(entry: AgentEntry, call: Call, tracking: Tracking, usage: Usage,
+                      parts: tuple[Usage, ...], prices: list[PriceResult], price: PriceResult,
+                      default_model: str | None, failed: bool) -> None:  # fmt: skip
         """The call's ledger rows: one, or one per model of a several-model call."""
-        ledger, key = entry.ledger, call.stream_key
-        who = (call.user, call.tenant, call.conversation_id) \
-            if call.user or call.tenant or call.conversation_id else None  # fmt: skip
+        ledger, key = entry.ledger, tracking.stream_key
+        user, tenant, conversation = tracking.user, tracking.tenant, tracking.conversation_id
+        who = (user, tenant, conversation) if user or tenant or conversation else None
         provider = None
         if usage.input_tokens is not None or usage.output_tokens is not None:  # _has_tokens
             if usage.provider is None:  # a backend whose usage does not say: the call's
@@ -355,10 +365,10 @@ class Accountant:
                                                     or usage.output_tokens is not None):
                 # one row (the common case), its ids by keyword: no dict made per call
                 ledger.append(usage, cost_usd=price.cost_usd, request_id=response_id,
-                              trace_id=call.trace_id, span_id=call.span_id, who=who,
+                              trace_id=tracking.trace_id, span_id=tracking.span_id, who=who,
                               provider=provider, error_type=failure)  # fmt: skip
                 return
-            ids = {"trace_id": call.trace_id, "span_id": call.span_id, "who": who,
+            ids = {"trace_id": tracking.trace_id, "span_id": tracking.span_id, "who": who,
                    "provider": provider, "error_type": failure}  # fmt: skip
             if failed and usage.input_tokens is None and usage.output_tokens is None:
                 # a failed call with no usage is still a row (its error type; tokens unknown),
@@ -388,18 +398,20 @@ class Accountant:
         except Exception as exc:
             faults.report("ledger", exc)
 
-    def _estimate_error(self, call: Call, usage: Usage, failed: bool) -> float | None:
+    def _estimate_error(self, call: Call, tracking: Tracking, usage: Usage,
+                        failed: bool) -> float | None:  # fmt: skip
         """(estimate - actual) / actual of reported input; the estimator learns from it."""
-        estimate, actual = call.estimate, usage.input_tokens
+        estimate, actual = tracking.estimate, usage.input_tokens
         if estimate is None or not actual or usage.source == "estimated":
             return None
-        if call.request_estimate is not None and not failed:
+        request_estimate = tracking.request_estimate
+        if request_estimate is not None and not failed:
             try:  # calibration and the agent's cursor for later delta estimates: the
                 # message's own input (the first part), not iterations billed apart (a
                 # compaction reads the whole pre-compaction context; the next request does not)
                 parts = call.parts
                 own = parts[0].input_tokens if parts and type(parts[0]) is Usage else None
-                self.estimator.observe(call.request_estimate, own or actual)
+                self.estimator.observe(request_estimate, own or actual)
                 request, response_id = call.request, call.response_id or usage.response_id
                 if response_id and request is not None and request.api == "openai_responses":
                     self.estimator.remember(response_id, actual + (usage.output_tokens or 0))

@@ -125,8 +125,7 @@ def sync_wrapper(start: Start, read: Read, failure: Callable[[BaseException], An
         token = inside_gateway.set(context or True) if gateway else None
         own = inside_sdk.set(True) if sdk else None
         try:
-            emission = call.emission  # the span made current (call.activate(), written out)
-            with emission if emission is not None else call.activate():
+            with call.activate():  # the call's span made current
                 result = wrapped(*send_args, **send)
         except BaseException as exc:
             call.fail(exc if failure is None else _named(failure, exc))

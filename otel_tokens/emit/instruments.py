@@ -48,6 +48,7 @@ ESTIMATE_SOURCE = "otel_tokens.estimate.source"
 ESTIMATE_ERROR = "otel_tokens.estimate.error"
 ESTIMATE_CALIBRATION = "otel_tokens.estimate.calibration"  # actual/estimate ratio applied
 ESTIMATE_COMPLETE = "otel_tokens.estimate.complete"  # false: part of the request counted by a per-item figure
+ESTIMATE_INPUT_MAX = "otel_tokens.estimate.input_tokens_max"  # an incomplete estimate's bound
 USAGE_SOURCE = "otel_tokens.usage.source"
 COST_USD = "otel_tokens.cost.usd"
 COST_SOURCE = "otel_tokens.cost.source"

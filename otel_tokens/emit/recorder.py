@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ..account.anomalies import Anomaly
     from ..account.outcome import Line, Outcome
     from ..call import Call
+    from ..tracking import Tracking
 
 __all__ = ["Recorder"]
 
@@ -117,33 +118,36 @@ class Recorder:
         faults.sink().bind(self.instruments.errors)
 
     # -- the start ------------------------------------------------------------------------------
-    def start(self, call: Call) -> None:
-        """Open the call's span (started, not yet current); its ids go on the record."""
-        agent = call.agent
+    def start(self, call: Call, tracking: Tracking) -> None:
+        """Open the call's span (started, not yet current) from the record's request facts
+        and who the call is for; the span and its ids go on the call's tracking."""
+        agent = tracking.agent
         facts = (call.operation, call.provider, agent.name if agent is not None else "default",
                  call.request_model, call.server_address, call.stream, call.server_port)  # fmt: skip
         shape = self._labels.get(facts)  # (none kept when labels carry who a call is for)
         if shape is None:
-            shape = self._shape_of(call, facts)
-        emission = call.emission = _Emission(None, shape)
+            shape = self._shape_of(tracking, facts)
+        emission = tracking.emission = _Emission(None, shape)
         try:
             attrs = dict(shape.span_attributes)  # spans keep the real values
-            if call.conversation_id:
-                attrs[names.CONVERSATION_ID] = call.conversation_id
-            if call.user:
-                attrs[names.USER_ID] = call.user
-            if call.tenant:
-                attrs[names.TENANT_ID] = call.tenant
-            estimate = call.estimate
+            if tracking.conversation_id:
+                attrs[names.CONVERSATION_ID] = tracking.conversation_id
+            if tracking.user:
+                attrs[names.USER_ID] = tracking.user
+            if tracking.tenant:
+                attrs[names.TENANT_ID] = tracking.tenant
+            estimate = tracking.estimate
             if estimate is not None:
                 attrs[names.ESTIMATE_INPUT] = estimate.input_tokens
                 attrs[names.ESTIMATE_SOURCE] = estimate.source
-                request_estimate = call.request_estimate
+                request_estimate = tracking.request_estimate
                 if request_estimate is not None:
                     if request_estimate.calibration is not None:
                         attrs[names.ESTIMATE_CALIBRATION] = request_estimate.calibration
                     if not request_estimate.complete:  # per-item figures or unknown server turns
                         attrs[names.ESTIMATE_COMPLETE] = False
+                    if request_estimate.input_max is not None:  # an incomplete one's bound
+                        attrs[names.ESTIMATE_INPUT_MAX] = request_estimate.input_max
             if call.attributes:
                 attrs.update(call.attributes)
             span = self._borrowed(emission) if self.reuse_genai_span else None
@@ -154,11 +158,11 @@ class Recorder:
                     call.span_name or shape.name, kind=_CLIENT, attributes=attrs)
             ids = span.get_span_context()
             if ids.is_valid:
-                call.trace_id, call.span_id = ids.trace_id, ids.span_id
+                tracking.trace_id, tracking.span_id = ids.trace_id, ids.span_id
         except Exception as exc:
             faults.report("span", exc)
 
-    def _shape_of(self, call: Call, facts: tuple[Any, ...]) -> _Shape:
+    def _shape_of(self, tracking: Tracking, facts: tuple[Any, ...]) -> _Shape:
         """A call's request shape (its common metric labels, its span's attributes known at
         the start and its default span name), kept by request facts (bounded) unless its
         labels carry who the call is for (opt-in)."""
@@ -170,8 +174,8 @@ class Recorder:
         if address:
             labels[names.SERVER_ADDRESS] = address
         for who, attr in self.who_labels:
-            value = call.user if who == "user" else call.tenant if who == "tenant" \
-                else call.conversation_id  # fmt: skip
+            value = tracking.user if who == "user" else tracking.tenant if who == "tenant" \
+                else tracking.conversation_id  # fmt: skip
             if value:
                 labels[attr] = value
         span_attributes = {**labels, names.REQUEST_STREAM: bool(stream)}
@@ -201,22 +205,22 @@ class Recorder:
         return span
 
     @staticmethod
-    def activate(call: Call) -> Any:
+    def activate(tracking: Tracking) -> Any:
         """A context manager making the call's span current while the backend runs (HTTP
         client spans nest under it): the call's emission, once started."""
-        emission = call.emission
+        emission = tracking.emission
         return emission if emission is not None else _INACTIVE
 
     @staticmethod
-    def span_of(call: Call) -> Any:
-        emission = call.emission
+    def span_of(tracking: Tracking) -> Any:
+        emission = tracking.emission
         span = emission.span if emission is not None else None
         return span if span is not None else trace.INVALID_SPAN
 
     # -- the end --------------------------------------------------------------------------------
-    def stop(self, call: Call, outcome: Outcome | None) -> None:
+    def stop(self, tracking: Tracking, outcome: Outcome | None) -> None:
         """Span attributes, events and status, every metric point, then the span's end."""
-        emission = call.emission
+        emission = tracking.emission
         span = emission.span if emission is not None else None
         try:
             if outcome is not None and emission is not None:

@@ -12,6 +12,7 @@ from otel_tokens.account.agents import current_attribution
 from otel_tokens.account.settle import Accountant
 from otel_tokens.call import Call
 from otel_tokens.faults import sink
+from otel_tokens.tracking import Tracking
 
 
 def accountant(guard: AnomalyGuard | None = None) -> Accountant:
@@ -20,25 +21,32 @@ def accountant(guard: AnomalyGuard | None = None) -> Accountant:
 
 def record(model: str | None = "gpt-4o", *, stream: bool = False, provider: str = "openai",
            **facts) -> Call:  # fmt: skip
-    """A call record as capture leaves it (no handler: the test plays the handler)."""
-    call = Call(None, "chat", provider, model, stream, started=10.0)
+    """A call record as capture leaves it, with its tracking (no handler: the test plays the
+    handler; a fact of the tracking, such as ``estimate`` or ``trace_id``, goes there)."""
+    tracking = Tracking()
+    call = Call(tracking, "chat", provider, model, stream, started=10.0)  # type: ignore[arg-type]
     for key, value in facts.items():
-        setattr(call, key, value)
+        setattr(tracking if key in Tracking.__slots__ else call, key, value)
     return call
+
+
+def tracked(call: Call) -> Tracking:
+    """The tracking :func:`record` gave ``call``."""
+    return call._owner  # type: ignore[return-value]
 
 
 def opened(acc: Accountant, call: Call) -> Call:
     """``acc.open(call)`` after the handler's part: who the call is for (the binding's agent)."""
-    if call.agent is None:
-        call.agent = current_attribution()[0]
-    acc.open(call)
+    if tracked(call).agent is None:
+        tracked(call).agent = current_attribution()[0]
+    acc.open(call, tracked(call))
     return call
 
 
 def settled(acc: Accountant, call: Call, ended: float = 10.5):
     opened(acc, call)
     call.ended_at = ended
-    return acc.settle(call)
+    return acc.settle(call, tracked(call))
 
 
 def test_a_reported_call_becomes_tokens_cost_state_and_one_ledger_row():
@@ -96,7 +104,7 @@ def test_a_stream_without_reported_output_is_estimated_from_its_text_and_marked(
         opened(acc, call)
         assert entry.state.status == "streaming"
         call.ended_at = 11.0
-        outcome = acc.settle(call)
+        outcome = acc.settle(call, tracked(call))
     assert outcome.usage.source == "estimated" and outcome.usage.input_tokens == 12
     assert 3 <= outcome.usage.output_tokens <= 6
     assert outcome.time_to_first_chunk == pytest.approx(0.2) and outcome.stream
@@ -132,8 +140,9 @@ def test_open_estimates_the_request_and_an_enforced_budget_refuses_the_call():
     with otel_tokens.agent("free"):
         call = record(request=request)
         opened(acc, call)
-    assert call.estimate is not None and call.estimate.input_tokens > 150
-    assert call.request_estimate is not None
+    estimate = tracked(call).estimate
+    assert estimate is not None and estimate.input_tokens > 150
+    assert tracked(call).request_estimate is not None
 
 
 def test_anomalies_come_out_in_the_outcome():
@@ -153,10 +162,10 @@ def test_running_usage_is_in_flight_until_the_end():
     with otel_tokens.agent("a") as entry:
         call = record(stream=True)
         opened(acc, call)
-        acc.in_flight(call, Usage(input_tokens=40, output_tokens=3))
+        acc.in_flight(tracked(call), Usage(input_tokens=40, output_tokens=3))
         assert entry.ledger.cumulative.input_tokens == 40 and len(entry.ledger) == 0
         call.usage, call.ended_at = Usage(input_tokens=40, output_tokens=9), 11.0
-        acc.settle(call)
+        acc.settle(call, tracked(call))
     assert entry.ledger.in_flight == {} and entry.ledger.cumulative.output_tokens == 9
     assert len(entry.ledger) == 1
 

@@ -13,6 +13,7 @@ from otel_tokens.account.pricing import Pricer
 from otel_tokens.call import Call
 from otel_tokens.request import Request
 from otel_tokens.settings import read
+from otel_tokens.tracking import Tracking
 
 SEARCH = {"type": "web_search_20250305", "name": "web_search", "max_uses": 3}
 REQUEST = Request("anthropic_messages", "claude-sonnet-4-5",
@@ -20,7 +21,7 @@ REQUEST = Request("anthropic_messages", "claude-sonnet-4-5",
                   tools=[SEARCH], max_output_tokens=100)  # fmt: skip
 
 
-def _bounded_call() -> Call:
+def _bounded_call() -> tuple[Call, Tracking]:
     """A call whose estimate is incomplete (web search) with a learnt bound: one earlier
     search returned 20,000 tokens."""
     estimator = Estimator()
@@ -28,11 +29,12 @@ def _bounded_call() -> Call:
     estimator.observe(earlier, earlier.estimate.input_tokens + 20_000)
     made = estimator.estimate(REQUEST, provider="anthropic")
     assert not made.complete and made.input_max > 10 * made.estimate.input_tokens
-    call = Call(None, "chat", "anthropic", REQUEST.model, False, time.monotonic(),
-                request=REQUEST, estimate=made.estimate)  # fmt: skip
-    call.request_estimate = made
-    call.tenant = "acme"
-    return call
+    tracking = Tracking(estimate=made.estimate)
+    call = Call(tracking, "chat", "anthropic", REQUEST.model, False, time.monotonic(),
+                request=REQUEST)  # fmt: skip
+    tracking.request_estimate = made
+    tracking.tenant = "acme"
+    return call, tracking
 
 
 def _fleet(url: str, conservative: bool) -> FleetBudgets:
@@ -41,15 +43,15 @@ def _fleet(url: str, conservative: bool) -> FleetBudgets:
 
 
 def test_a_reservation_holds_the_estimate_not_the_bound(ledger_db):
-    call = _bounded_call()
-    held = reserve(_fleet(ledger_db, False), Pricer(), call, "bot")
-    assert held.tokens == call.estimate.input_tokens + 100
+    call, tracking = _bounded_call()
+    held = reserve(_fleet(ledger_db, False), Pricer(), call, tracking, "bot")
+    assert held.tokens == tracking.estimate.input_tokens + 100
 
 
 def test_the_conservative_setting_reserves_the_bound(ledger_db):
-    call = _bounded_call()
-    held = reserve(_fleet(ledger_db, True), Pricer(), call, "bot")
-    assert held.tokens == call.request_estimate.input_max + 100
+    call, tracking = _bounded_call()
+    held = reserve(_fleet(ledger_db, True), Pricer(), call, tracking, "bot")
+    assert held.tokens == tracking.request_estimate.input_max + 100
 
 
 def test_the_reserve_setting_reads_one_of_two_words():

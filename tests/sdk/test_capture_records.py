@@ -33,12 +33,12 @@ class Recording(Handler):
         super().__init__(*args, **kwargs)
         self.records: list[dict] = []
 
-    def finish(self, call):
+    def finish(self, call, tracking):
         self.records.append({name: getattr(call, name) for name in (
             "operation", "provider", "request_model", "stream", "server_address", "request",
             "usage", "response_model", "response_id", "finish_reasons", "error", "output_text",
             "end_attributes")})  # fmt: skip
-        super().finish(call)
+        super().finish(call, tracking)
 
 
 @contextlib.contextmanager

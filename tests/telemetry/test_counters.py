@@ -17,6 +17,7 @@ from otel_tokens.account.outcome import Line, Outcome
 from otel_tokens.account.pricing import PriceResult
 from otel_tokens.call import Call
 from otel_tokens.emit.sums import CounterSums, reset_all
+from otel_tokens.tracking import Tracking
 
 from .conftest import make_telemetry
 
@@ -46,9 +47,10 @@ def test_many_calls_sum_as_one_addition_at_a_time_at_every_collection():
         amount = rng.random() / 1000
         usage = Usage(input_tokens=inp, output_tokens=out, cache_read_tokens=cached,
                       reasoning_tokens=reasoning)  # fmt: skip
-        call = Call(None, "chat", "openai", "model-a", False, started=0.0)
-        recorder.start(call)
-        recorder.stop(call, _outcome(usage, amount))
+        tracking = Tracking()
+        call = Call(tracking, "chat", "openai", "model-a", False, started=0.0)
+        recorder.start(call, tracking)
+        recorder.stop(tracking, _outcome(usage, amount))
         sums["input"] += inp
         sums["output"] += out
         sums["cache_read"] += cached
@@ -65,9 +67,10 @@ def test_a_class_reported_only_as_zero_is_a_point_of_zero():
     t = make_telemetry()
     recorder = t.handler.recorder
     for _ in range(3):
-        call = Call(None, "chat", "openai", "model-a", False, started=0.0)
-        recorder.start(call)
-        recorder.stop(call, _outcome(Usage(input_tokens=5, output_tokens=1,
+        tracking = Tracking()
+        call = Call(tracking, "chat", "openai", "model-a", False, started=0.0)
+        recorder.start(call, tracking)
+        recorder.stop(tracking, _outcome(Usage(input_tokens=5, output_tokens=1,
                                            cache_read_tokens=0), 0.0))  # fmt: skip
     tokens = {p.attributes["gen_ai.token.type"]: p.value for p in t.points("otel_tokens.tokens")}
     assert tokens == {"input": 15, "output": 3, "cache_read": 0}

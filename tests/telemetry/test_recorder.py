@@ -17,6 +17,7 @@ from otel_tokens.account.pricing import PriceResult
 from otel_tokens.account.state import StateFigures
 from otel_tokens.call import Call
 from otel_tokens.emit.instruments import views
+from otel_tokens.tracking import Tracking
 
 from .conftest import make_telemetry
 
@@ -45,9 +46,10 @@ def outcome(**changes) -> Outcome:
 def emitted(result: Outcome):
     t = make_telemetry()
     recorder = t.handler.recorder
-    call = Call(None, "chat", "openai", "model-req", True, started=0.0)
-    recorder.start(call)
-    recorder.stop(call, result)
+    tracking = Tracking()
+    call = Call(tracking, "chat", "openai", "model-req", True, started=0.0)
+    recorder.start(call, tracking)
+    recorder.stop(tracking, result)
     return t
 
 
@@ -125,9 +127,10 @@ def test_a_failing_sdk_never_reaches_the_caller(broken, monkeypatch):
         monkeypatch.setattr(recorder.tracer, "start_span", lambda *a, **k: 1 / 0)
     else:
         monkeypatch.setattr(recorder.instruments.duration, "record", lambda *a, **k: 1 / 0)
-    call = Call(None, "chat", "openai", "m", False, started=0.0)
-    recorder.start(call)
-    recorder.stop(call, outcome())
+    tracking = Tracking()
+    call = Call(tracking, "chat", "openai", "m", False, started=0.0)
+    recorder.start(call, tracking)
+    recorder.stop(tracking, outcome())
     assert t.errors() == ({"span": 1} if broken == "tracer" else {"metrics": 1})
 
 
@@ -150,9 +153,10 @@ def test_histogram_points_link_to_the_call_s_trace_when_exemplars_are_on(on):
     t = make_telemetry()
     recorder = t.handler.recorder
     recorder.exemplars = on
-    call = Call(None, "chat", "openai", "model-req", True, started=0.0)
-    recorder.start(call)
-    recorder.stop(call, outcome())
+    tracking = Tracking()
+    call = Call(tracking, "chat", "openai", "model-req", True, started=0.0)
+    recorder.start(call, tracking)
+    recorder.stop(tracking, outcome())
     trace_id = t.span().context.trace_id
     expected = {name: {trace_id} for name in ("gen_ai.client.operation.duration",
                 "gen_ai.client.operation.time_to_first_chunk", "gen_ai.client.token.usage")}
@@ -160,11 +164,12 @@ def test_histogram_points_link_to_the_call_s_trace_when_exemplars_are_on(on):
 
 
 def test_the_call_carries_its_span_s_ids():
-    """The span's ids go on the record (the ledger's link to the trace)."""
+    """The span's ids go on the call's tracking (the ledger's link to the trace)."""
     t = make_telemetry()
-    call = Call(None, "chat", "openai", "model-req", False, started=0.0)
-    t.handler.recorder.start(call)
-    t.handler.recorder.stop(call, outcome())
+    tracking = Tracking()
+    call = Call(tracking, "chat", "openai", "model-req", False, started=0.0)
+    t.handler.recorder.start(call, tracking)
+    t.handler.recorder.stop(tracking, outcome())
     context = t.span().context
-    assert (call.trace_id, call.span_id) == (context.trace_id, context.span_id)
-    assert call.trace_id and call.span_id
+    assert (tracking.trace_id, tracking.span_id) == (context.trace_id, context.span_id)
+    assert tracking.trace_id and tracking.span_id
