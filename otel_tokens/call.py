@@ -167,7 +167,7 @@ class Call:
         if attributes or parts or output_text is not None:
             self._fill(usage, response_model, response_id, finish_reasons, attributes, parts,
                        output_text)  # fmt: skip
-        else:  # the common end, inlined: this runs on every call
+        else:  # the common end, in place (kept for speed: docs/benchmarks.md)
             if usage is not None:
                 self.usage = usage
             if response_model is not None:

@@ -127,7 +127,7 @@ class _Rolling:
     def above(self, value: float, factor: float) -> bool:
         """Whether ``value`` may exceed ``factor`` x p95: False is sure (p95 is at least the
         value at rank floor(0.95 (n-1))), so the interpolated p95 is computed only for
-        candidates; it runs on every call."""
+        candidates."""
         values = self.sorted
         return bool(values) and value > factor * values[(len(values) - 1) * 95 // 100]
 

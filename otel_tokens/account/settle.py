@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 __all__ = ["Accountant"]
 
 _NO_PRICE = PriceResult(None, None)
-_new = tuple.__new__  # a named tuple from all its fields, without its __new__'s frame
+_new = tuple.__new__  # a named tuple from all its fields, by position (kept for speed: docs/benchmarks.md)
 _ONCE_KEYS_MAX = 8192  # response ids remembered as counted (responses read again are read soon)
 #: span attribute of a call whose response had been counted already (read again, not re-billed)
 COUNTED_BEFORE = "otel_tokens.usage.counted_before"
@@ -130,7 +130,7 @@ class Accountant:
         """The finished call's outcome (its record and its tracking read); the agent's state,
         ledger and budget brought up to date."""
         failed = call.error is not None
-        reported = call.usage  # tokens reported: not missing (the common case, inlined)
+        reported = call.usage  # tokens reported: not missing (the common case)
         tokens = type(reported) is Usage and (
             reported.input_tokens is not None or reported.output_tokens is not None)  # fmt: skip
         missing = not failed and not call.pending and not tokens and _no_usage(call)
@@ -169,7 +169,7 @@ class Accountant:
                     faults.report("state", exc)
         ended = call.ended_at if call.ended_at is not None else call.started
         error = call.error
-        return _new(Outcome, (  # every field, without Outcome.__new__'s frame (one per call)
+        return _new(Outcome, (  # every field by position (tests/core/test_account.py holds them)
             failed, error_type(error) if failed else None, _message(error) if failed else None,
             usage, price,
             _lines(usage, parts, prices, price, response_model, default_model),

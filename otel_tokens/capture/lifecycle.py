@@ -263,8 +263,8 @@ _PLAIN = frozenset((str, int, float, bool, list, dict, tuple))  # never an SDK s
 
 
 def sdk_field(obj: Any, name: str) -> Any:
-    """A field of a dict or an SDK object; SDK "not given" sentinels read as None (``given``
-    inlined: this runs for every field of a chunk decoded from a raw stream)."""
+    """A field of a dict or an SDK object; SDK "not given" sentinels read as None (as
+    :func:`given` reads them)."""
     value = obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
     if value is None or type(value) in _PLAIN or type(value).__name__ not in _NOT_GIVEN:
         return value
@@ -316,12 +316,12 @@ def _read(op: Operation, is_async: bool, call: Call, result: Any, context: tuple
         return wrap_raw(result, call,
                         lambda parsed: stop_with(call, checked(op.response(parsed), parsed), op.once),
                         acc, is_async, op.once)  # fmt: skip
-    # a stream only when asked for one: hasattr on a pydantic result that is not one raises
-    # and catches an AttributeError inside pydantic (~15k instructions per call)
+    # a stream only when asked for one (hasattr on a pydantic result that is not one raises
+    # and catches an AttributeError inside pydantic)
     if call.stream and op.accumulator is not None and hasattr(
             result, "__anext__" if is_async else "__next__"):  # fmt: skip
         return wrap_stream(result, call, op.accumulator(*context), is_async, op.once)
-    # checked and stop_with, written out, the answer unpacked once: this runs on every call
+    # checked and stop_with, in place, the answer unpacked once (kept for speed: docs/benchmarks.md)
     usage, model, response_id, reasons, billing, parts, pending = op.response(result)
     exc = rejected(result) if HELD else None  # none held (nearly always): no call
     if exc is not None:

@@ -105,7 +105,7 @@ class TotalsAccumulator:
         """Add (sign=1) or remove (sign=-1) one request given as 7 scaled values (None=unknown)."""
         self.requests += sign
         sums, known = self.sums, self.known
-        i, o, cr, cw, r, c, p = values  # unrolled: this runs on every recorded request
+        i, o, cr, cw, r, c, p = values
         if i is not None:
             sums[0] += sign * i
             known[0] += sign
