@@ -267,8 +267,9 @@ class Usage:
                  provider: str | None = None, response_id: str | None = None,
                  source: UsageSource = "reported") -> None:  # fmt: skip
         # Checked (the common case here, else the full checks, which normalize or raise),
-        # then set as plain slots (see _Unfrozen; kept for speed: docs/benchmarks.md). The generated frozen
-        # __init__'s signature: tests/core/test_usage.py compares it with fields().
+        # then set as plain slots (see _Unfrozen; kept for speed: docs/benchmarks.md). The
+        # generated frozen __init__'s signature: tests/core/test_usage.py compares it with
+        # fields().
         top = MAX_TOKEN_COUNT  # each class unknown or an int in range
         if not ((input_tokens is None or type(input_tokens) is int and 0 <= input_tokens <= top)
                 and (output_tokens is None or type(output_tokens) is int

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 __all__ = ["Accountant"]
 
 _NO_PRICE = PriceResult(None, None)
-_new = tuple.__new__  # a named tuple from all its fields, by position (kept for speed: docs/benchmarks.md)
+#: a named tuple from all its fields, by position (kept for speed: docs/benchmarks.md)
+_new = tuple.__new__
 _ONCE_KEYS_MAX = 8192  # response ids remembered as counted (responses read again are read soon)
 #: span attribute of a call whose response had been counted already (read again, not re-billed)
 COUNTED_BEFORE = "otel_tokens.usage.counted_before"

@@ -95,9 +95,10 @@ def chat_request(kwargs: dict[str, Any]) -> Request:
         tools = None  # sentinels read as absent
     if not tools and functions and type(functions).__name__ not in _NOT_GIVEN:
         tools = [{"type": "function", "function": f} for f in functions]
-    # every field by position (kept for speed: docs/benchmarks.md; field order: tests/core/test_positional_builds.py):
-    # api, model, messages, system, tools, response format, thinking, chained, output limit,
-    # tool choice (read for Anthropic only), reasoning mode (Responses only)
+    # every field by position (kept for speed: docs/benchmarks.md; field order:
+    # tests/core/test_positional_builds.py): api, model, messages, system, tools, response
+    # format, thinking, chained, output limit, tool choice (read for Anthropic only),
+    # reasoning mode (Responses only)
     return tuple.__new__(Request, (
         "openai_chat", model if isinstance(model, str) else None,
         messages if messages and type(messages).__name__ not in _NOT_GIVEN else [],
@@ -127,8 +128,9 @@ def _chat_billing(usage: Any, tier: Any) -> Billing | None:
 
 def chat_response(result: Any) -> Response:
     if not isinstance(result, dict):
-        try:  # an SDK object: plain attribute reads (kept for speed: docs/benchmarks.md; tests/core/test_positional_builds.py
-            # holds it to the field-by-field reading below)
+        # an SDK object: plain attribute reads (kept for speed: docs/benchmarks.md;
+        # tests/core/test_positional_builds.py holds it to the field-by-field reading below)
+        try:
             model, rid, usage, tier = result.model, result.id, result.usage, result.service_tier
             reasons = []
             for choice in result.choices or ():
