@@ -100,9 +100,9 @@ class Setup:
         self._done.set()
         if self.endpoint is not None:  # before the providers stop: what /metrics shows now
             self.endpoint.leave_final_metrics()
-        from . import summary
-
-        summary.leave_rows()  # a descendant's calls, for the top process's at-exit table
+        summary = sys.modules.get("otel_tokens.emit.summary")  # loaded only where it is on
+        if summary is not None:
+            summary.leave_rows()  # a descendant's calls, for the top process's at-exit table
         self.final_left.set()
         if self.own_providers:
             _closed.set()
