@@ -287,9 +287,9 @@ def _stopped_by_signal(server: Any) -> bool:
 def _flush_before_signal() -> None:
     """The at-exit table, then the exit flush: what ``atexit`` would do, in that order (a
     later ``atexit``, after a SIGINT's ``KeyboardInterrupt``, does neither again)."""
-    from . import summary
-
-    summary.print_summary()
+    summary = sys.modules.get("otel_tokens.emit.summary")  # loaded only where it is on
+    if summary is not None:
+        summary.print_summary()
     _flush_before_exit()
 
 
@@ -418,10 +418,9 @@ def _inside_flush(setup: Any, frame: Any) -> bool:
     """Whether the interrupted code is an exit flush on this thread: ``setup``'s (its
     ``shutdown()`` delivers a deferred signal when it returns) or the at-exit summary's
     (``atexit`` runs ``shutdown()`` right after it; it may hold the metric SDK's locks)."""
-    from . import summary
-
+    summary = sys.modules.get("otel_tokens.emit.summary")  # loaded only where it is on
     codes = (getattr(getattr(type(setup), "_flush", None), "__code__", None),
-             summary.print_summary.__code__)  # fmt: skip
+             getattr(getattr(summary, "print_summary", None), "__code__", None))  # fmt: skip
     while frame is not None:
         if frame.f_code in codes:
             return True
