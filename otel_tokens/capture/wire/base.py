@@ -9,7 +9,7 @@ from ...request import Request
 from ..lifecycle import Response
 from ..stream import Accumulator
 
-__all__ = ["Wire", "asked_to_stream", "embed_request", "model_in_body", "same"]
+__all__ = ["Wire", "asked_to_stream", "by_suffix", "embed_request", "model_in_body", "same"]
 
 
 def asked_to_stream(path: str, body: dict[str, Any]) -> bool:
@@ -71,3 +71,11 @@ class Wire(NamedTuple):
     plain: Callable[[bytes], bool] | None = None
     form: bool = False
     unread: Callable[[str], bool] | None = None
+
+
+def by_suffix(routes: Any, path: str) -> Wire | None:
+    """The wire of the first ``(suffix, wire)`` pair of ``routes`` that ``path`` ends with."""
+    for suffix, wire in routes:
+        if path.endswith(suffix):
+            return wire
+    return None

@@ -16,7 +16,7 @@ from ...usage import Usage
 from ..lifecycle import Response
 from ..lifecycle import sdk_field as _get
 from ..stream import Accumulator
-from .base import Wire, embed_request
+from .base import Wire, by_suffix, embed_request
 
 __all__ = ["SUFFIXES", "recognise"]
 
@@ -102,7 +102,4 @@ SUFFIXES = tuple(_ROUTES)
 
 def recognise(path: str) -> Wire | None:
     """The Cohere request a POST to ``path`` is, or None."""
-    for suffix, wire in _ROUTES.items():
-        if path.endswith(suffix):
-            return wire
-    return None
+    return by_suffix(_ROUTES.items(), path)

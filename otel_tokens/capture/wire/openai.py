@@ -18,7 +18,7 @@ from ...usage import Billing, Usage
 from ..lifecycle import _NOT_GIVEN, Response, given, sdk_field
 from ..sent import Sent, SentStream, note
 from ..stream import Accumulator, StreamObserver, finish_reasons
-from .base import Wire
+from .base import Wire, by_suffix
 from .compatible import (
     billed_units, has_vendor_fields, output_tokens, unlisted_reasoning, vendor_usage,
 )
@@ -630,7 +630,4 @@ SUFFIXES = tuple(suffix for suffix, _ in _ROUTES)
 
 def recognise(path: str) -> Wire | None:
     """The OpenAI-shaped request a POST to ``path`` is, or None."""
-    for suffix, wire in _ROUTES:
-        if path.endswith(suffix):
-            return wire
-    return None
+    return by_suffix(_ROUTES, path)

@@ -27,7 +27,7 @@ from ...usage import Billing, Usage
 from ..lifecycle import Response, sdk_field
 from ..raw import _loads
 from ..stream import Accumulator
-from .base import Wire
+from .base import Wire, by_suffix
 from .openai import TranscriptionAccumulator, _model, _stream, transcription_response
 
 __all__ = [
@@ -190,7 +190,4 @@ SUFFIXES = tuple(_ROUTES)
 
 def recognise(path: str) -> Wire | None:
     """The OpenAI media request a POST to ``path`` is, or None."""
-    for suffix, wire in _ROUTES.items():
-        if path.endswith(suffix):
-            return wire
-    return None
+    return by_suffix(_ROUTES.items(), path)

@@ -15,7 +15,7 @@ from ...usage import Usage
 from ..lifecycle import Response
 from ..wire.openai import chat_request, chat_response, ChatAccumulator
 from ..stream import Accumulator
-from .base import Wire
+from .base import Wire, by_suffix
 
 __all__ = ["SUFFIXES", "recognise"]
 
@@ -145,7 +145,4 @@ def recognise(path: str) -> Wire | None:
     """The watsonx.ai request a POST to ``path`` (under ``/ml/v1/``) is, or None."""
     if "/ml/v" not in path:
         return None
-    for suffix, wire in _ROUTES:
-        if path.endswith(suffix):
-            return wire
-    return None
+    return by_suffix(_ROUTES, path)
