@@ -87,10 +87,18 @@ TABLES = ("otel_tokens_meta", "otel_tokens_requests", "otel_tokens_rollbacks",
           "otel_tokens_budget_reservations")  # fmt: skip
 
 
+#: whether the meta table is there, read from ``pg_tables`` at this statement's snapshot:
+#: ``to_regclass`` answers from the session's catalog cache, which still says "no such table"
+#: after waiting for the lock while another process created it (it then ran every step again,
+#: and its DDL deadlocked with that process's first writes)
+_META_THERE = ("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE "
+               "schemaname = current_schema() AND tablename = 'otel_tokens_meta')")
+
+
 def found_version(conn: Any) -> int:
     """The schema version of ``conn``'s database: 0 where none is recorded (a new database,
     or one with only the budget tables of a release that did not version them)."""
-    if conn.execute("SELECT to_regclass('otel_tokens_meta') IS NULL").fetchone()[0]:
+    if not conn.execute(_META_THERE).fetchone()[0]:
         return 0
     row = conn.execute("SELECT value FROM otel_tokens_meta WHERE key='schema_version'").fetchone()
     if row is None:

@@ -150,6 +150,27 @@ def test_two_processes_starting_together_set_the_schema_up_once(ledger_db, tmp_p
         assert reserved.fetchone() == (2,)
 
 
+def test_a_process_that_waited_for_the_set_up_finds_it_done(ledger_db):
+    """The race behind a deadlock once seen in CI, made deterministic: a connection that
+    looked for the schema (none yet) and then, in the same transaction, finds that another
+    process created it meanwhile, reads the new version (PostgreSQL's catalog cache kept
+    saying "no table": it ran every step again, its DDL waiting on the other's writes)."""
+    from otel_tokens.account.pg_schema import ensure_schema, found_version
+
+    with psycopg.connect(ledger_db, autocommit=True) as waiting:
+        with waiting.transaction():
+            assert found_version(waiting) == 0
+            with psycopg.connect(ledger_db, autocommit=True) as first:
+                ensure_schema(first)
+            assert found_version(waiting) == SCHEMA_VERSION
+        with psycopg.connect(ledger_db, autocommit=True) as writing, writing.transaction():
+            writing.execute("INSERT INTO otel_tokens_requests (row_id, ledger, request_id, ts, "
+                            "source) VALUES (gen_random_uuid(), 'bot', 'r1', 1.0, 'reported')")
+            with waiting.transaction():
+                waiting.execute("SET LOCAL lock_timeout = 2000")
+                ensure_schema(waiting)  # no DDL: would wait on the uncommitted write
+
+
 def test_a_current_schema_runs_no_ddl_behind_writes_under_way(ledger_db):
     """Once the schema is current, a new connection's set-up takes no table lock: with a
     ledger write and a reservation uncommitted in another session, it returns at once (a
