@@ -72,6 +72,13 @@ def main(mode):
             call("late")
             sys.exit(0)
         os.close(r)
+    elif mode == "recycled-pool":  # workers that end after one task each
+        with multiprocessing.get_context("fork").Pool(2, maxtasksperchild=1) as pool:
+            pool.map(work, range(1, 13), chunksize=1)
+            pool.close()
+            pool.join()
+        left = os.environ["OTEL_TOKENS_SUMMARY_DIR"]
+        print("files", sorted(n for n in os.listdir(left) if not n.endswith(".part")), flush=True)
     elif mode.endswith("-pool"):
         pools(multiprocessing.get_context(mode[: -len("-pool")]))
     print("script done", os.getpid(), flush=True)
@@ -273,27 +280,66 @@ def test_a_child_still_running_at_the_parents_exit_is_not_waited_for_and_prints_
     assert printed[late] == {("late", "summary-model"): late_row}
 
 
-def test_a_file_that_is_not_a_workers_rows_is_reported_and_skipped(tmp_path, monkeypatch):
+def test_a_file_that_is_not_a_workers_rows_is_reported_and_skipped(tmp_path):
     """The top process's merge: a worker's rows (untrusted names: NUL, escape sequence, lone
     surrogate, 10 kB) come back as they were; a file that is not rows is a fault, skipped;
     an unfinished write (``.part``) is not read."""
     from otel_tokens import faults
-    from otel_tokens.emit import summary
+    from otel_tokens.emit import summary_dir
 
-    monkeypatch.setattr(summary, "_gather", str(tmp_path))
-    monkeypatch.setattr(summary, "_names", {})
     figures = {"requests": 2, "failures": 1, "input_tokens": 10, "output_tokens": None,
                "cost_usd": 0.25}  # fmt: skip
     rows = {("a\x00\x1b[2J\ud800" + "x" * 10_000, "m"): figures, (None, "m"): dict(figures)}
-    assert summary._leave(rows)
+    assert summary_dir.leave(str(tmp_path), rows)
     (tmp_path / "1-wrong.json").write_text('[["a", "m", {"requests": true}]]')
     (tmp_path / "2-garbage.json").write_bytes(b"\xff\x00{")
     (tmp_path / "3-unfinished.part").write_text("[")
     before = faults.sink().counts.get("internal", 0)
     merged: dict = {}
-    assert summary._add_left_rows(merged) == 1
+    assert summary_dir.gather(str(tmp_path), merged) == 1
     assert merged == rows
     assert faults.sink().counts.get("internal", 0) == before + 2
+
+
+def test_workers_that_come_and_go_leave_one_file_and_each_is_counted_once(tmp_path, truth):
+    """A pool whose workers each end after one task (as gunicorn's ``--max-requests``
+    recycles them): 12 workers leave their rows, yet the directory holds the rows file and
+    its lock only (it held one file per worker that had ended), and the table is their
+    exact sum, each worker counted once although it leaves its rows on two exit paths."""
+    done = run(tmp_path, truth, "recycled-pool", OTEL_TOKENS_SUMMARY_AT_EXIT="1")
+    stderr = done.stderr.decode()
+    assert b"files ['rows.json', 'rows.lock']" in done.stdout, done.stdout
+    assert f"pid {top_pid(done)} and 12 other processes" in stderr, stderr
+    rows = tables(done.stderr)[top_pid(done)]
+    for agent in ("worker0", "worker1"):
+        assert rows[(agent, "summary-model")] == expected(truth.rows[(agent, "summary-model")])
+
+
+def test_a_directory_left_by_a_killed_program_is_removed_by_the_next(tmp_path, truth):
+    """A top process killed before its end leaves its directory: the next program's top
+    process on this host removes it (its process has ended); a running one's stays."""
+    from otel_tokens.emit import summary_dir
+
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                           capture_output=True, check=True)  # fmt: skip
+    host = summary_dir._host()
+    dead = temp / f"otel_tokens-summary-{int(ended.stdout)}@{host}-abc"
+    alive = temp / f"otel_tokens-summary-{os.getpid()}@{host}-def"
+    other_host = temp / f"otel_tokens-summary-{int(ended.stdout)}@elsewhere-ghi"
+    for folder in (dead, alive, other_host):
+        folder.mkdir(mode=0o700)
+        (folder / "rows.json").write_text("[]")
+    script = tmp_path / "short_script.py"
+    script.write_text(SCRIPT)
+    url = truth.server.url + "/v1"
+    done = subprocess.run([sys.executable, str(script), url, "calls"], capture_output=True,
+                          env=env(tmp_path, url, TMPDIR=str(temp), OTEL_TOKENS_SUMMARY_AT_EXIT="1"),
+                          timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode(errors="replace")
+    left = sorted(p.name for p in temp.glob("otel_tokens-summary-*"))
+    assert left == sorted([alive.name, other_host.name])
 
 
 def otel_tokens_run() -> tuple[str, ...]:
