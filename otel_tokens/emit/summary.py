@@ -138,13 +138,33 @@ def _print(rows: Rows, others: int) -> None:
     table = report._table(_title(others),
                           ["agent", "model", "requests", "failed", "input", "output", "cost USD"],
                           left=("model",))  # fmt: skip
-    ordered = sorted(rows.items(), key=lambda kv: -(kv[1]["cost_usd"] or 0))
-    for i, ((agent, model), row) in enumerate(ordered):
+    shown, rest = _costliest(rows)
+    for i, ((agent, model), row) in enumerate(shown):
         _add_row(table, report, report._cell(agent), report._cell(model), row,
-                 last=i == len(ordered) - 1)  # fmt: skip
+                 last=i == len(shown) - 1 and not rest)  # fmt: skip
+    if rest:
+        _add_row(table, report, Text(f"({len(rest)} more)"), Text(""), total(dict(rest)),
+                 last=True)  # fmt: skip
     _add_row(table, report, Text("TOTAL"), Text(""), total(rows), last=False)
     with contextlib.redirect_stdout(sys.stderr):  # report's console writes to sys.stdout
         report._console().print(table)
+
+
+#: rows the table shows one by one; past it, the rest as one "(N more)" row
+MAX_ROWS = 20
+
+
+def _costliest(rows: Rows) -> tuple[list[Any], list[Any]]:
+    """The rows by cost, then tokens, most first: those shown, and the rest past
+    :data:`MAX_ROWS` (a program of many agents and models prints a table that fits a screen)."""
+    ordered = sorted(rows.items(), key=lambda kv: (-(kv[1]["cost_usd"] or 0), -_tokens(kv[1])))
+    if len(ordered) <= MAX_ROWS:
+        return ordered, []
+    return ordered[: MAX_ROWS - 1], ordered[MAX_ROWS - 1 :]
+
+
+def _tokens(row: dict[str, Any]) -> int:
+    return (row["input_tokens"] or 0) + (row["output_tokens"] or 0)
 
 
 def _add_row(table: Any, report: Any, agent: Any, model: Any, row: dict[str, Any],

@@ -72,6 +72,9 @@ def main(mode):
             call("late")
             sys.exit(0)
         os.close(r)
+    elif mode == "many":  # more agents than the table shows one by one
+        for i in range(30):
+            call(f"agent{i:02d}")
     elif mode == "recycled-pool":  # workers that end after one task each
         with multiprocessing.get_context("fork").Pool(2, maxtasksperchild=1) as pool:
             pool.map(work, range(1, 13), chunksize=1)
@@ -216,6 +219,28 @@ def test_a_short_script_prints_its_calls_at_exit_and_they_are_the_truth(tmp_path
     # no call made, or the summary not asked for: nothing printed
     assert run(tmp_path, truth, "none", OTEL_TOKENS_SUMMARY_AT_EXIT="1").stderr == b""
     assert tables(run(tmp_path, truth, "calls").stderr) == {}
+
+
+MORE = re.compile(r"^\s*\((\d+) more\)\s+(\d+)\s+(\d+)\s+([\d,]+)\s+([\d,]+)\s+([\d.]+)\s*$",
+                  re.MULTILINE)  # fmt: skip
+
+
+def test_many_agents_show_the_costliest_and_the_rest_as_one_row(tmp_path, truth):
+    """30 agents: the 19 costliest row by row, the other 11 summed in one "(11 more)" row,
+    the total still every call's."""
+    done = run(tmp_path, truth, "many", OTEL_TOKENS_SUMMARY_AT_EXIT="1")
+    stderr = done.stderr.decode()
+    rows = tables(done.stderr)[top_pid(done)]
+    truths = {agent: row for (agent, _), row in truth.rows.items()}
+    costliest = sorted(truths, key=lambda a: truths[a]["input"])[-19:]  # cost grows with n
+    named = sorted(agent for agent, _ in rows if not agent.startswith("("))  # not "(11 more)"
+    assert named == sorted(costliest), stderr
+    rest = [truths[a] for a in truths if a not in costliest]
+    inputs, outputs = sum(r["input"] for r in rest), sum(r["output"] for r in rest)
+    cost = (inputs * PRICE["input"] + outputs * PRICE["output"]) / 1e6
+    assert MORE.findall(stderr.replace(",", "")) == [("11", "11", "0", str(inputs), str(outputs),
+                                                       f"{cost:.4f}")], stderr  # fmt: skip
+    assert TOTAL.findall(stderr.replace(",", ""))[0][0] == "30"
 
 
 def test_a_forked_child_prints_nothing_its_calls_are_in_the_parents_table(tmp_path, truth):
