@@ -134,7 +134,9 @@ class Accountant:
         reported = call.usage  # tokens reported: not missing (the common case)
         tokens = type(reported) is Usage and (
             reported.input_tokens is not None or reported.output_tokens is not None)  # fmt: skip
-        billing = self._billing(call, failed)
+        billing = call.billing
+        if billing is not None and billing.counted:  # units counted from the request
+            billing = self._billing(call, billing, failed)
         missing = not failed and not call.pending and not tokens and _no_usage(call, billing)
         usage, parts, again = self._usage(call, tracking.estimate, failed, billing)
         # the same response read again: billed once, counted once (the record is left as is)
@@ -201,13 +203,10 @@ class Accountant:
             anomalies += tuple(reservation.alerts)  # alert-only fleet budgets crossed
         return anomalies
 
-    def _billing(self, call: Call, failed: bool) -> Billing | None:
-        """The call's billing, the units counted from its request (:class:`Billing`'s
+    def _billing(self, call: Call, billing: Billing, failed: bool) -> Billing | None:
+        """The call's ``billing``, the units counted from its request (:class:`Billing`'s
         ``counted``) kept as billed units where the model's price is by them alone, else
         dropped: a speech request's characters are tts-1's bill, not gpt-4o-mini-tts's."""
-        billing = call.billing
-        if billing is None or not billing.counted:
-            return billing  # the common case
         model, kept = call.response_model or call.request_model, ()
         alone = self.pricer.priced_by_alone
         try:
