@@ -58,7 +58,8 @@ class Call:
     ``output_text`` (streamed text of a response without reported output, to estimate it),
     ``cumulative_key`` (the usage is this conversation's running total, e.g. a Codex thread's:
     only its increase is this call's), ``billing`` (a :class:`~otel_tokens.usage.Billing`:
-    service tier, hosted-tool calls, billed units beyond the token classes), ``once_key``
+    service tier, hosted-tool calls, billed units beyond the token classes; units counted from
+    the request, such as a speech request's characters, are set when the call opens), ``once_key``
     (the response may be read again, e.g. a background response polled with
     ``responses.retrieve``: its usage counts once per key), ``pending`` (the work goes on
     after this call, e.g. a queued background response: no usage yet, and none missing) and

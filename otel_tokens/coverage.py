@@ -65,8 +65,8 @@ CLIENTS: tuple[Client, ...] = (
     Client("openai images", "openai", "`images.generate`, `images.edit`, `create_variation`; "
            "streamed partial images", _SDK + " (DALL-E reports no usage: unknown)", ("openai",)),
     Client("openai audio.speech", "openai", "`audio.speech.create`; sync, async, raw",
-           _SDK + " (tokens with `stream_format=\"sse\"`; plain audio: unknown, tts-1's "
-           "per-character bill included)", ("openai",)),
+           _SDK + " (tokens with `stream_format=\"sse\"`; plain audio: tts-1 and tts-1-hd "
+           "billed per input character, a token-priced model's unknown)", ("openai",)),
     Client("openai Realtime", "openai", "`realtime.connect` (websocket), sync and async; the "
            "Agents SDK's `RealtimeSession` and its voice pipeline's streamed speech-to-text "
            "session", _SDK + " (each `response.done` a call, each input transcription a "

@@ -172,35 +172,45 @@ def check_amount(name: str, value: Any) -> float | None:
 
 
 class Billing(NamedTuple):
-    """What a response says it is billed for beyond its token classes, in genai-prices'
-    vocabulary (the account step prices it; capture only reads it off the response).
+    """What a call is billed for beyond its token classes, in genai-prices' vocabulary (the
+    account step prices it; capture only reads it off the response, or the request).
 
     ``context``: the price context, e.g. ``(("service_tier", "flex"),)`` or
     ``(("processing", "batch"),)``; ``units``: billed units other than the five token
     classes, e.g. ``(("web_searches", 2), ("input_audio_tokens", 40),
-    ("cache_write_1h_tokens", 900))``. Both are sorted tuples (hashable: prices are cached per
-    context).
+    ("cache_write_1h_tokens", 900))``; ``counted``: units capture counted from the request,
+    not reported (a speech request's ``input_characters``): the bill only where the model's
+    price is by them and by no token (tts-1), as the account step reads the price data, else
+    dropped. All are sorted tuples (hashable: prices are cached per context).
     """
 
     context: tuple[tuple[str, str], ...] = ()
     units: tuple[tuple[str, int | float], ...] = ()
+    counted: tuple[tuple[str, int], ...] = ()
 
     @classmethod
-    def of(cls, context: Mapping[str, Any] | None = None,
-           units: Mapping[str, Any] | None = None) -> Billing | None:  # fmt: skip
+    def of(cls, context: Mapping[str, Any] | None = None, units: Mapping[str, Any] | None = None,
+           counted: Mapping[str, Any] | None = None) -> Billing | None:  # fmt: skip
         """A record from mappings, keeping string contexts and whole positive counts only;
         None when nothing is left (the common case: plain token pricing)."""
         ctx = tuple(sorted((k, v) for k, v in (context or {}).items() if isinstance(v, str) and v))
-        counted = []
-        for key, value in (units or {}).items():
-            try:  # a duration (seconds of audio) may be fractional; every other unit is a count
-                count = check_amount(key, value) if key.endswith("seconds") else check_token_count(key, value)
-            except ValueError as exc:  # counted; the rest of the response still stands
-                faults.report("usage_invalid", exc)
-                continue
-            if count:
-                counted.append((key, count))
-        return cls(ctx, tuple(sorted(counted))) if ctx or counted else None
+        billed, asked = _counts(units), _counts(counted)
+        return cls(ctx, billed, asked) if ctx or billed or asked else None
+
+
+def _counts(units: Mapping[str, Any] | None) -> tuple[tuple[str, int | float], ...]:
+    """The positive counts of ``units``, sorted; an invalid one is counted and left out."""
+    counted = []
+    for key, value in (units or {}).items():
+        check = check_amount if key.endswith("seconds") else check_token_count
+        try:  # a duration (seconds of audio) may be fractional; every other unit is a count
+            count = check(key, value)
+        except ValueError as exc:  # counted; the rest of the response still stands
+            faults.report("usage_invalid", exc)
+            continue
+        if count:
+            counted.append((key, count))
+    return tuple(sorted(counted))
 
 
 def _add_optional(a: Any, b: Any) -> Any:

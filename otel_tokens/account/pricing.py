@@ -319,23 +319,43 @@ class Pricer:
         provider = usage.provider or provider
         if not model:
             return _UNPRICED
-        context = billing.context if billing is not None else ()
-        key = (provider, model, context)
+        key = (provider, model, billing.context if billing is not None else ())
         rates = self._cache.get(key, _MISSING)
         if type(rates) is not _Rates or rates.expires < time.monotonic():  # else a current price
-            if rates is _MISSING or type(rates) is _Rates:  # not resolved yet, or expired
-                rates = self._resolve(provider, model, context)
-                cache = self._cache
-                if len(cache) >= _CACHE_MAX and key not in cache:
-                    del cache[next(iter(cache))]  # bounded: model names may come from clients
-                cache[key] = rates
-            if rates is None:
-                return _UNPRICED
-            if type(rates) is PriceResult:  # unpriced, saying why (self-hosted, endpoint's model)
-                return rates
+            rates = self._refreshed(key, rates)
+            if type(rates) is not _Rates:
+                return _UNPRICED if rates is None else rates  # unpriced, maybe saying why
         if billing is None:  # every field by position (kept for speed: docs/benchmarks.md)
             return _new(PriceResult, (rates.cost(usage), "computed", False, (), (), rates.match))
         return self._billed(rates, usage, billing)
+
+    def _refreshed(self, key: tuple[str | None, str, tuple[tuple[str, str], ...]],
+                   rates: Any) -> _Rates | PriceResult | None:  # fmt: skip
+        """The rates of ``key`` (provider, model, context) when the cache holds none current
+        (``rates``: what it holds): resolved and cached (bounded); a PriceResult: unpriced,
+        saying why (self-hosted, an endpoint's model); None: unpriced."""
+        if rates is _MISSING or type(rates) is _Rates:  # not resolved yet, or expired
+            rates = self._resolve(*key)
+            cache = self._cache
+            if len(cache) >= _CACHE_MAX and key not in cache:
+                del cache[next(iter(cache))]  # bounded: model names may come from clients
+            cache[key] = rates
+        return rates
+
+    def priced_by_alone(self, provider: str | None, model: str | None, unit: str,
+                        context: tuple[tuple[str, str], ...] = ()) -> bool:  # fmt: skip
+        """Whether genai-prices prices ``model`` by ``unit`` and by no token (tts-1: per input
+        character): a unit counted from the request is then the call's whole bill."""
+        if not model:
+            return False
+        key = (provider, model, context)
+        rates = self._cache.get(key, _MISSING)
+        if type(rates) is not _Rates or rates.expires < time.monotonic():
+            rates = self._refreshed(key, rates)
+        price = rates.model_price if type(rates) is _Rates else None
+        if price is None or _is_token_unit(unit) or not _unit_priced(price, unit):
+            return False
+        return price.input_mtok is None and price.output_mtok is None
 
     @staticmethod
     def _billed(rates: _Rates, usage: Usage, billing: Billing) -> PriceResult:

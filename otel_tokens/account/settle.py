@@ -134,10 +134,13 @@ class Accountant:
         reported = call.usage  # tokens reported: not missing (the common case)
         tokens = type(reported) is Usage and (
             reported.input_tokens is not None or reported.output_tokens is not None)  # fmt: skip
-        missing = not failed and not call.pending and not tokens and _no_usage(call)
-        usage, parts, again = self._usage(call, tracking.estimate, failed)
+        billing = call.billing
+        if billing is not None and billing.counted:  # units counted from the request
+            billing = self._billing(call, billing, failed)
+        missing = not failed and not call.pending and not tokens and _no_usage(call, billing)
+        usage, parts, again = self._usage(call, tracking.estimate, failed, billing)
         # the same response read again: billed once, counted once (the record is left as is)
-        billing, attributes = call.billing, call.end_attributes
+        attributes = call.end_attributes
         if again:
             billing, attributes = None, {**(attributes or {}), COUNTED_BEFORE: True}
         response_model = call.response_model or usage.model
@@ -200,8 +203,23 @@ class Accountant:
             anomalies += tuple(reservation.alerts)  # alert-only fleet budgets crossed
         return anomalies
 
-    def _usage(self, call: Call, estimate: Estimate | None,
-               failed: bool) -> tuple[Usage, tuple[Usage, ...], bool]:  # fmt: skip
+    def _billing(self, call: Call, billing: Billing, failed: bool) -> Billing | None:
+        """The call's ``billing``, the units counted from its request (:class:`Billing`'s
+        ``counted``) kept as billed units where the model's price is by them alone, else
+        dropped: a speech request's characters are tts-1's bill, not gpt-4o-mini-tts's."""
+        model, kept = call.response_model or call.request_model, ()
+        alone = self.pricer.priced_by_alone
+        try:
+            if not failed:
+                kept = tuple((unit, count) for unit, count in billing.counted
+                             if alone(call.provider, model, unit, billing.context))  # fmt: skip
+        except Exception as exc:  # the call still ends, its counted units unbilled
+            faults.report("pricing", exc)
+        units = tuple(sorted(billing.units + kept))
+        return Billing(billing.context, units) if billing.context or units else None
+
+    def _usage(self, call: Call, estimate: Estimate | None, failed: bool,
+               billing: Billing | None) -> tuple[Usage, tuple[Usage, ...], bool]:  # fmt: skip
         """(the call's total usage, its per-model parts, whether the response was counted
         before); what no backend reported is absent."""
         usage, parts = call.usage, call.parts
@@ -226,7 +244,7 @@ class Accountant:
             # the capture's "unusable", already counted as usage_invalid
             # a response without usage is a fault of the backend's data; a stream without
             # usage is normal (the SDK default) and only counted on otel_tokens.usage.missing
-            if not failed and not call.pending and not call.stream and _no_usage(call) \
+            if not failed and not call.pending and not call.stream and _no_usage(call, billing) \
                     and (usage is None or not usage.is_empty):  # fmt: skip
                 faults.report("usage_missing", detail=f"{call.provider} returned no token usage")
             usage = usage if usage is not None else Usage()
@@ -448,10 +466,11 @@ def _lines(usage: Usage, parts: tuple[Usage, ...], prices: list[PriceResult],
     return tuple(lines)
 
 
-def _no_usage(call: Call) -> bool:
-    """The backend reported no token usage for the call (before any estimate)."""
+def _no_usage(call: Call, billing: Billing | None) -> bool:
+    """The backend reported no token usage for the call (before any estimate), nor any
+    other billed unit (``billing``: the call's, as :meth:`Accountant._billing` resolves it)."""
     usage = call.usage
-    if _has_tokens(usage) or (call.billing is not None and call.billing.units):
+    if _has_tokens(usage) or (billing is not None and billing.units):
         return False  # tokens, or other billed units (seconds of audio)
     if type(usage) is Usage and usage.is_empty:
         return False  # reported but unusable: counted as usage_invalid, not as missing

@@ -45,24 +45,39 @@ Read = Callable[[Call, Any, Any], Any]
 def open_call(describe: Callable[[Any], Request | None], given: Any, *, operation: str,
               provider: str, request_model: str | None, stream: bool = False,
               server_address: str | None = None, server_port: int | None = None,
-              conversation_id: str | None = None) -> Call | None:  # fmt: skip
+              conversation_id: str | None = None,
+              billed: Callable[[Any], Billing | None] | None = None) -> Call | None:  # fmt: skip
     """Open a call on the process-wide handler with the request ``describe(given)`` returns (a
-    failure there only loses the estimate); None when instrumentation itself failed, so the
-    backend call goes on unrecorded. Raises only an enforced budget's ``BudgetExceeded``."""
+    failure there only loses the estimate) and what ``billed(given)`` counts of it
+    (:class:`~otel_tokens.usage.Billing`'s ``counted``); None when instrumentation itself
+    failed, so the backend call goes on unrecorded. Raises only an enforced budget's
+    ``BudgetExceeded``."""
     try:
         request = None
         try:
             request = describe(given)
         except Exception as exc:
             faults.report("estimate", exc)
-        return get_handler().start(
+        call = get_handler().start(
             operation=operation, provider=provider, request_model=request_model, stream=stream,
             server_address=server_address, server_port=server_port, request=request,
             conversation_id=conversation_id)  # fmt: skip
+        if billed is not None:
+            call.billing = _counted(billed, given)
+        return call
     except BudgetExceeded:
         raise  # the user opted in to being stopped
     except Exception as exc:
         faults.report("internal", exc)
+        return None
+
+
+def _counted(billed: Callable[[Any], Billing | None], given: Any) -> Billing | None:
+    """What ``billed`` counts of the request (None, counted, when it fails: nothing billed)."""
+    try:
+        return billed(given)
+    except Exception as exc:
+        faults.report("parse", exc)
         return None
 
 
@@ -249,6 +264,9 @@ class Operation:
     #: reads a raw response's headers when the call hands it back, before its body is read
     #: (openai: a gateway's cost header, otherwise read where openai parses a response)
     raw_headers: Callable[[Any], None] | None = None
+    #: what the request is billed by where its model is priced by that alone, counted from
+    #: the kwargs when the call opens (:func:`open_call`'s ``billed``: speech's characters)
+    billed: Callable[[dict[str, Any]], Billing | None] | None = None
 
 
 _NOT_GIVEN = ("NotGiven", "Omit")  # the "argument not given" sentinels of both SDKs
@@ -289,7 +307,8 @@ def _open(op: Operation, is_async: bool, instance: Any, args: tuple,
         return None
     call = open_call(op.request, kwargs, operation=op.name, provider=provider,
                      request_model=model if isinstance(model, str) else None, stream=stream,
-                     server_address=address, server_port=port, conversation_id=conversation)
+                     server_address=address, server_port=port, conversation_id=conversation,
+                     billed=op.billed)  # fmt: skip
     if call is None:
         return None
     send = _prepared(op, kwargs) if stream and op.prepare is not None else kwargs

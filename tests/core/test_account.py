@@ -8,6 +8,7 @@ import pytest
 import otel_tokens
 from otel_tokens import AnomalyGuard, Budget, BudgetExceeded, Estimate, Pricer, Request, Usage
 from otel_tokens.account.estimate import Estimator
+from otel_tokens.usage import Billing
 from otel_tokens.account.agents import current_attribution
 from otel_tokens.account.settle import Accountant
 from otel_tokens.call import Call
@@ -94,6 +95,29 @@ def test_no_usage_is_unknown_and_counted_never_zero():
     assert outcome.usage.input_tokens is None and outcome.usage.output_tokens is None
     assert outcome.price.cost_usd is None and not outcome.lines[0].unpriced
     assert sink().counts["usage_missing"] == before + 1
+
+
+def test_units_counted_from_the_request_are_billed_where_the_model_is_priced_by_them_alone():
+    """A speech request's characters (Billing's ``counted``) are tts-1's whole bill, at
+    genai-prices' rate (its tokens unknown, never 0); gpt-4o-mini-tts is priced per token:
+    dropped, its usage missing and cost unknown; a failed call is billed nothing."""
+    import genai_prices
+
+    acc, counted = accountant(), Billing.of(counted={"input_characters": 1200})
+    before = sink().counts.get("usage_missing", 0)
+    with otel_tokens.agent("voice") as entry:
+        tts = settled(acc, record("tts-1", billing=counted))
+        tokens = settled(acc, record("gpt-4o-mini-tts", billing=counted))
+        failed = settled(acc, record("tts-1", billing=counted, error="500"))
+    expected = float(genai_prices.calc_price(genai_prices.Usage(input_characters=1200), "tts-1",
+                                             provider_id="openai").total_price)  # fmt: skip
+    assert expected > 0 and tts.price.cost_usd == pytest.approx(expected)
+    assert tts.price.components == ("input_characters",) and not tts.usage_missing
+    assert (tts.usage.input_tokens, tts.usage.output_tokens) == (None, None)
+    assert tokens.price.cost_usd is None and tokens.usage_missing
+    assert failed.price.cost_usd is None
+    assert sink().counts["usage_missing"] == before + 1  # gpt-4o-mini-tts's alone
+    assert [row.cost_usd for row in entry.ledger.history()] == [pytest.approx(expected), None, None]
 
 
 def test_a_stream_without_reported_output_is_estimated_from_its_text_and_marked():

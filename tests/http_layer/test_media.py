@@ -207,6 +207,29 @@ def test_speech_tokens_from_its_events_and_unknown_for_audio(url, client):
 
 
 @pytest.mark.parametrize("client", CLIENTS)
+def test_tts_1_audio_is_billed_per_input_character(url, client):
+    """tts-1 and tts-1-hd are priced per input character: the audio's call is billed by the
+    length of ``input`` (12 characters, 21 bytes), read whole or streamed; an ``input`` that
+    is not a string counts none (unknown, no crash); the text is recorded nowhere."""
+    said = "Grüße, 世界 👋!"
+    speech = {"model": "tts-1", "voice": "coral", "input": said}
+    with handling(http_patches) as t:
+        bodies = [
+            send(client, url + "/v1/audio/speech", speech),
+            send(client, url + "/v1/audio/speech", {**speech, "model": "tts-1-hd"}, stream=True),
+            send(client, url + "/v1/audio/speech", {**speech, "input": {"text": said}}),
+        ]
+    assert bodies == [AUDIO] * 3  # passed through unchanged, never read
+    plain, streamed, wrong = attributes(t)
+    for attrs, model in ((plain, "tts-1"), (streamed, "tts-1-hd")):
+        assert attrs["gen_ai.request.model"] == model and tokens(attrs) == (None, None)
+        assert attrs["otel_tokens.cost.usd"] == pytest.approx(price(model, input_characters=12))
+    assert tokens(wrong) == (None, None) and "otel_tokens.cost.usd" not in wrong
+    assert t.errors() == {"usage_missing": 1}  # the input that is not a string: nothing else
+    assert not any(said in str(value) for attrs in attributes(t) for value in attrs.values())
+
+
+@pytest.mark.parametrize("client", CLIENTS)
 def test_transcriptions_are_recorded_from_the_form_and_its_answer(url, client):
     form = {"model": "gpt-4o-transcribe", "response_format": "json"}
     with handling(http_patches) as t:

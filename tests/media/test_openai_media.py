@@ -229,6 +229,65 @@ def test_speech_through_raw_and_streaming_responses(url):
     assert t.errors() == {"usage_missing": 1}  # the audio's; nothing else went wrong
 
 
+#: characters beyond ASCII: billed per character (12), not per UTF-8 byte (21)
+SAID = "Grüße, 世界 👋!"
+
+
+def _billed_per_character(attrs: dict, model: str) -> None:
+    """The call of ``model`` billed by the characters of :data:`SAID` at genai-prices' rate;
+    its tokens unknown, never 0."""
+    assert tokens(attrs) == (None, None)
+    assert attrs["otel_tokens.cost.usd"] == pytest.approx(price(model, input_characters=len(SAID)))
+    assert attrs["otel_tokens.cost.components"] == ("input_characters",)
+
+
+def test_tts_1_audio_is_billed_per_input_character(url):
+    """tts-1 and tts-1-hd are priced per input character: their audio, plain, raw or streamed,
+    sync or async, is billed by the length of ``input``; gpt-4o-mini-tts (priced per token)
+    stays unknown, never priced from characters; the text is recorded nowhere."""
+    speech = {"voice": "coral", "input": SAID}
+
+    async def run_async() -> list[bytes]:
+        aclient = openai.AsyncOpenAI(api_key="test", base_url=url + "/v1", max_retries=0)
+        plain = await aclient.audio.speech.create(model="tts-1", **speech)
+        async with aclient.audio.speech.with_streaming_response.create(
+            model="tts-1", **speech
+        ) as response:
+            return [plain.content, await response.read()]
+
+    with handling(openai_sdk) as t:
+        client = openai.OpenAI(api_key="test", base_url=url + "/v1", max_retries=0)
+        bodies = [client.audio.speech.create(model=m, **speech).content
+                  for m in ("tts-1", "tts-1-hd")]  # fmt: skip
+        bodies.append(client.audio.speech.with_raw_response.create(model="tts-1", **speech).content)
+        with client.audio.speech.with_streaming_response.create(model="tts-1", **speech) as got:
+            bodies.append(got.read())
+        bodies += asyncio.run(run_async())
+        client.audio.speech.create(model="gpt-4o-mini-tts", **speech)
+    assert bodies == [AUDIO] * 6  # passed through unchanged
+    *billed, token_priced = spans(t)
+    models = ["tts-1", "tts-1-hd", "tts-1", "tts-1", "tts-1", "tts-1"]
+    for attrs, model in zip(billed, models, strict=True):
+        assert attrs["gen_ai.request.model"] == model
+        _billed_per_character(attrs, model)
+    assert billed[1]["otel_tokens.cost.usd"] > billed[0]["otel_tokens.cost.usd"] > 0  # hd: its own
+    assert tokens(token_priced) == (None, None) and "otel_tokens.cost.usd" not in token_priced
+    assert t.errors() == {"usage_missing": 1}  # gpt-4o-mini-tts's alone
+    assert not any(SAID in str(value) for attrs in spans(t) for value in attrs.values())
+
+
+def test_speech_input_that_is_not_a_string_is_unknown(url):
+    """An ``input`` the program got wrong (not a string): no characters counted, no crash;
+    the call recorded with its usage unknown, as any plain audio."""
+    with handling(openai_sdk) as t:
+        client = openai.OpenAI(api_key="test", base_url=url + "/v1", max_retries=0)
+        audio = client.audio.speech.create(model="tts-1", voice="coral", input=["not", "text"])
+    assert audio.content == AUDIO
+    (attrs,) = spans(t)
+    assert tokens(attrs) == (None, None) and "otel_tokens.cost.usd" not in attrs
+    assert t.errors() == {"usage_missing": 1}
+
+
 @pytest.mark.parametrize("order", ["http-first", "sdk-first"])
 def test_no_double_count_with_the_http_layer(url, order):
     patches = (http_patches, openai_sdk) if order == "http-first" else (openai_sdk, http_patches)

@@ -125,6 +125,7 @@ def open_request(wire: Wire, body: dict[str, Any], path: str, base: str) -> Call
         stream=stream,
         server_address=address,
         server_port=port,
+        billed=wire.billed,
     )
 
 

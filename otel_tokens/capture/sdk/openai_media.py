@@ -11,10 +11,13 @@ readers are the wire format's (:mod:`..wire.openai_media`), which the HTTP layer
   partial images pass through unread. DALL-E 2 and 3 report none: the call is recorded with
   its usage unknown (``usage_missing``), never 0. ``images.create_variation`` (DALL-E 2
   only) likewise.
-* ``audio.speech.create``: the audio comes back with no usage (unknown, marked; its bytes
-  are never read here); with ``stream_format="sse"`` the ``speech.audio.done`` event reports
-  the tokens: read from the body the SDK has read, or, through ``with_raw_response`` and
-  ``with_streaming_response``, from the events as the program reads them (:mod:`.raw`).
+* ``audio.speech.create``: the audio comes back with no usage (its bytes are never read
+  here): tts-1 and tts-1-hd, priced per input character, are billed by the length of
+  ``input`` (:func:`..wire.openai_media.speech_characters`); a token-priced model's usage
+  stays unknown (marked). With ``stream_format="sse"`` the ``speech.audio.done`` event
+  reports the tokens: read from the body the SDK has read, or, through
+  ``with_raw_response`` and ``with_streaming_response``, from the events as the program
+  reads them (:mod:`.raw`).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from ..wire.openai_media import (
     ImagesAccumulator,
     SpeechAccumulator,
     images_response,
+    speech_characters,
     speech_event,
     tokens,
 )
@@ -103,7 +107,7 @@ _OPERATIONS = {
                         _costed(images_response), ImagesAccumulator, **_OPENAI),
     "speech": Operation("generate_content", _provider, _server, _run_request,
                         _costed(_speech_response), SpeechAccumulator, is_stream=_as_events,
-                        **_OPENAI),
+                        billed=speech_characters, **_OPENAI),
 }  # fmt: skip
 
 

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from ...request import Request
+from ...usage import Billing
 from ..lifecycle import Response
 from ..stream import Accumulator
 
@@ -56,7 +57,9 @@ class Wire(NamedTuple):
     transcribed), its small text fields then read as the body (:mod:`..http.forms`);
     ``unread(content_type)``: an answer of that type carries no usage (audio, a plain-text
     transcript): its bytes are not read, the call ends with its usage unknown (None: every
-    answer is read).
+    answer is read); ``billed(body)``: what the request is billed by where its model is
+    priced by that alone (:class:`~otel_tokens.usage.Billing`'s ``counted``: speech's
+    characters; None: nothing counted from the request).
     """
 
     operation: str
@@ -71,6 +74,7 @@ class Wire(NamedTuple):
     plain: Callable[[bytes], bool] | None = None
     form: bool = False
     unread: Callable[[str], bool] | None = None
+    billed: Callable[[dict[str, Any]], Billing | None] | None = None
 
 
 def by_suffix(routes: Any, path: str) -> Wire | None:

@@ -10,7 +10,10 @@ HTTP layer share them. A POST is recognised by its path (under ``/v1/`` or Azure
   ``output_image_tokens``); a stream reports it once, on its ``*.completed`` event, its
   partial images carrying none. DALL-E reports none: usage unknown, never 0.
 * Speech: audio bytes carry no usage (unknown, never read); with ``stream_format="sse"``
-  the ``speech.audio.done`` event reports the tokens.
+  the ``speech.audio.done`` event reports the tokens. A model priced per input character
+  (tts-1, tts-1-hd) is billed by the request's ``input``: its length is counted
+  (:func:`speech_characters`), the text never kept, and billed where genai-prices prices the
+  model so (the account step decides: gpt-4o-mini-tts's plain audio stays unknown).
 * Transcriptions and translations: tokens, or seconds of audio (:mod:`.openai`); a plain
   text, SRT or VTT answer carries none.
 
@@ -38,6 +41,7 @@ __all__ = [
     "image_usage",
     "images_response",
     "recognise",
+    "speech_characters",
     "speech_event",
     "tokens",
 ]
@@ -118,6 +122,16 @@ def speech_event(body: bytes) -> Any:
     return found
 
 
+def speech_characters(given: Any) -> Billing | None:
+    """A speech request's ``input`` characters, counted (:class:`Billing`'s ``counted``): the
+    bill of a model priced per character; an input that is not a string: none. Counted with
+    Python's ``len`` (Unicode code points): OpenAI prices "per character" and says no more."""
+    text = given.get("input") if isinstance(given, dict) else None
+    if not isinstance(text, str):
+        return None
+    return Billing.of(counted={"input_characters": len(text)})
+
+
 class SpeechAccumulator(Accumulator):
     """Speech events read as the program reads them: the usage of ``speech.audio.done``."""
 
@@ -173,7 +187,7 @@ _AUDIO_TEXT = Wire(
 )  # fmt: skip
 _SPEECH = Wire(  # a whole speech answer is audio (unread): no JSON of it carries usage
     "generate_content", _no_estimate, lambda answer: Response(None), SpeechAccumulator,
-    streams=_speech_stream, model=_model, unread=_not_events,
+    streams=_speech_stream, model=_model, unread=_not_events, billed=speech_characters,
 )  # fmt: skip
 
 #: path suffix -> request shape
