@@ -56,8 +56,13 @@ _MODULES: dict[str, tuple[str, ...]] = {
     "capture.methods.backend": ("instrument_backend", "uninstrument_backend"),
     "capture.agent_cli.parsers": ("AgentRun",),
     "emit.setup": ("Setup", "configure"),
-    "errors": ("HistoryEvictedError", "InvalidTransitionError", "LedgerError",
-               "LedgerPersistenceError", "OtelTokensError"),  # fmt: skip
+    "errors": (
+        "HistoryEvictedError",
+        "InvalidTransitionError",
+        "LedgerError",
+        "LedgerPersistenceError",
+        "OtelTokensError",
+    ),
     "handler": ("Handler", "get_handler", "on_anomaly", "set_budget", "start_call"),
     "registry": ("instrument", "uninstrument"),
     "request": ("Request",),

@@ -69,19 +69,49 @@ class Call:
     """
 
     __slots__ = (
-        "operation", "provider", "request_model", "stream", "server_address", "server_port",
-        "conversation_id", "span_name", "attributes", "request",
-        "usage", "parts", "response_model", "response_id", "finish_reasons", "error",
-        "output_text", "cumulative_key", "billing", "once_key", "pending", "end_attributes",
-        "started", "first_chunk_at", "ended_at", "_owner",
-    )  # fmt: skip
+        "operation",
+        "provider",
+        "request_model",
+        "stream",
+        "server_address",
+        "server_port",
+        "conversation_id",
+        "span_name",
+        "attributes",
+        "request",
+        "usage",
+        "parts",
+        "response_model",
+        "response_id",
+        "finish_reasons",
+        "error",
+        "output_text",
+        "cumulative_key",
+        "billing",
+        "once_key",
+        "pending",
+        "end_attributes",
+        "started",
+        "first_chunk_at",
+        "ended_at",
+        "_owner",
+    )
 
-    def __init__(self, owner: CallOwner, operation: str, provider: str,
-                 request_model: str | None, stream: bool, started: float,
-                 server_address: str | None = None, server_port: int | None = None,
-                 conversation_id: str | None = None, span_name: str | None = None,
-                 attributes: dict[str, Any] | None = None,
-                 request: Request | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        owner: CallOwner,
+        operation: str,
+        provider: str,
+        request_model: str | None,
+        stream: bool,
+        started: float,
+        server_address: str | None = None,
+        server_port: int | None = None,
+        conversation_id: str | None = None,
+        span_name: str | None = None,
+        attributes: dict[str, Any] | None = None,
+        request: Request | None = None,
+    ) -> None:
         self._owner = owner
         # the request's facts, given once
         self.operation = operation
@@ -166,8 +196,9 @@ class Call:
         if self._owner.ended:
             return
         if attributes or parts or output_text is not None:
-            self._fill(usage, response_model, response_id, finish_reasons, attributes, parts,
-                       output_text)  # fmt: skip
+            self._fill(
+                usage, response_model, response_id, finish_reasons, attributes, parts, output_text
+            )
         else:  # the common end, in place (kept for speed: docs/benchmarks.md)
             if usage is not None:
                 self.usage = usage
@@ -208,9 +239,16 @@ class Call:
         self.ended_at = perf_counter()
         self._owner.finish(self)
 
-    def _fill(self, usage: Usage | None, response_model: str | None, response_id: str | None,
-              finish_reasons: Sequence[str] | None, attributes: dict[str, Any] | None,
-              parts: Sequence[Usage] | None, output_text: str | None) -> None:  # fmt: skip
+    def _fill(
+        self,
+        usage: Usage | None,
+        response_model: str | None,
+        response_id: str | None,
+        finish_reasons: Sequence[str] | None,
+        attributes: dict[str, Any] | None,
+        parts: Sequence[Usage] | None,
+        output_text: str | None,
+    ) -> None:
         if usage is not None:
             self.usage = usage
         if response_model is not None:
@@ -220,7 +258,9 @@ class Call:
         if finish_reasons:
             self.finish_reasons = finish_reasons
         if attributes:
-            self.end_attributes = {**self.end_attributes, **attributes} if self.end_attributes else attributes
+            self.end_attributes = (
+                {**self.end_attributes, **attributes} if self.end_attributes else attributes
+            )
         if parts:
             self.parts = parts
         if output_text is not None:

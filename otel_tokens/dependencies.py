@@ -41,7 +41,7 @@ def too_old() -> list[tuple[str, str | None, str]]:
         name = _NAME.match(line)
         if name is None or ";" in line or not name.group().startswith("opentelemetry-"):
             continue
-        spec = SpecifierSet(line[name.end():].strip().strip("()"))
+        spec = SpecifierSet(line[name.end() :].strip().strip("()"))
         try:
             installed: str | None = metadata.version(name.group())
         except metadata.PackageNotFoundError:
@@ -68,9 +68,14 @@ def _check() -> bool:
         _log.debug("otel_tokens: cannot check the installed versions: %r", exc)
         return True
     if unmet:
-        found = "; ".join(f"{name} {installed or 'not installed'} (needs {spec})"
-                          for name, installed, spec in unmet)  # fmt: skip
+        found = "; ".join(
+            f"{name} {installed or 'not installed'} (needs {spec})"
+            for name, installed, spec in unmet
+        )
         fix = " ".join(f"'{name}{spec}'" for name, _, spec in unmet)
-        _log.warning("otel_tokens is off, the program runs without it: %s; to turn it on: "
-                     "pip install %s", found, fix)  # fmt: skip
+        _log.warning(
+            "otel_tokens is off, the program runs without it: %s; to turn it on: pip install %s",
+            found,
+            fix,
+        )
     return not unmet

@@ -28,18 +28,35 @@ __all__ = ["Endpoint", "SEMCONV_NAMES", "endpoint", "is_self_hosted", "server_of
 
 #: genai-prices provider ids -> the semantic conventions' ``gen_ai.provider.name``
 SEMCONV_NAMES: dict[str, str] = {
-    "openai": "openai", "anthropic": "anthropic", "azure": "azure.ai.openai",
-    "aws": "aws.bedrock", "mistral": "mistral_ai", "groq": "groq", "deepseek": "deepseek",
-    "x-ai": "x_ai", "perplexity": "perplexity", "cohere": "cohere",
-}  # fmt: skip
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "azure": "azure.ai.openai",
+    "aws": "aws.bedrock",
+    "mistral": "mistral_ai",
+    "groq": "groq",
+    "deepseek": "deepseek",
+    "x-ai": "x_ai",
+    "perplexity": "perplexity",
+    "cohere": "cohere",
+}
 
 #: providers genai-prices has no URL pattern for: host (or its parent domain) -> the semantic
 #: conventions' name
 _HOSTS = {"ml.cloud.ibm.com": "ibm.watsonx.ai"}
 
 #: provider names that are self-hosted servers by definition (litellm's routing names them so)
-_SELF_HOSTED_PROVIDERS = frozenset(("ollama", "ollama_chat", "vllm", "hosted_vllm", "lm_studio",
-                                    "llamafile", "xinference", "triton"))  # fmt: skip
+_SELF_HOSTED_PROVIDERS = frozenset(
+    (
+        "ollama",
+        "ollama_chat",
+        "vllm",
+        "hosted_vllm",
+        "lm_studio",
+        "llamafile",
+        "xinference",
+        "triton",
+    )
+)
 _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".lan", ".home.arpa", ".localdomain")
 _CACHE_MAX = 256
 _cache: dict[tuple[Any, ...], Endpoint] = {}
@@ -107,9 +124,12 @@ def _override(url: _Parsed, overrides: Any) -> str | None:
     matches up to a boundary (``https://gw.corp`` is not ``https://gw.corp.evil.example``)."""
     best, found = -1, None
     for prefix, provider in overrides:
-        rest = url.full[len(prefix):]
-        if url.full.startswith(prefix) and len(prefix) > best and (
-                not rest or prefix.endswith("/") or rest[0] in "/:?#"):  # fmt: skip
+        rest = url.full[len(prefix) :]
+        if (
+            url.full.startswith(prefix)
+            and len(prefix) > best
+            and (not rest or prefix.endswith("/") or rest[0] in "/:?#")
+        ):
             best, found = len(prefix), provider
     return found
 
@@ -131,7 +151,7 @@ def _host_matches(pattern: str, url: _Parsed) -> bool:
     inside the host only before its last label (``api.moonshot.`` + ``ai``)."""
     found = re.match(pattern, url.origin)
     if found is not None:
-        rest = url.origin[found.end():]
+        rest = url.origin[found.end() :]
         return not rest or (url.origin[found.end() - 1] == "." and "." not in rest)
     # a pattern that needs a path (a gateway's route): its host part is matched by the full
     # URL, so the host's own domain must be one the pattern names
@@ -146,12 +166,13 @@ def _azure_ai_inference(url: _Parsed, found: str | None) -> bool:
     are not."""
     if url.host.endswith(".inference.ai.azure.com"):
         return True
-    path = url.full[len(url.origin):].lstrip(":0123456789")
+    path = url.full[len(url.origin) :].lstrip(":0123456789")
     return found == "azure" and (path == "/models" or path.startswith("/models/"))
 
 
-def _resolve(url: str, host: str | None, default: str, platform: str | None,
-             overrides: Any) -> Endpoint:  # fmt: skip
+def _resolve(
+    url: str, host: str | None, default: str, platform: str | None, overrides: Any
+) -> Endpoint:
     parsed = _parsed(url)
     named = _override(parsed, overrides) if overrides and parsed is not None else None
     if named is not None:
@@ -189,8 +210,13 @@ def _by_host(host: str) -> str | None:
     return None
 
 
-def endpoint(base_url: Any, host: str | None, default: str, platform: str | None = None,
-             overrides: tuple[tuple[str, str], ...] = ()) -> Endpoint:  # fmt: skip
+def endpoint(
+    base_url: Any,
+    host: str | None,
+    default: str,
+    platform: str | None = None,
+    overrides: tuple[tuple[str, str], ...] = (),
+) -> Endpoint:
     """The :class:`Endpoint` of a client's ``base_url`` (``host``: its host, already parsed;
     ``default``: the SDK's provider when the URL says nothing; ``platform``: the client
     class's own platform, e.g. ``aws.bedrock``; ``overrides``: the settings'

@@ -74,9 +74,15 @@ def instrumentor_classes() -> dict[str, type[_Delegating]]:
         if not _classes:
             for name, module in BACKENDS.items():
                 backend = importlib.import_module(module).BACKEND
-                _classes[backend.instrumentor] = type(backend.instrumentor, (_Delegating,), {
-                    "name": name, "__doc__": backend.summary, "__module__": __name__,
-                })  # fmt: skip
+                _classes[backend.instrumentor] = type(
+                    backend.instrumentor,
+                    (_Delegating,),
+                    {
+                        "name": name,
+                        "__doc__": backend.summary,
+                        "__module__": __name__,
+                    },
+                )
         return dict(_classes)
 
 

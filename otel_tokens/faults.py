@@ -46,8 +46,15 @@ class Faults:
         for kind in pending:
             counter.add(1, (("otel_tokens.error.kind", kind),))
 
-    def report(self, kind: str, exc: BaseException | None = None, detail: str = "", *,
-               log: bool = True, each: bool = False) -> None:  # fmt: skip
+    def report(
+        self,
+        kind: str,
+        exc: BaseException | None = None,
+        detail: str = "",
+        *,
+        log: bool = True,
+        each: bool = False,
+    ) -> None:
         """Record one fault of ``kind``; safe to call from anywhere, never raises.
 
         ``log=False``: counted only (the caller has already printed its own line);
@@ -63,12 +70,17 @@ class Faults:
                 if counter is None and len(self._pending) < 10_000:
                     self._pending.append(kind)
             if first and log:
-                what = redact(detail or (f"{type(exc).__name__}: {exc}" if exc is not None else kind))
+                what = redact(
+                    detail or (f"{type(exc).__name__}: {exc}" if exc is not None else kind)
+                )
                 _log.warning(
                     "otel_tokens: %s fault (%s); the host call is unaffected. Further %s faults "
                     "are only counted in otel_tokens.instrumentation.errors.",
-                    kind, what, kind, exc_info=exc if kind == "internal" else None,
-                )  # fmt: skip
+                    kind,
+                    what,
+                    kind,
+                    exc_info=exc if kind == "internal" else None,
+                )
             if counter is not None:
                 counter.add(1, (("otel_tokens.error.kind", kind),))
         except Exception:  # the error counter itself failing must not escape either
@@ -83,7 +95,13 @@ def sink() -> Faults:
     return _SINK
 
 
-def report(kind: str, exc: BaseException | None = None, detail: str = "", *,
-           log: bool = True, each: bool = False) -> None:  # fmt: skip
+def report(
+    kind: str,
+    exc: BaseException | None = None,
+    detail: str = "",
+    *,
+    log: bool = True,
+    each: bool = False,
+) -> None:
     """Report one fault to the process-wide sink (see :meth:`Faults.report`)."""
     _SINK.report(kind, exc, detail, log=log, each=each)

@@ -40,8 +40,15 @@ if TYPE_CHECKING:
     from .settings import Settings
     from .usage import Usage
 
-__all__ = ["Handler", "get_guard", "get_handler", "on_anomaly", "set_budget", "set_handler",
-           "start_call"]  # fmt: skip
+__all__ = [
+    "Handler",
+    "get_guard",
+    "get_handler",
+    "on_anomaly",
+    "set_budget",
+    "set_handler",
+    "start_call",
+]
 
 _END_LOCK = threading.Lock()  # makes ending a call a single check-and-set
 
@@ -49,17 +56,26 @@ _END_LOCK = threading.Lock()  # makes ending a call a single check-and-set
 class Handler:
     """Opens calls, and at each call's end runs the account step, then the recorder."""
 
-    def __init__(self, tracer_provider: Any = None, meter_provider: Any = None, *,
-                 pricer: Pricer | None = None, guard: AnomalyGuard | None = None,
-                 settings: Settings | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        tracer_provider: Any = None,
+        meter_provider: Any = None,
+        *,
+        pricer: Pricer | None = None,
+        guard: AnomalyGuard | None = None,
+        settings: Settings | None = None,
+    ) -> None:
         self._settings = settings  # None: the process's settings, as they are now
         settings = settings if settings is not None else current()
-        self.recorder = Recorder(tracer_provider, meter_provider,
-                                 max_attribute_values=settings.max_attribute_values,
-                                 exemplars=settings.exemplars,
-                                 reuse_genai_span=settings.reuse_genai_span,
-                                 metric_attributes=settings.metric_attributes,
-                                 max_label_sets=settings.max_label_sets)  # fmt: skip
+        self.recorder = Recorder(
+            tracer_provider,
+            meter_provider,
+            max_attribute_values=settings.max_attribute_values,
+            exemplars=settings.exemplars,
+            reuse_genai_span=settings.reuse_genai_span,
+            metric_attributes=settings.metric_attributes,
+            max_label_sets=settings.max_label_sets,
+        )
         self.accountant = Accountant(
             pricer if pricer is not None else Pricer.from_settings(settings),
             guard if guard is not None else get_guard(),
@@ -68,7 +84,7 @@ class Handler:
             ConversationTotals(settings.ledger_path),
             settings.max_cost_per_request,
             fleet=FleetBudgets.from_settings(settings),  # None without a ledger URL
-        )  # fmt: skip
+        )
 
     @property
     def settings(self) -> Settings:
@@ -117,17 +133,27 @@ class Handler:
         batch's result row: recorded whatever the budgets say, never refused)."""
         tracking = _Owner(agent, conversation_id, estimate)
         tracking.handler = self
-        call = Call(tracking, operation, provider, request_model, stream, time.perf_counter(),
-                    server_address, server_port, conversation_id, span_name, attributes,
-                    request)  # fmt: skip
+        call = Call(
+            tracking,
+            operation,
+            provider,
+            request_model,
+            stream,
+            time.perf_counter(),
+            server_address,
+            server_port,
+            conversation_id,
+            span_name,
+            attributes,
+            request,
+        )
         try:  # who the call is for, resolved once, here (see _from_baggage)
             if agent is None:
                 tracking.agent, who = current_attribution()
                 if who is not None:
                     tracking.user, tracking.tenant = who[0], who[1]
                     tracking.conversation_id = conversation_id or who[2]
-            if tracking.user is None or tracking.tenant is None \
-                    or tracking.conversation_id is None:  # fmt: skip
+            if tracking.user is None or tracking.tenant is None or tracking.conversation_id is None:
                 context = otel_context.get_current()
                 if context:  # an empty context holds no baggage (a quarter of get_all's cost)
                     entries = baggage.get_all(context)
@@ -228,7 +254,8 @@ def _from_baggage(tracking: Tracking, entries: Any) -> None:
     tracking.user = tracking.user or _text(entries.get("user.id"))
     tracking.tenant = tracking.tenant or _text(entries.get("tenant.id"))
     tracking.conversation_id = tracking.conversation_id or _text(
-        entries.get("gen_ai.conversation.id") or entries.get("session.id"))  # fmt: skip
+        entries.get("gen_ai.conversation.id") or entries.get("session.id")
+    )
 
 
 def _text(value: Any) -> str | None:
@@ -266,10 +293,22 @@ def set_handler(handler: Handler | None) -> Handler | None:
     return previous
 
 
-_START_ARGUMENTS = frozenset((
-    "operation", "provider", "request_model", "stream", "server_address", "server_port",
-    "request", "estimate", "conversation_id", "span_name", "attributes", "agent",
-))  # fmt: skip
+_START_ARGUMENTS = frozenset(
+    (
+        "operation",
+        "provider",
+        "request_model",
+        "stream",
+        "server_address",
+        "server_port",
+        "request",
+        "estimate",
+        "conversation_id",
+        "span_name",
+        "attributes",
+        "agent",
+    )
+)
 
 
 def start_call(**request: Any) -> Call:
@@ -345,8 +384,9 @@ def set_budget(
     budget = None
     try:
         if tokens is not None or usd is not None:
-            budget = Budget(tokens=tokens, usd=usd, window_seconds=window_seconds,
-                            enforce=bool(enforce))  # fmt: skip
+            budget = Budget(
+                tokens=tokens, usd=usd, window_seconds=window_seconds, enforce=bool(enforce)
+            )
     except (ValueError, TypeError) as exc:
         _wrong(f"set_budget({agent!r}): {exc}; the budget is unchanged")
         return

@@ -21,8 +21,9 @@ MASK = "***"
 # in a password is common, and hiding part of a host is better than showing a password)
 _USERINFO = re.compile(r"(?P<pre>[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@?#]*:)\S*@")
 # password=... as a URL query parameter or a libpq keyword (quoted values included)
-_KEYWORD = re.compile(r"(?P<pre>\b\w*pass(?:word|wd)?\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|[^\s&;,'\"]*)",
-                      re.IGNORECASE)  # fmt: skip
+_KEYWORD = re.compile(
+    r"(?P<pre>\b\w*pass(?:word|wd)?\s*=\s*)(?:'(?:[^'\\]|\\.)*'?|[^\s&;,'\"]*)", re.IGNORECASE
+)
 
 
 def redact(text: object, url: str | None = None) -> str:

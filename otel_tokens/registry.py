@@ -20,8 +20,16 @@ from . import faults, threads
 from .capture import BACKENDS
 from .dependencies import usable
 
-__all__ = ["active", "dependencies_of", "disable", "enable", "instrument", "is_active",
-           "uninstrument", "use_providers"]  # fmt: skip
+__all__ = [
+    "active",
+    "dependencies_of",
+    "disable",
+    "enable",
+    "instrument",
+    "is_active",
+    "uninstrument",
+    "use_providers",
+]
 
 _lock = threading.RLock()
 _active: dict[str, Any] = {}  # backend name -> its patches module, while patched
@@ -43,7 +51,9 @@ def active() -> list[str]:
     return list(_active)
 
 
-def enable(name: str, tracer_provider: Any = None, meter_provider: Any = None, **options: Any) -> bool:
+def enable(
+    name: str, tracer_provider: Any = None, meter_provider: Any = None, **options: Any
+) -> bool:
     """Patch backend ``name`` (once); False when its library is not installed."""
     if not usable():  # installed packages below otel_tokens' floors: one line said so
         return False
@@ -63,7 +73,9 @@ def disable(name: str) -> None:
                 faults.report("internal", exc, f"cannot uninstall {name}: {exc!r}")
 
 
-def instrument(tracer_provider: Any = None, meter_provider: Any = None, **options: Any) -> list[str]:
+def instrument(
+    tracer_provider: Any = None, meter_provider: Any = None, **options: Any
+) -> list[str]:
     """Turn on every registered backend; returns the names of those on.
 
     Like every ``BaseInstrumentor``, explicit ``tracer_provider``/``meter_provider`` are used
@@ -125,8 +137,13 @@ def _use_providers(tracer_provider: Any, meter_provider: Any) -> None:
         try:
             set_handler(Handler(tracer_provider, meter_provider))
         except Exception as exc:  # not providers: the global ones serve instead
-            faults.report("argument", exc, f"instrument(tracer_provider=..., meter_provider=...): "
-                          f"unusable ({exc!r}); the global providers are used", each=True)  # fmt: skip
+            faults.report(
+                "argument",
+                exc,
+                f"instrument(tracer_provider=..., meter_provider=...): "
+                f"unusable ({exc!r}); the global providers are used",
+                each=True,
+            )
     if not _warmed:
         _warmed = True
         threads.start(_warm_up, "otel_tokens-warm-up")
@@ -137,8 +154,9 @@ def _use_providers(tracer_provider: Any, meter_provider: Any) -> None:
 #: by the warm-up thread (the child would hang at its first import of that module)
 _warming = threading.Lock()
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_warming.acquire, after_in_parent=_warming.release,
-                        after_in_child=_warming.release)  # fmt: skip
+    os.register_at_fork(
+        before=_warming.acquire, after_in_parent=_warming.release, after_in_child=_warming.release
+    )
 
 
 def _warm_up(delay: float = 0.5) -> None:

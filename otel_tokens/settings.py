@@ -56,8 +56,10 @@ class Problem:
 
     def line(self) -> str:
         """The one line printed for it."""
-        return (f"otel_tokens: {self.name}={self.value!r} is not valid (accepted: "
-                f"{self.accepted}); using {self.fallback}")  # fmt: skip
+        return (
+            f"otel_tokens: {self.name}={self.value!r} is not valid (accepted: "
+            f"{self.accepted}); using {self.fallback}"
+        )
 
 
 def _default_spike() -> SpikeRule:
@@ -176,17 +178,27 @@ class _Reader:
             return False
         return bool(self.bad(name, value, BOOLEAN, default))
 
-    def number(self, *names: str, kind: type = int, default: Any, low: float | None = None,
-               high: float | None = None, above: float | None = None,
-               accepted: str = "") -> Any:  # fmt: skip
+    def number(
+        self,
+        *names: str,
+        kind: type = int,
+        default: Any,
+        low: float | None = None,
+        high: float | None = None,
+        above: float | None = None,
+        accepted: str = "",
+    ) -> Any:
         name, value = self.raw(*names)
         if not value:
             return default
         try:
             number = kind(value)
-            if (low is not None and number < low) or (high is not None and number > high) or (
-                above is not None and number <= above
-            ) or (kind is float and number != number):  # NaN  # fmt: skip
+            if (
+                (low is not None and number < low)
+                or (high is not None and number > high)
+                or (above is not None and number <= above)
+                or (kind is float and number != number)
+            ):  # NaN
                 raise ValueError
         except ValueError:
             return self.bad(name, value, accepted or f"a {kind.__name__}", default)
@@ -197,8 +209,10 @@ class _Reader:
         _, value = self.raw(name)
         chosen = frozenset(v.strip().lower() for v in value.split(",") if v.strip())
         if chosen - set(options):
-            return self.bad(name, value, "a comma-separated list of " + ", ".join(options), None) \
-                or frozenset()  # fmt: skip
+            return (
+                self.bad(name, value, "a comma-separated list of " + ", ".join(options), None)
+                or frozenset()
+            )
         return chosen
 
     def choice(self, names: tuple[str, ...], options: tuple[str, ...]) -> str | None:
@@ -223,30 +237,47 @@ def _price_overrides(reader: _Reader) -> tuple[str | None, Mapping[str, Override
     try:
         return path, load_price_file(path)
     except PriceFileError as exc:
-        reader.bad("OTEL_TOKENS_PRICES_FILE", path,
-                   f"a readable TOML or JSON price file ({exc})", "genai-prices alone")  # fmt: skip
+        reader.bad(
+            "OTEL_TOKENS_PRICES_FILE",
+            path,
+            f"a readable TOML or JSON price file ({exc})",
+            "genai-prices alone",
+        )
         return path, {}
 
 
 def _budgets(reader: _Reader) -> tuple[Budget | None, dict[str, Budget], SpikeRule]:
     from .account.anomalies import Budget, SpikeRule
 
-    window = reader.number("OTEL_TOKENS_BUDGET_WINDOW", kind=float, default=3600.0, above=0,
-                           accepted="seconds, a number above 0")  # fmt: skip
+    window = reader.number(
+        "OTEL_TOKENS_BUDGET_WINDOW",
+        kind=float,
+        default=3600.0,
+        above=0,
+        accepted="seconds, a number above 0",
+    )
     enforce = reader.boolean("OTEL_TOKENS_BUDGET_ENFORCE")
-    tokens = reader.number("OTEL_TOKENS_BUDGET_TOKENS", default=None, low=1,
-                           accepted="a positive integer")  # fmt: skip
-    usd = reader.number("OTEL_TOKENS_BUDGET_USD", kind=float, default=None, above=0,
-                        accepted="a number above 0")  # fmt: skip
+    tokens = reader.number(
+        "OTEL_TOKENS_BUDGET_TOKENS", default=None, low=1, accepted="a positive integer"
+    )
+    usd = reader.number(
+        "OTEL_TOKENS_BUDGET_USD", kind=float, default=None, above=0, accepted="a number above 0"
+    )
     default = None
     if tokens is not None or usd is not None:
         default = Budget(tokens=tokens, usd=usd, window_seconds=window, enforce=enforce)
-    factor = reader.number("OTEL_TOKENS_SPIKE_FACTOR", kind=float, default=3.0, above=1,
-                           accepted="a number above 1")  # fmt: skip
-    warmup = reader.number("OTEL_TOKENS_SPIKE_WARMUP", default=20, low=1,
-                           accepted="a positive integer")  # fmt: skip
-    size = reader.number("OTEL_TOKENS_SPIKE_WINDOW", default=max(200, warmup), low=warmup,
-                         accepted=f"an integer >= the warm-up ({warmup})")  # fmt: skip
+    factor = reader.number(
+        "OTEL_TOKENS_SPIKE_FACTOR", kind=float, default=3.0, above=1, accepted="a number above 1"
+    )
+    warmup = reader.number(
+        "OTEL_TOKENS_SPIKE_WARMUP", default=20, low=1, accepted="a positive integer"
+    )
+    size = reader.number(
+        "OTEL_TOKENS_SPIKE_WINDOW",
+        default=max(200, warmup),
+        low=warmup,
+        accepted=f"an integer >= the warm-up ({warmup})",
+    )
     spike = SpikeRule(factor=factor, warmup=warmup, window=size)
     agents: dict[str, Budget] = {}
     name, raw = reader.raw("OTEL_TOKENS_AGENT_BUDGETS")
@@ -254,8 +285,12 @@ def _budgets(reader: _Reader) -> tuple[Budget | None, dict[str, Budget], SpikeRu
         try:
             agent, budget = _agent_budget(part, window, enforce)
         except ValueError as exc:
-            reader.bad(name, part, f"agent:usd=5,tokens=1000,window=3600 ({exc})",
-                       "no budget for that entry")  # fmt: skip
+            reader.bad(
+                name,
+                part,
+                f"agent:usd=5,tokens=1000,window=3600 ({exc})",
+                "no budget for that entry",
+            )
             continue
         agents[agent] = budget
     return default, agents, spike
@@ -272,8 +307,12 @@ def _who_budgets(reader: _Reader, name: str) -> dict[str, Budget]:
         try:
             who, budget = _agent_budget(part, window, enforce)
         except ValueError as exc:
-            reader.bad(name, part, f"acme:usd=5,tokens=1000,window=3600 or *:usd=5 ({exc})",
-                       "no budget for that entry")  # fmt: skip
+            reader.bad(
+                name,
+                part,
+                f"acme:usd=5,tokens=1000,window=3600 or *:usd=5 ({exc})",
+                "no budget for that entry",
+            )
             continue
         budgets[who] = budget
     return budgets
@@ -292,8 +331,12 @@ def _agent_budget(part: str, window: float, enforce: bool) -> tuple[str, Budget]
         if not eq or key not in ("usd", "tokens", "window"):
             raise ValueError(f"unknown item {item!r}")
         values[key] = int(value) if key == "tokens" else float(value)
-    budget = Budget(tokens=values.get("tokens"), usd=values.get("usd"),
-                    window_seconds=values.get("window", window), enforce=enforce)  # fmt: skip
+    budget = Budget(
+        tokens=values.get("tokens"),
+        usd=values.get("usd"),
+        window_seconds=values.get("window", window),
+        enforce=enforce,
+    )
     return agent.strip(), budget
 
 
@@ -301,12 +344,21 @@ def _plausibility(reader: _Reader) -> dict[str, Any]:
     """The bounds beyond which what a backend reports for one request is not real usage."""
     return {
         "max_tokens_per_request": reader.number(
-            "OTEL_TOKENS_MAX_TOKENS_PER_REQUEST", default=100_000_000, low=1, high=2**53,
-            accepted="a positive integer <= 2**53"),
+            "OTEL_TOKENS_MAX_TOKENS_PER_REQUEST",
+            default=100_000_000,
+            low=1,
+            high=2**53,
+            accepted="a positive integer <= 2**53",
+        ),
         "max_cost_per_request": reader.number(
-            "OTEL_TOKENS_MAX_COST_PER_REQUEST", default=10_000.0, kind=float, above=0,
-            high=1e12, accepted="a positive number of USD <= 1e12"),
-    }  # fmt: skip
+            "OTEL_TOKENS_MAX_COST_PER_REQUEST",
+            default=10_000.0,
+            kind=float,
+            above=0,
+            high=1e12,
+            accepted="a positive number of USD <= 1e12",
+        ),
+    }
 
 
 _POSTGRES_URL = re.compile(r"^(postgres(?:ql)?)(?:\+\w+)?://", re.IGNORECASE)
@@ -315,8 +367,11 @@ _POSTGRES_URL = re.compile(r"^(postgres(?:ql)?)(?:\+\w+)?://", re.IGNORECASE)
 def postgres_url(url: str) -> str | None:
     """``url`` as psycopg takes it (SQLAlchemy's ``postgresql+psycopg://`` accepted), None when
     it is not a PostgreSQL URL."""
-    return _POSTGRES_URL.sub(lambda m: f"{m[1].lower()}://", url, count=1) \
-        if _POSTGRES_URL.match(url) else None  # fmt: skip
+    return (
+        _POSTGRES_URL.sub(lambda m: f"{m[1].lower()}://", url, count=1)
+        if _POSTGRES_URL.match(url)
+        else None
+    )
 
 
 _SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]{0,30})://")
@@ -332,18 +387,28 @@ def _fleet_ledger(reader: _Reader) -> dict[str, Any]:
     """``OTEL_TOKENS_LEDGER_URL`` and its spool and queue (issue 32)."""
     name, url = reader.raw("OTEL_TOKENS_LEDGER_URL")
     if url and postgres_url(url) is None:
-        reader.bad(name, url, f"a postgresql://user@host:port/db URL; {_scheme_of(url)} "
-                   "(the fleet ledger is PostgreSQL only)", "none: no fleet ledger")  # fmt: skip
+        reader.bad(
+            name,
+            url,
+            f"a postgresql://user@host:port/db URL; {_scheme_of(url)} "
+            "(the fleet ledger is PostgreSQL only)",
+            "none: no fleet ledger",
+        )
         url = None
     elif url:
         url = postgres_url(url)
     return {
         "ledger_url": url or None,
         "ledger_spool_dir": reader.text("OTEL_TOKENS_LEDGER_SPOOL"),
-        "ledger_spool_max_mb": reader.number("OTEL_TOKENS_LEDGER_SPOOL_MAX_MB", default=256,
-                                             low=1, accepted="a positive integer (MB)"),
-        "ledger_queue": reader.number("OTEL_TOKENS_LEDGER_QUEUE", default=10_000, low=1,
-                                      accepted="a positive integer (rows)"),
+        "ledger_spool_max_mb": reader.number(
+            "OTEL_TOKENS_LEDGER_SPOOL_MAX_MB",
+            default=256,
+            low=1,
+            accepted="a positive integer (MB)",
+        ),
+        "ledger_queue": reader.number(
+            "OTEL_TOKENS_LEDGER_QUEUE", default=10_000, low=1, accepted="a positive integer (rows)"
+        ),
     }
 
 
@@ -354,8 +419,12 @@ def _cli_names(reader: _Reader) -> dict[str, str]:
         exe, _, parser = entry.partition("=")
         exe, parser = exe.strip(), (parser.strip() or exe.strip())
         if not exe or parser not in PARSER_NAMES:
-            reader.bad(name, entry, f"name=parser entries, parser one of {', '.join(PARSER_NAMES)}",
-                       "no extra name for that entry")  # fmt: skip
+            reader.bad(
+                name,
+                entry,
+                f"name=parser entries, parser one of {', '.join(PARSER_NAMES)}",
+                "no extra name for that entry",
+            )
             continue
         names[exe] = parser
     return names
@@ -368,8 +437,13 @@ def _backends(reader: _Reader) -> tuple[tuple[str, str], ...]:
         target, _, parser = entry.partition("=")
         target, parser = target.strip(), (parser.strip() or "copilot")
         if not _TARGET.match(target) or parser not in PARSER_NAMES:
-            reader.bad(name, entry, "pkg.module:Class.method=parser entries separated by ';', "
-                       f"parser one of {', '.join(PARSER_NAMES)}", "that backend not wrapped")  # fmt: skip
+            reader.bad(
+                name,
+                entry,
+                "pkg.module:Class.method=parser entries separated by ';', "
+                f"parser one of {', '.join(PARSER_NAMES)}",
+                "that backend not wrapped",
+            )
             continue
         pairs.append((target, parser))
     return tuple(pairs)
@@ -393,9 +467,13 @@ def _provider_urls(reader: _Reader) -> tuple[tuple[str, str], ...]:
         url, _, provider = entry.rpartition("=")
         url, provider = url.strip().lower(), provider.strip()
         if not url.startswith(("http://", "https://")) or not _PROVIDER_NAME.match(provider):
-            reader.bad(name, entry, "base-url=provider entries separated by ';' (the URL with "
-                       "http:// or https://, the provider a name of letters, digits, '._-')",
-                       "that URL named by its host")  # fmt: skip
+            reader.bad(
+                name,
+                entry,
+                "base-url=provider entries separated by ';' (the URL with "
+                "http:// or https://, the provider a name of letters, digits, '._-')",
+                "that URL named by its host",
+            )
             continue
         pairs.append((url, provider))
     return tuple(pairs)
@@ -405,9 +483,13 @@ _PROVIDER_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 
 
 #: where telemetry goes when one of these is set: an OTLP endpoint, a scrape port
-_ELSEWHERE = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-              "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_TOKENS_PROMETHEUS_PORT",
-              "OTEL_EXPORTER_PROMETHEUS_PORT")  # fmt: skip
+_ELSEWHERE = (
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+    "OTEL_TOKENS_PROMETHEUS_PORT",
+    "OTEL_EXPORTER_PROMETHEUS_PORT",
+)
 
 
 def _at_exit(reader: _Reader) -> dict[str, Any]:
@@ -417,12 +499,19 @@ def _at_exit(reader: _Reader) -> dict[str, Any]:
     under_run = reader.env.get(RUN_MARKER, "").strip() == "1"
     elsewhere = any(reader.raw(name)[1] for name in _ELSEWHERE)
     return {
-        "exit_timeout": reader.number("OTEL_TOKENS_EXIT_TIMEOUT", kind=float, default=1.5, low=0,
-                                      high=3600, accepted="seconds, a number 0-3600"),
-        "summary_at_exit": reader.boolean("OTEL_TOKENS_SUMMARY_AT_EXIT",
-                                          default=under_run and not elsewhere),
+        "exit_timeout": reader.number(
+            "OTEL_TOKENS_EXIT_TIMEOUT",
+            kind=float,
+            default=1.5,
+            low=0,
+            high=3600,
+            accepted="seconds, a number 0-3600",
+        ),
+        "summary_at_exit": reader.boolean(
+            "OTEL_TOKENS_SUMMARY_AT_EXIT", default=under_run and not elsewhere
+        ),
         "summary_dir": reader.env.get(SUMMARY_DIR_MARKER) or None,
-    }  # fmt: skip
+    }
 
 
 def read(env: Mapping[str, str] | None = None) -> Settings:
@@ -434,44 +523,74 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
     protocols = ("grpc", "http/protobuf")
     return Settings(
         ledger_path=r.text("OTEL_TOKENS_LEDGER_PATH"),
-        ledger_max_history=r.number("OTEL_TOKENS_LEDGER_MAX_HISTORY", default=10_000, low=1,
-                                    accepted="a positive integer"),
+        ledger_max_history=r.number(
+            "OTEL_TOKENS_LEDGER_MAX_HISTORY", default=10_000, low=1, accepted="a positive integer"
+        ),
         **_fleet_ledger(r),
         **_plausibility(r),
         prices_file=prices_file,
         price_overrides=overrides,
-        max_attribute_values=r.number("OTEL_TOKENS_MAX_ATTRIBUTE_VALUES", default=200, low=1,
-                                      accepted="a positive integer"),
-        max_label_sets=r.number("OTEL_TOKENS_MAX_LABEL_SETS", default=128, low=2,
-                                high=1_000_000, accepted="an integer 2-1000000"),
-        prometheus_port=r.number("OTEL_TOKENS_PROMETHEUS_PORT", "OTEL_EXPORTER_PROMETHEUS_PORT",
-                                 default=9464, low=0, high=65535,
-                                 accepted="a port number 0-65535 (0: any free port)"),
+        max_attribute_values=r.number(
+            "OTEL_TOKENS_MAX_ATTRIBUTE_VALUES", default=200, low=1, accepted="a positive integer"
+        ),
+        max_label_sets=r.number(
+            "OTEL_TOKENS_MAX_LABEL_SETS",
+            default=128,
+            low=2,
+            high=1_000_000,
+            accepted="an integer 2-1000000",
+        ),
+        prometheus_port=r.number(
+            "OTEL_TOKENS_PROMETHEUS_PORT",
+            "OTEL_EXPORTER_PROMETHEUS_PORT",
+            default=9464,
+            low=0,
+            high=65535,
+            accepted="a port number 0-65535 (0: any free port)",
+        ),
         prometheus_host=r.text("OTEL_TOKENS_PROMETHEUS_HOST", "OTEL_EXPORTER_PROMETHEUS_HOST")
         or "127.0.0.1",
         prometheus_workers_dir=r.text("OTEL_TOKENS_PROMETHEUS_WORKERS_DIR"),
         service_name=r.text("OTEL_SERVICE_NAME"),
         resource_attributes=r.text("OTEL_RESOURCE_ATTRIBUTES"),
         traces_exporter=r.choice(("OTEL_TRACES_EXPORTER",), exporters),
-        metrics_exporter=r.choice(("OTEL_METRICS_EXPORTER",), ("otlp", "prometheus", "console", "none")),
+        metrics_exporter=r.choice(
+            ("OTEL_METRICS_EXPORTER",), ("otlp", "prometheus", "console", "none")
+        ),
         traces_endpoint=r.text("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"),
-        metrics_endpoint=r.text("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"),
-        traces_protocol=r.choice(("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"),
-                                 protocols),
-        metrics_protocol=r.choice(("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"),
-                                  protocols),
+        metrics_endpoint=r.text(
+            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"
+        ),
+        traces_protocol=r.choice(
+            ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"), protocols
+        ),
+        metrics_protocol=r.choice(
+            ("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"), protocols
+        ),
         **_at_exit(r),
         exemplars=r.boolean("OTEL_TOKENS_EXEMPLARS", default=True),
         reuse_genai_span=r.boolean("OTEL_TOKENS_REUSE_GENAI_SPAN", default=False),
-        metric_attributes=r.subset("OTEL_TOKENS_METRIC_ATTRIBUTES", ("user", "tenant", "conversation")),
+        metric_attributes=r.subset(
+            "OTEL_TOKENS_METRIC_ATTRIBUTES", ("user", "tenant", "conversation")
+        ),
         default_budget=default_budget,
         agent_budgets=agent_budgets,
         tenant_budgets=_who_budgets(r, "OTEL_TOKENS_TENANT_BUDGETS"),
         user_budgets=_who_budgets(r, "OTEL_TOKENS_USER_BUDGETS"),
-        budget_reserve_output_tokens=r.number("OTEL_TOKENS_BUDGET_RESERVE_OUTPUT_TOKENS",
-                                              default=4096, low=1, accepted="a positive integer"),
-        budget_db_timeout=r.number("OTEL_TOKENS_BUDGET_DB_TIMEOUT", kind=float, default=0.3,
-                                   above=0, high=60, accepted="seconds, a number above 0, <= 60"),
+        budget_reserve_output_tokens=r.number(
+            "OTEL_TOKENS_BUDGET_RESERVE_OUTPUT_TOKENS",
+            default=4096,
+            low=1,
+            accepted="a positive integer",
+        ),
+        budget_db_timeout=r.number(
+            "OTEL_TOKENS_BUDGET_DB_TIMEOUT",
+            kind=float,
+            default=0.3,
+            above=0,
+            high=60,
+            accepted="seconds, a number above 0, <= 60",
+        ),
         budget_reserve=r.choice(("OTEL_TOKENS_BUDGET_RESERVE",), _RESERVES) or "estimate",
         spike=spike,
         capture_content=r.boolean("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"),
@@ -483,7 +602,7 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
         provider_urls=_provider_urls(r),
         debug=r.boolean("OTEL_TOKENS_DEBUG"),
         problems=tuple(r.problems),
-    )  # fmt: skip
+    )
 
 
 # -- configure() arguments -------------------------------------------------------------------
@@ -507,8 +626,9 @@ def with_arguments(base: Settings, **arguments: Any) -> Settings:
         if check(value):
             changes[name] = value
         else:
-            problem = Problem(f"configure({name}=...)", redact(repr(value)), accepted,
-                              f"{getattr(base, name)!r}")  # fmt: skip
+            problem = Problem(
+                f"configure({name}=...)", redact(repr(value)), accepted, f"{getattr(base, name)!r}"
+            )
             problems.append(problem)
             _announce((problem,))
     if problems:

@@ -26,13 +26,27 @@ class Tracking:
     """
 
     __slots__ = (
-        "agent", "user", "tenant", "conversation_id", "ended",
-        "estimate", "request_estimate", "reservation", "stream_handle", "stream_key",
-        "emission", "trace_id", "span_id",
-    )  # fmt: skip
+        "agent",
+        "user",
+        "tenant",
+        "conversation_id",
+        "ended",
+        "estimate",
+        "request_estimate",
+        "reservation",
+        "stream_handle",
+        "stream_key",
+        "emission",
+        "trace_id",
+        "span_id",
+    )
 
-    def __init__(self, agent: AgentEntry | None = None, conversation_id: str | None = None,
-                 estimate: Estimate | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        agent: AgentEntry | None = None,
+        conversation_id: str | None = None,
+        estimate: Estimate | None = None,
+    ) -> None:
         # the handler's: who the call is for, and whether it ended
         self.agent = agent
         self.user: str | None = None

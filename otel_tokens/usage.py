@@ -19,8 +19,17 @@ from typing import Any, Literal, Mapping, NamedTuple
 
 from . import faults
 
-__all__ = ["TOKEN_CLASSES", "USAGE_SOURCES", "Billing", "Usage", "UsageSource", "check_amount",
-           "check_sent_usage", "check_token_count", "check_token_text"]
+__all__ = [
+    "TOKEN_CLASSES",
+    "USAGE_SOURCES",
+    "Billing",
+    "Usage",
+    "UsageSource",
+    "check_amount",
+    "check_sent_usage",
+    "check_token_count",
+    "check_token_text",
+]
 
 UsageSource = Literal["reported", "estimated", "parsed_text"]
 
@@ -118,8 +127,9 @@ def check_sent_usage(usage: Any) -> None:
                     continue
             elif kind is dict:
                 for count in value.values():
-                    if (type(count) is not int or not 0 <= count <= MAX_TOKEN_COUNT) \
-                            and count is not None:  # fmt: skip
+                    if (
+                        type(count) is not int or not 0 <= count <= MAX_TOKEN_COUNT
+                    ) and count is not None:
                         break
                 else:
                     continue  # every count of the details object is plain
@@ -146,7 +156,9 @@ def _check_sent(usage: Any) -> None:
             continue  # a count, whatever the field
         if kind is dict:  # a details object of plain counts: read in place
             for count in value.values():
-                if count is not None and (type(count) is not int or not 0 <= count <= MAX_TOKEN_COUNT):
+                if count is not None and (
+                    type(count) is not int or not 0 <= count <= MAX_TOKEN_COUNT
+                ):
                     _check_sent(value)
                     break
         elif kind is list:
@@ -189,8 +201,12 @@ class Billing(NamedTuple):
     counted: tuple[tuple[str, int], ...] = ()
 
     @classmethod
-    def of(cls, context: Mapping[str, Any] | None = None, units: Mapping[str, Any] | None = None,
-           counted: Mapping[str, Any] | None = None) -> Billing | None:  # fmt: skip
+    def of(
+        cls,
+        context: Mapping[str, Any] | None = None,
+        units: Mapping[str, Any] | None = None,
+        counted: Mapping[str, Any] | None = None,
+    ) -> Billing | None:
         """A record from mappings, keeping string contexts and whole positive counts only;
         None when nothing is left (the common case: plain token pricing)."""
         ctx = tuple(sorted((k, v) for k, v in (context or {}).items() if isinstance(v, str) and v))
@@ -238,8 +254,13 @@ def _check_labels(model: Any, provider: Any, response_id: Any) -> None:
             raise ValueError(f"{name} must be a string or None, got {type(value).__name__}")
 
 
-def _refuse_classes(input_tokens: int | None, output_tokens: int | None, cache_read: int | None,
-                    cache_write: int | None, reasoning: int | None) -> None:  # fmt: skip
+def _refuse_classes(
+    input_tokens: int | None,
+    output_tokens: int | None,
+    cache_read: int | None,
+    cache_write: int | None,
+    reasoning: int | None,
+) -> None:
     """Raise for cache tokens beyond the input, or reasoning beyond the output."""
     if input_tokens is not None and (cache_read or 0) + (cache_write or 0) > input_tokens:
         raise ValueError(
@@ -270,51 +291,97 @@ class Usage:
     response_id: str | None = None
     source: UsageSource = "reported"
 
-    def __init__(self, input_tokens: int | None = None, output_tokens: int | None = None,
-                 cache_read_tokens: int | None = None, cache_write_tokens: int | None = None,
-                 reasoning_tokens: int | None = None, premium_requests: float | None = None,
-                 cost_usd: float | None = None, model: str | None = None,
-                 provider: str | None = None, response_id: str | None = None,
-                 source: UsageSource = "reported") -> None:  # fmt: skip
+    def __init__(
+        self,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cache_read_tokens: int | None = None,
+        cache_write_tokens: int | None = None,
+        reasoning_tokens: int | None = None,
+        premium_requests: float | None = None,
+        cost_usd: float | None = None,
+        model: str | None = None,
+        provider: str | None = None,
+        response_id: str | None = None,
+        source: UsageSource = "reported",
+    ) -> None:
         # Checked (the common case here, else the full checks, which normalize or raise),
         # then set as plain slots (see _Unfrozen; kept for speed: docs/benchmarks.md). The
         # generated frozen __init__'s signature: tests/core/test_usage.py compares it with
         # fields().
         top = MAX_TOKEN_COUNT  # each class unknown or an int in range
-        if not ((input_tokens is None or type(input_tokens) is int and 0 <= input_tokens <= top)
-                and (output_tokens is None or type(output_tokens) is int
-                     and 0 <= output_tokens <= top)
-                and (cache_read_tokens is None or type(cache_read_tokens) is int
-                     and 0 <= cache_read_tokens <= top)
-                and (cache_write_tokens is None or type(cache_write_tokens) is int
-                     and 0 <= cache_write_tokens <= top)
-                and (reasoning_tokens is None or type(reasoning_tokens) is int
-                     and 0 <= reasoning_tokens <= top)):  # fmt: skip
-            input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, \
-                reasoning_tokens = map(check_token_count, TOKEN_CLASSES, (
-                    input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-                    reasoning_tokens))  # fmt: skip
+        if not (
+            (input_tokens is None or type(input_tokens) is int and 0 <= input_tokens <= top)
+            and (output_tokens is None or type(output_tokens) is int and 0 <= output_tokens <= top)
+            and (
+                cache_read_tokens is None
+                or type(cache_read_tokens) is int
+                and 0 <= cache_read_tokens <= top
+            )
+            and (
+                cache_write_tokens is None
+                or type(cache_write_tokens) is int
+                and 0 <= cache_write_tokens <= top
+            )
+            and (
+                reasoning_tokens is None
+                or type(reasoning_tokens) is int
+                and 0 <= reasoning_tokens <= top
+            )
+        ):
+            input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens = (
+                map(
+                    check_token_count,
+                    TOKEN_CLASSES,
+                    (
+                        input_tokens,
+                        output_tokens,
+                        cache_read_tokens,
+                        cache_write_tokens,
+                        reasoning_tokens,
+                    ),
+                )
+            )
         if premium_requests is not None:
             premium_requests = check_amount("premium_requests", premium_requests)
         if cost_usd is not None:
             cost_usd = check_amount("cost_usd", cost_usd)
         if source not in USAGE_SOURCES:
             raise ValueError(f"source must be one of {', '.join(USAGE_SOURCES)}; got {source!r}")
-        if (model is not None and type(model) is not str) or (
-                provider is not None and type(provider) is not str) or (
-                response_id is not None and type(response_id) is not str):  # fmt: skip
+        if (
+            (model is not None and type(model) is not str)
+            or (provider is not None and type(provider) is not str)
+            or (response_id is not None and type(response_id) is not str)
+        ):
             _check_labels(model, provider, response_id)
         # The semantic conventions count cache tokens inside input and reasoning inside output;
         # a record that breaks this would make fresh input (and the cost split) negative.
-        if (input_tokens is not None and (cache_read_tokens or 0) + (cache_write_tokens or 0)
-                > input_tokens) or (output_tokens is not None and reasoning_tokens is not None
-                                    and reasoning_tokens > output_tokens):  # fmt: skip
-            _refuse_classes(input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-                            reasoning_tokens)  # fmt: skip
+        if (
+            input_tokens is not None
+            and (cache_read_tokens or 0) + (cache_write_tokens or 0) > input_tokens
+        ) or (
+            output_tokens is not None
+            and reasoning_tokens is not None
+            and reasoning_tokens > output_tokens
+        ):
+            _refuse_classes(
+                input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens
+            )
         if type(self) is not Usage:  # a subclass (another layout): through the slots' setters
-            _set_fields(self, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens,
-                        reasoning_tokens, premium_requests, cost_usd, model, provider,
-                        response_id, source)  # fmt: skip
+            _set_fields(
+                self,
+                input_tokens,
+                output_tokens,
+                cache_read_tokens,
+                cache_write_tokens,
+                reasoning_tokens,
+                premium_requests,
+                cost_usd,
+                model,
+                provider,
+                response_id,
+                source,
+            )
             return
         _AS_UNFROZEN(self, _Unfrozen)  # plain slot stores, then a Usage again (see _Unfrozen)
         record: Any = self

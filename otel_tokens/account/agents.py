@@ -37,9 +37,16 @@ if TYPE_CHECKING:  # imported when the first agent is created (start-up cost)
     from .state import TokenState
 
 __all__ = [
-    "AgentEntry", "DEFAULT_AGENT", "FrameworkRun", "agent", "agents", "clear_agents", "current_agent",
-    "current_attribution", "current_who",
-]  # fmt: skip
+    "AgentEntry",
+    "DEFAULT_AGENT",
+    "FrameworkRun",
+    "agent",
+    "agents",
+    "clear_agents",
+    "current_agent",
+    "current_attribution",
+    "current_who",
+]
 
 DEFAULT_AGENT = "default"
 #: How long an agent's ledger waits for another writer's SQLite lock. Agent ledgers are written
@@ -84,12 +91,17 @@ def current_who() -> tuple[str | None, str | None, str | None] | None:
     return tuple(found) if found is not None else None  # type: ignore[return-value]
 
 
-def _who(user: Any, tenant: Any, conversation: Any) -> tuple[str | None, str | None, str | None] | None:
+def _who(
+    user: Any, tenant: Any, conversation: Any
+) -> tuple[str | None, str | None, str | None] | None:
     """The ``agent(...)`` attribution arguments: strings kept, anything else ignored (counted)."""
     values = []
     for field, value in (("user", user), ("tenant", tenant), ("conversation", conversation)):
         if value is not None and not (isinstance(value, str) and value.strip()):
-            faults.report("argument", detail=f"agent(): {field}={value!r} ignored (a non-empty string is needed)")
+            faults.report(
+                "argument",
+                detail=f"agent(): {field}={value!r} ignored (a non-empty string is needed)",
+            )
             value = None
         values.append(value)
     return tuple(values) if any(v is not None for v in values) else None  # type: ignore[return-value]
@@ -114,8 +126,12 @@ def valid_name(name: Any, where: str = "agent()") -> str:
     ``argument`` fault (never an exception)."""
     if isinstance(name, str) and name.strip():
         return name
-    faults.report("argument", detail=f"{where}: the agent name must be a non-empty string, got "
-                  f"{name!r}; using {DEFAULT_AGENT!r}", each=True)  # fmt: skip
+    faults.report(
+        "argument",
+        detail=f"{where}: the agent name must be a non-empty string, got "
+        f"{name!r}; using {DEFAULT_AGENT!r}",
+        each=True,
+    )
     return DEFAULT_AGENT
 
 
@@ -140,8 +156,9 @@ def get_agent(name: str, max_input_tokens: int | None = None) -> AgentEntry:
         try:
             entry.state.max_input_tokens = max_input_tokens
         except (ValueError, TypeError) as exc:
-            faults.report("argument", exc, f"agent({name!r}): max_input_tokens ignored: {exc}",
-                          each=True)
+            faults.report(
+                "argument", exc, f"agent({name!r}): max_input_tokens ignored: {exc}", each=True
+            )
     return entry
 
 
@@ -191,8 +208,13 @@ def _open_ledger(name: str) -> UsageLedger:
     if options.path is None:
         return UsageLedger(name, max_history=options.max_history, sink=options.sink)
     try:
-        return UsageLedger(name, max_history=options.max_history, sink=options.sink,
-                           path=options.path, busy_timeout=LEDGER_LOCK_WAIT)  # fmt: skip
+        return UsageLedger(
+            name,
+            max_history=options.max_history,
+            sink=options.sink,
+            path=options.path,
+            busy_timeout=LEDGER_LOCK_WAIT,
+        )
     except LedgerPersistenceError as exc:
         faults.report("ledger_persistence", exc)
         return UsageLedger(name, max_history=options.max_history, sink=options.sink)
@@ -319,8 +341,15 @@ class agent:  # noqa: N801 - used like a function: ``with agent("x")`` / ``@agen
 
     __slots__ = ("_name", "_who")
 
-    def __init__(self, name: str, max_input_tokens: int | None = None, *, user: str | None = None,
-                 tenant: str | None = None, conversation: str | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        name: str,
+        max_input_tokens: int | None = None,
+        *,
+        user: str | None = None,
+        tenant: str | None = None,
+        conversation: str | None = None,
+    ) -> None:
         self._name = valid_name(name)
         self._who = _who(user, tenant, conversation)
         get_agent(self._name, max_input_tokens)

@@ -50,9 +50,11 @@ class Budget:
         ):
             raise ValueError(f"budget tokens must be a positive integer, got {self.tokens!r}")
         if self.usd is not None and (
-            isinstance(self.usd, bool) or not isinstance(self.usd, (int, float))
-            or not math.isfinite(self.usd) or self.usd <= 0
-        ):  # fmt: skip
+            isinstance(self.usd, bool)
+            or not isinstance(self.usd, (int, float))
+            or not math.isfinite(self.usd)
+            or self.usd <= 0
+        ):
             raise ValueError(f"budget usd must be a positive number, got {self.usd!r}")
         if not (isinstance(self.window_seconds, (int, float)) and self.window_seconds > 0):
             raise ValueError(f"budget window_seconds must be positive, got {self.window_seconds!r}")
@@ -184,8 +186,10 @@ class AnomalyGuard:
         self._windows: dict[str, _AgentWindow] = {}  # budgets: agents with spend in the window
         #: tenants' and users' budgets alerted on here ("*": every other one), over the
         #: process's own spend: none where a fleet database (``fleet``) holds them all
-        self._who = {scope: {} if fleet else dict(given or {})
-                     for scope, given in (("tenant", tenants), ("user", users))}  # fmt: skip
+        self._who = {
+            scope: {} if fleet else dict(given or {})
+            for scope, given in (("tenant", tenants), ("user", users))
+        }
         self.alerting_who = any(self._who.values())
         self._who_windows: dict[tuple[str, str], _AgentWindow] = {}
         # spikes: (tokens, cost) rolling values of the most recently active agents only
@@ -197,10 +201,14 @@ class AnomalyGuard:
     def from_settings(cls, settings: Any) -> AnomalyGuard:
         """Budgets and the spike rule as :mod:`otel_tokens.settings` read them
         (``OTEL_TOKENS_BUDGET_*``, ``OTEL_TOKENS_AGENT_BUDGETS``, ``OTEL_TOKENS_SPIKE_*``)."""
-        return cls(spike=settings.spike, default_budget=settings.default_budget,
-                   budgets=dict(settings.agent_budgets), tenants=settings.tenant_budgets,
-                   users=settings.user_budgets,
-                   fleet=settings.ledger_url is not None)  # fmt: skip
+        return cls(
+            spike=settings.spike,
+            default_budget=settings.default_budget,
+            budgets=dict(settings.agent_budgets),
+            tenants=settings.tenant_budgets,
+            users=settings.user_budgets,
+            fleet=settings.ledger_url is not None,
+        )
 
     # -- configuration --------------------------------------------------------------------
     @property
@@ -225,8 +233,10 @@ class AnomalyGuard:
     def _enforcing(self) -> None:
         #: whether any budget is enforced (else :meth:`check_before` has nothing to check: the
         #: account step skips it, a call per call saved when none is, the common case)
-        self.enforcing = any(budget is not None and budget.enforce
-                             for budget in (self._default, *self._budgets.values()))  # fmt: skip
+        self.enforcing = any(
+            budget is not None and budget.enforce
+            for budget in (self._default, *self._budgets.values())
+        )
 
     def budget_of(self, agent: str) -> Budget | None:
         """The budget in force for ``agent`` (its own, else the default)."""
@@ -267,8 +277,13 @@ class AnomalyGuard:
             raise BudgetExceeded(Anomaly(agent, "budget_exceeded", used_usd, budget.usd))
 
     def check_after(
-        self, agent: str, tokens: int | None, cost_usd: float | None, model: str | None = None,
-        tenant: str | None = None, user: str | None = None,
+        self,
+        agent: str,
+        tokens: int | None,
+        cost_usd: float | None,
+        model: str | None = None,
+        tenant: str | None = None,
+        user: str | None = None,
     ) -> list[Anomaly]:
         """Account one completed request (of ``tenant`` and ``user``, when known) and return
         the anomalies it triggers."""
@@ -286,14 +301,18 @@ class AnomalyGuard:
                     self._spikes.popitem(last=False)
             elif len(self._spikes) > 1:
                 self._spikes.move_to_end(agent)
-            for value, values, kind in ((tokens, rolling[0], "token_spike"),
-                                        (cost_usd, rolling[1], "cost_spike")):  # fmt: skip
+            for value, values, kind in (
+                (tokens, rolling[0], "token_spike"),
+                (cost_usd, rolling[1], "cost_spike"),
+            ):
                 if value is None:
                     continue
                 order, ranked = values.order, values.sorted
                 # _Rolling.above, then .add, in place: False is sure
-                if len(order) >= rule.warmup and \
-                        value > rule.factor * ranked[(len(ranked) - 1) * 95 // 100]:
+                if (
+                    len(order) >= rule.warmup
+                    and value > rule.factor * ranked[(len(ranked) - 1) * 95 // 100]
+                ):
                     p95 = values.p95()
                     if p95 is not None and p95 > 0 and value > rule.factor * p95:
                         found.append(Anomaly(agent, kind, float(value), rule.factor * p95, model))  # type: ignore[arg-type]
@@ -317,8 +336,14 @@ class AnomalyGuard:
         named = self._who[scope]
         return named.get(key, named.get("*"))
 
-    def _who_spend(self, tenant: str | None, user: str | None, tokens: int | None,
-                   cost_usd: float | None, model: str | None) -> list[Anomaly]:  # fmt: skip
+    def _who_spend(
+        self,
+        tenant: str | None,
+        user: str | None,
+        tokens: int | None,
+        cost_usd: float | None,
+        model: str | None,
+    ) -> list[Anomaly]:
         """Add one request to its tenant's and user's budget windows (under the lock)."""
         found: list[Anomaly] = []
         for scope, key in (("tenant", tenant), ("user", user)):
@@ -342,9 +367,15 @@ class AnomalyGuard:
         self._who_windows = {k: w for k, w in self._who_windows.items() if w.spends}
 
 
-def _spend(window: _AgentWindow, name: str, budget: Budget, tokens: int | None,
-           cost_usd: float | None, model: str | None,
-           scope: str | None = None) -> list[Anomaly]:  # fmt: skip
+def _spend(
+    window: _AgentWindow,
+    name: str,
+    budget: Budget,
+    tokens: int | None,
+    cost_usd: float | None,
+    model: str | None,
+    scope: str | None = None,
+) -> list[Anomaly]:
     """Add one request to ``window`` (under its guard's lock); the budget's crossings, once
     each until the spend is back under it."""
     found: list[Anomaly] = []
@@ -362,8 +393,9 @@ def _spend(window: _AgentWindow, name: str, budget: Budget, tokens: int | None,
         if used > limit:
             if resource not in window.over:  # once per crossing, not every call
                 window.over.add(resource)
-                found.append(Anomaly(name, "budget_exceeded", float(used), float(limit), model,
-                                     scope))  # fmt: skip
+                found.append(
+                    Anomaly(name, "budget_exceeded", float(used), float(limit), model, scope)
+                )
         else:
             window.over.discard(resource)
     return found

@@ -64,9 +64,13 @@ class Job:
 
     __slots__ = ("after", "args", "connecting", "done", "given_up", "outcome", "posted", "work")
 
-    def __init__(self, work: Callable[..., Any], args: tuple[Any, ...],
-                 after: Callable[[tuple[bool, Any]], None] | None,
-                 posted: bool) -> None:  # fmt: skip
+    def __init__(
+        self,
+        work: Callable[..., Any],
+        args: tuple[Any, ...],
+        after: Callable[[tuple[bool, Any]], None] | None,
+        posted: bool,
+    ) -> None:
         self.work, self.args, self.after, self.posted = work, args, after, posted
         self.done = threading.Event()
         self.outcome: tuple[bool, Any] | None = None  # (True, result) or (False, exception)
@@ -77,8 +81,12 @@ class Job:
 class Workers:
     """At most ``size`` threads running ``work(conn, *args)`` on a connection of their own."""
 
-    def __init__(self, connect: Callable[[], Any], failed: Callable[[BaseException], None],
-                 size: int = WORKERS) -> None:  # fmt: skip
+    def __init__(
+        self,
+        connect: Callable[[], Any],
+        failed: Callable[[BaseException], None],
+        size: int = WORKERS,
+    ) -> None:
         self._connect, self._failed = connect, failed
         self.size = size
         self._lock = threading.Lock()
@@ -97,7 +105,8 @@ class Workers:
                 if job.outcome is None:
                     job.given_up = True
                     raise (Connecting if job.connecting else TimeoutError)(
-                        f"no answer from the database within {timeout:g} s")
+                        f"no answer from the database within {timeout:g} s"
+                    )
         ok, value = job.outcome  # type: ignore[misc]
         if ok:
             return value
@@ -109,8 +118,9 @@ class Workers:
 
     def _submit(self, job: Job) -> None:
         with self._lock:
-            start = self._threads < self.size and \
-                self._busy + self._jobs.qsize() + 1 > self._threads  # fmt: skip
+            start = (
+                self._threads < self.size and self._busy + self._jobs.qsize() + 1 > self._threads
+            )
             if start:
                 self._threads += 1
         self._jobs.put(job)
@@ -187,8 +197,12 @@ class Settler:
     """Settlements queued by callers (never blocking: at most :data:`SETTLE_QUEUE`, dropped
     and counted past it) and written by one thread with ``write(conn, batch)``."""
 
-    def __init__(self, connect: Callable[[], Any], write: Callable[[Any, list[Any]], None],
-                 failed: Callable[[BaseException], None]) -> None:  # fmt: skip
+    def __init__(
+        self,
+        connect: Callable[[], Any],
+        write: Callable[[Any, list[Any]], None],
+        failed: Callable[[BaseException], None],
+    ) -> None:
         self._connect, self._write, self._failed = connect, write, failed
         self._cond = threading.Condition(threading.Lock())
         self._pending: collections.deque[Any] = collections.deque()
@@ -204,8 +218,11 @@ class Settler:
         with self._cond:
             if len(self._pending) >= SETTLE_QUEUE:
                 self.dropped += 1
-                faults.report("budget_fleet", detail="fleet budget settlements queue full: a "
-                              "reservation stays at its projected maximum until its window ends")
+                faults.report(
+                    "budget_fleet",
+                    detail="fleet budget settlements queue full: a "
+                    "reservation stays at its projected maximum until its window ends",
+                )
                 return
             self._pending.append(item)
             self._cond.notify()
@@ -228,8 +245,9 @@ class Settler:
             with self._cond:
                 while not self._pending:
                     self._cond.wait()
-                batch = [self._pending.popleft()
-                         for _ in range(min(SETTLE_BATCH, len(self._pending)))]  # fmt: skip
+                batch = [
+                    self._pending.popleft() for _ in range(min(SETTLE_BATCH, len(self._pending)))
+                ]
                 self._writing = len(batch)
             written = self._written(batch)
             with self._cond:

@@ -54,8 +54,9 @@ class ConversationTotals:
         self._conn: sqlite3.Connection | None = None
         if path is not None:
             try:
-                self._conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None,
-                                             check_same_thread=False)  # fmt: skip
+                self._conn = sqlite3.connect(
+                    path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+                )
                 self._conn.execute(_TABLE)
             except sqlite3.Error as exc:
                 faults.report("ledger_persistence", exc, f"thread totals kept in memory: {exc}")
@@ -70,7 +71,9 @@ class ConversationTotals:
             return total
         own = increase(total, previous)
         if own is None:
-            faults.report("parse", detail=f"thread {thread}: totals went down; recorded as reported")
+            faults.report(
+                "parse", detail=f"thread {thread}: totals went down; recorded as reported"
+            )
             return total
         return own
 
@@ -79,7 +82,8 @@ class ConversationTotals:
             try:
                 row = self._conn.execute(
                     f"SELECT {', '.join(TOKEN_CLASSES)} FROM otel_tokens_threads WHERE thread_id=?",
-                    (thread,)).fetchone()  # fmt: skip
+                    (thread,),
+                ).fetchone()
                 if row is not None:
                     return Usage(**dict(zip(TOKEN_CLASSES, row)))
             except (sqlite3.Error, ValueError) as exc:
@@ -96,7 +100,8 @@ class ConversationTotals:
         try:
             self._conn.execute(
                 f"INSERT OR REPLACE INTO otel_tokens_threads VALUES (?, {', '.join('?' * len(TOKEN_CLASSES))}, ?)",
-                (thread, *(getattr(total, n) for n in TOKEN_CLASSES), time.time()))  # fmt: skip
+                (thread, *(getattr(total, n) for n in TOKEN_CLASSES), time.time()),
+            )
         except sqlite3.Error as exc:
             faults.report("ledger_persistence", exc)
 

@@ -43,8 +43,13 @@ DB_TIMEOUT = 0.3  # seconds a caller waits for a reservation at most (OTEL_TOKEN
 #: TCP keepalives and a bound on unacknowledged data: a worker stuck on a partitioned server's
 #: connection is freed by the kernel (a stopped server's kernel still answers: the callers'
 #: deadline is what bounds them)
-KEEPALIVE = {"keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2,
-             "keepalives_count": 3, "tcp_user_timeout": 10_000}  # fmt: skip
+KEEPALIVE = {
+    "keepalives": 1,
+    "keepalives_idle": 5,
+    "keepalives_interval": 2,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 10_000,
+}
 PRUNE_EVERY = 200  # settlements between deletions of reservations past every window
 
 
@@ -66,8 +71,13 @@ class Scope(NamedTuple):
             if limit is not None and used > limit:
                 if self.scope == "agent":  # named as AnomalyGuard names an agent's
                     return Anomaly(self.key, "budget_exceeded", float(used), float(limit))
-                return Anomaly(f"{self.scope}:{self.key}", "budget_exceeded", float(used),
-                               float(limit), scope=self.scope)  # fmt: skip
+                return Anomaly(
+                    f"{self.scope}:{self.key}",
+                    "budget_exceeded",
+                    float(used),
+                    float(limit),
+                    scope=self.scope,
+                )
         return None
 
 
@@ -161,8 +171,9 @@ class LocalWindows:
         window.expire(now)
         return window
 
-    def hold(self, scopes: list[Scope], usd: float,
-             tokens: int) -> tuple[Verdict, list[WindowEntry]]:  # fmt: skip
+    def hold(
+        self, scopes: list[Scope], usd: float, tokens: int
+    ) -> tuple[Verdict, list[WindowEntry]]:
         """Room for ``usd``/``tokens`` in every budget of ``scopes``: the verdict, and the
         entries holding it (none when refused; an alert-only budget without room is held all
         the same, its anomaly in the verdict's alerts)."""
@@ -205,13 +216,23 @@ class FleetBudgets:
     process is held across a round trip: each reservation runs on a worker of its own
     (:class:`~.budget_db.Workers`), under the database's advisory lock of each budget."""
 
-    def __init__(self, url: str, agents: Mapping[str, Budget], default: Budget | None,
-                 tenants: Mapping[str, Budget], users: Mapping[str, Budget],
-                 reserve_output_tokens: int = 4096,
-                 timeout: float = DB_TIMEOUT, conservative: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        url: str,
+        agents: Mapping[str, Budget],
+        default: Budget | None,
+        tenants: Mapping[str, Budget],
+        users: Mapping[str, Budget],
+        reserve_output_tokens: int = 4096,
+        timeout: float = DB_TIMEOUT,
+        conservative: bool = False,
+    ) -> None:
         self.url = url
-        self.rules = {"agent": (dict(agents), default), "tenant": (dict(tenants), tenants.get("*")),
-                      "user": (dict(users), users.get("*"))}  # fmt: skip
+        self.rules = {
+            "agent": (dict(agents), default),
+            "tenant": (dict(tenants), tenants.get("*")),
+            "user": (dict(users), users.get("*")),
+        }
         self.reserve_output_tokens = reserve_output_tokens
         self.conservative = conservative  # reserve an incomplete estimate's upper bound
         self.timeout = timeout  # seconds a caller waits for the database at most
@@ -231,8 +252,12 @@ class FleetBudgets:
         self._probe_at = 0.0
         self._probing = False
         self._over: set[tuple[str | None, str]] = set()  # alert-only budgets found over
-        if any(b.enforce or scope != "agent" for scope, (named, default) in self.rules.items()
-               for b in (*named.values(), default) if b is not None):  # fmt: skip
+        if any(
+            b.enforce or scope != "agent"
+            for scope, (named, default) in self.rules.items()
+            for b in (*named.values(), default)
+            if b is not None
+        ):
             self._workers.post(_round_trip, _ignored)  # a connection ready for the first call
 
     def _own(self) -> None:
@@ -249,10 +274,16 @@ class FleetBudgets:
         if settings.ledger_url is None:
             return None
         budget_db.exit_timeout = settings.exit_timeout
-        return cls(settings.ledger_url, settings.agent_budgets, settings.default_budget,
-                   settings.tenant_budgets, settings.user_budgets,
-                   settings.budget_reserve_output_tokens, settings.budget_db_timeout,
-                   settings.budget_reserve == "conservative")  # fmt: skip
+        return cls(
+            settings.ledger_url,
+            settings.agent_budgets,
+            settings.default_budget,
+            settings.tenant_budgets,
+            settings.user_budgets,
+            settings.budget_reserve_output_tokens,
+            settings.budget_db_timeout,
+            settings.budget_reserve == "conservative",
+        )
 
     def applying(self, agent: str, tenant: str | None, user: str | None) -> list[Scope]:
         """The fleet budgets of a call, in lock order: the enforced ones, and its tenant's
@@ -269,8 +300,9 @@ class FleetBudgets:
         return sorted(found, key=lambda s: (s.scope, s.key))
 
     # -- reserve and settle ------------------------------------------------------------------
-    def reserve(self, agent: str, tenant: str | None, user: str | None, usd: float | None,
-                tokens: int) -> Reservation | None:  # fmt: skip
+    def reserve(
+        self, agent: str, tenant: str | None, user: str | None, usd: float | None, tokens: int
+    ) -> Reservation | None:
         """Reserve ``usd``/``tokens`` in every budget of the call; raises
         :class:`BudgetExceeded` when an enforced one has no room (an alert-only one without
         room: its anomaly in :attr:`Reservation.alerts`, once per crossing); None when none
@@ -323,8 +355,9 @@ class FleetBudgets:
             now = conn.execute("SELECT extract(epoch FROM clock_timestamp())::float8").fetchone()[0]
             for scope in reservation.scopes:
                 used_usd, used_tokens = _locked_spend(conn, scope, now)
-                anomaly = scope.over_limit(used_usd + reservation.usd,
-                                           used_tokens + reservation.tokens)  # fmt: skip
+                anomaly = scope.over_limit(
+                    used_usd + reservation.usd, used_tokens + reservation.tokens
+                )
                 if anomaly is not None and scope.budget.enforce:
                     return Verdict(refused=anomaly)
                 if anomaly is not None:
@@ -333,8 +366,11 @@ class FleetBudgets:
                 cur.executemany(
                     "INSERT INTO otel_tokens_budget_reservations (id, scope, key, ts, usd, tokens) "
                     "VALUES (%s, %s, %s, %s, %s, %s)",
-                    [(reservation.id, s.scope, s.key, now, reservation.usd, reservation.tokens)
-                     for s in reservation.scopes])  # fmt: skip
+                    [
+                        (reservation.id, s.scope, s.key, now, reservation.usd, reservation.tokens)
+                        for s in reservation.scopes
+                    ],
+                )
         self._placed(reservation)
         return verdict
 
@@ -371,14 +407,19 @@ class FleetBudgets:
         """On the settling thread: settlements in one transaction; now and then, reservations
         older than twice the longest window are deleted."""
         with conn.transaction(), conn.cursor() as cur:
-            cur.executemany("UPDATE otel_tokens_budget_reservations SET usd=%s, tokens=%s, "
-                            "settled=true WHERE id=%s",
-                            [(usd, tokens, r.id) for r, usd, tokens in batch])  # fmt: skip
+            cur.executemany(
+                "UPDATE otel_tokens_budget_reservations SET usd=%s, tokens=%s, "
+                "settled=true WHERE id=%s",
+                [(usd, tokens, r.id) for r, usd, tokens in batch],
+            )
         before, self._settled = self._settled, self._settled + len(batch)
         if before // PRUNE_EVERY != self._settled // PRUNE_EVERY:
             longest = max(s.budget.window_seconds for r, _, _ in batch for s in r.scopes)
-            conn.execute("DELETE FROM otel_tokens_budget_reservations WHERE ts < "
-                         "extract(epoch FROM clock_timestamp()) - %s", (longest * 2,))  # fmt: skip
+            conn.execute(
+                "DELETE FROM otel_tokens_budget_reservations WHERE ts < "
+                "extract(epoch FROM clock_timestamp()) - %s",
+                (longest * 2,),
+            )
 
     def flush(self, timeout: float = 5.0) -> bool:
         """Wait up to ``timeout`` seconds for the queued settlements to be written."""
@@ -392,7 +433,9 @@ class FleetBudgets:
             row = conn.execute(
                 "SELECT COALESCE(SUM(usd), 0), COALESCE(SUM(tokens), 0) FROM "
                 "otel_tokens_budget_reservations WHERE scope=%s AND key=%s AND "
-                "ts > extract(epoch FROM clock_timestamp()) - %s", (scope, key, window)).fetchone()
+                "ts > extract(epoch FROM clock_timestamp()) - %s",
+                (scope, key, window),
+            ).fetchone()
         return float(row[0]), int(row[1])
 
     # -- the database: bounded waits, down and back ------------------------------------------
@@ -417,8 +460,12 @@ class FleetBudgets:
                 return
             self._down, self._probe_at = True, time.monotonic() + PROBE_EVERY
         self.faults += 1
-        faults.report("budget_fleet", exc, f"{unusable('fleet budgets', exc)}; enforcing this "
-                      "process's own budgets until it is back")  # fmt: skip
+        faults.report(
+            "budget_fleet",
+            exc,
+            f"{unusable('fleet budgets', exc)}; enforcing this "
+            "process's own budgets until it is back",
+        )
 
     def _probe(self) -> None:
         """At most one probe at a time, every :data:`PROBE_EVERY` seconds, on a worker."""
@@ -444,9 +491,13 @@ class FleetBudgets:
 
         from .ledger.postgres import CONNECT_TIMEOUT, STATEMENT_TIMEOUT_MS
 
-        conn = psycopg.connect(self.url, connect_timeout=CONNECT_TIMEOUT, autocommit=True,
-                               **KEEPALIVE,
-                               options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}")
+        conn = psycopg.connect(
+            self.url,
+            connect_timeout=CONNECT_TIMEOUT,
+            autocommit=True,
+            **KEEPALIVE,
+            options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}",
+        )
         try:
             if not self._schema_ready:
                 ensure_schema(conn)
@@ -460,12 +511,14 @@ class FleetBudgets:
 def _locked_spend(conn: Any, scope: Scope, now: float) -> tuple[float, int]:
     """(USD, tokens) reserved in ``scope``'s budget over its window up to ``now`` (database
     clock), its advisory lock taken first (held until the transaction ends)."""
-    conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))",
-                 (scope.scope, scope.key))  # fmt: skip
+    conn.execute(
+        "SELECT pg_advisory_xact_lock(hashtext(%s), hashtext(%s))", (scope.scope, scope.key)
+    )
     usd, tokens = conn.execute(
         "SELECT COALESCE(SUM(usd), 0), COALESCE(SUM(tokens), 0) FROM "
         "otel_tokens_budget_reservations WHERE scope=%s AND key=%s AND ts > %s",
-        (scope.scope, scope.key, now - scope.budget.window_seconds)).fetchone()  # fmt: skip
+        (scope.scope, scope.key, now - scope.budget.window_seconds),
+    ).fetchone()
     return float(usd), int(tokens)
 
 
@@ -481,8 +534,9 @@ def _round_trip(conn: Any) -> float:
 
 
 # -- what the account step asks of the fleet budgets (settle.py) -------------------------------
-def reserve(fleet: FleetBudgets, pricer: Any, call: Any, tracking: Any,
-            agent: str) -> Reservation | None:  # fmt: skip
+def reserve(
+    fleet: FleetBudgets, pricer: Any, call: Any, tracking: Any, agent: str
+) -> Reservation | None:
     """Reserve the call's projected maximum: its input estimate (an incomplete estimate's
     learnt upper bound when the settings ask for the conservative reservation) plus the
     request's own output limit (``max_tokens``; ``reserve_output_tokens`` when it gives
@@ -501,16 +555,21 @@ def reserve(fleet: FleetBudgets, pricer: Any, call: Any, tracking: Any,
     usd = None
     if call.request_model:
         try:
-            projected = Usage(input_tokens=input_tokens, output_tokens=output_tokens,
-                              model=call.request_model, provider=call.provider)  # fmt: skip
+            projected = Usage(
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                model=call.request_model,
+                provider=call.provider,
+            )
             usd = pricer.price(projected, call.provider, call.request_model).cost_usd
         except Exception as exc:
             faults.report("pricing", exc)
     return fleet.reserve(agent, tracking.tenant, tracking.user, usd, input_tokens + output_tokens)
 
 
-def settle_reservation(fleet: FleetBudgets, reservation: Reservation, usage: Any, price: Any,
-                       failed: bool) -> None:  # fmt: skip
+def settle_reservation(
+    fleet: FleetBudgets, reservation: Reservation, usage: Any, price: Any, failed: bool
+) -> None:
     """Settle to the call's actual figures; a call that failed with no usage spent nothing
     (any other unknown keeps its reservation)."""
     tokens, cost = usage.total_tokens, price.cost_usd

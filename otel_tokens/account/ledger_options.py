@@ -35,9 +35,14 @@ def _fleet_sink(settings: Any) -> Any:
         return None
     from .ledger.postgres import fleet_writer
 
-    return fleet_writer(settings.ledger_url, settings.ledger_spool_dir,
-                        settings.ledger_spool_max_mb * 1024 * 1024, settings.ledger_queue,
-                        settings.service_name, settings.exit_timeout)  # fmt: skip
+    return fleet_writer(
+        settings.ledger_url,
+        settings.ledger_spool_dir,
+        settings.ledger_spool_max_mb * 1024 * 1024,
+        settings.ledger_queue,
+        settings.service_name,
+        settings.exit_timeout,
+    )
 
 
 #: the options of the next new agent's ledger, asked each time one is opened

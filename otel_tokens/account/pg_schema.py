@@ -83,16 +83,22 @@ _ERROR_TYPE = ("ALTER TABLE otel_tokens_requests ADD COLUMN IF NOT EXISTS error_
 _STEPS: tuple[tuple[str, ...], ...] = (_LEDGER, _BUDGETS, _ERROR_TYPE)
 SCHEMA_VERSION = len(_STEPS)
 #: every table of the schema, for those who check or clean a database
-TABLES = ("otel_tokens_meta", "otel_tokens_requests", "otel_tokens_rollbacks",
-          "otel_tokens_budget_reservations")  # fmt: skip
+TABLES = (
+    "otel_tokens_meta",
+    "otel_tokens_requests",
+    "otel_tokens_rollbacks",
+    "otel_tokens_budget_reservations",
+)
 
 
 #: whether the meta table is there, read from ``pg_tables`` at this statement's snapshot:
 #: ``to_regclass`` answers from the session's catalog cache, which still says "no such table"
 #: after waiting for the lock while another process created it (it then ran every step again,
 #: and its DDL deadlocked with that process's first writes)
-_META_THERE = ("SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE "
-               "schemaname = current_schema() AND tablename = 'otel_tokens_meta')")
+_META_THERE = (
+    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables WHERE "
+    "schemaname = current_schema() AND tablename = 'otel_tokens_meta')"
+)
 
 
 def found_version(conn: Any) -> int:
@@ -104,8 +110,10 @@ def found_version(conn: Any) -> int:
     if row is None:
         return 0
     if not row[0].isdigit():
-        raise RuntimeError(f"fleet database has schema version {row[0]!r}, this otel_tokens "
-                           f"writes version {SCHEMA_VERSION}")  # fmt: skip
+        raise RuntimeError(
+            f"fleet database has schema version {row[0]!r}, this otel_tokens "
+            f"writes version {SCHEMA_VERSION}"
+        )
     return int(row[0])
 
 
@@ -130,13 +138,17 @@ def ensure_schema(conn: Any) -> None:
 def _current(found: int) -> bool:
     """Whether ``found`` is this otel_tokens's version (a newer one: an error)."""
     if found > SCHEMA_VERSION:
-        raise RuntimeError(f"fleet database has schema version {found}, this otel_tokens "
-                           f"writes version {SCHEMA_VERSION}")  # fmt: skip
+        raise RuntimeError(
+            f"fleet database has schema version {found}, this otel_tokens "
+            f"writes version {SCHEMA_VERSION}"
+        )
     return found == SCHEMA_VERSION
 
 
 def _record(conn: Any) -> None:
     """Write :data:`SCHEMA_VERSION` as the database's version."""
-    conn.execute("INSERT INTO otel_tokens_meta VALUES ('schema_version', %s) "
-                 "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
-                 (str(SCHEMA_VERSION),))  # fmt: skip
+    conn.execute(
+        "INSERT INTO otel_tokens_meta VALUES ('schema_version', %s) "
+        "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value",
+        (str(SCHEMA_VERSION),),
+    )

@@ -252,10 +252,14 @@ def load_price_file(path: str) -> dict[str, OverridePrice]:
                 if key in ("input", "output"):
                     raise PriceFileError(f"{where}: '{key}' (USD per million tokens) is required")
                 continue
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                math.isfinite(value) and value >= 0
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or not (math.isfinite(value) and value >= 0)
             ):
-                raise PriceFileError(f"{where}: '{key}' must be a non-negative number, got {value!r}")
+                raise PriceFileError(
+                    f"{where}: '{key}' must be a non-negative number, got {value!r}"
+                )
             values[key] = float(value)
         provider = entry.get("provider")
         if provider is not None and not isinstance(provider, str):
@@ -308,12 +312,17 @@ class Pricer:
         else:
             load()
 
-    def price(self, usage: Usage, provider: str | None, model: str | None,
-              billing: Billing | None = None) -> PriceResult:  # fmt: skip
+    def price(
+        self, usage: Usage, provider: str | None, model: str | None, billing: Billing | None = None
+    ) -> PriceResult:
         """The call's cost: reported by the backend, computed, or None (unpriced)."""
         if usage.cost_usd is not None:
             return PriceResult(usage.cost_usd, "provider")
-        if usage.input_tokens is None and usage.output_tokens is None and not (billing and billing.units):
+        if (
+            usage.input_tokens is None
+            and usage.output_tokens is None
+            and not (billing and billing.units)
+        ):
             return _NO_TOKENS  # nothing to price: neither priced nor "unpriced"
         model = usage.model or model
         provider = usage.provider or provider
@@ -329,8 +338,9 @@ class Pricer:
             return _new(PriceResult, (rates.cost(usage), "computed", False, (), (), rates.match))
         return self._billed(rates, usage, billing)
 
-    def _refreshed(self, key: tuple[str | None, str, tuple[tuple[str, str], ...]],
-                   rates: Any) -> _Rates | PriceResult | None:  # fmt: skip
+    def _refreshed(
+        self, key: tuple[str | None, str, tuple[tuple[str, str], ...]], rates: Any
+    ) -> _Rates | PriceResult | None:
         """The rates of ``key`` (provider, model, context) when the cache holds none current
         (``rates``: what it holds): resolved and cached (bounded); a PriceResult: unpriced,
         saying why (self-hosted, an endpoint's model); None: unpriced."""
@@ -342,8 +352,13 @@ class Pricer:
             cache[key] = rates
         return rates
 
-    def priced_by_alone(self, provider: str | None, model: str | None, unit: str,
-                        context: tuple[tuple[str, str], ...] = ()) -> bool:  # fmt: skip
+    def priced_by_alone(
+        self,
+        provider: str | None,
+        model: str | None,
+        unit: str,
+        context: tuple[tuple[str, str], ...] = (),
+    ) -> bool:
         """Whether genai-prices prices ``model`` by ``unit`` and by no token (tts-1: per input
         character): a unit counted from the request is then the call's whole bill."""
         if not model:
@@ -374,37 +389,54 @@ class Pricer:
         elif priced:  # a price-file override: token kinds at their class's rate, fees unpriced
             unpriced += tuple(u for u in priced if not _is_token_unit(u))
             priced = tuple(u for u in priced if _is_token_unit(u))
-        return PriceResult(cost, "computed", components=rates.context + priced,
-                           unpriced_components=unpriced, match=rates.match)  # fmt: skip
+        return PriceResult(
+            cost,
+            "computed",
+            components=rates.context + priced,
+            unpriced_components=unpriced,
+            match=rates.match,
+        )
 
-    def _resolve(self, provider: str | None, model: str,
-                 context: tuple[tuple[str, str], ...] = ()) -> _Rates | PriceResult | None:  # fmt: skip
+    def _resolve(
+        self, provider: str | None, model: str, context: tuple[tuple[str, str], ...] = ()
+    ) -> _Rates | PriceResult | None:
         wanted = tuple((k, v) for k, v in context if v not in _STANDARD)
         override = self._overrides.get(model.lower())
         if override is not None and (override.provider in (None, provider)):
             return _Rates(
                 input=override.input / _PER_MILLION,
                 output=override.output / _PER_MILLION,
-                cache_read=(override.cache_read if override.cache_read is not None
-                            else override.input) / _PER_MILLION,
-                cache_write=(override.cache_write if override.cache_write is not None
-                             else override.input) / _PER_MILLION,
-                unmatched=tuple(f"{k}={v}" for k, v in wanted), match="price_file",
-            )  # fmt: skip
+                cache_read=(
+                    override.cache_read if override.cache_read is not None else override.input
+                )
+                / _PER_MILLION,
+                cache_write=(
+                    override.cache_write if override.cache_write is not None else override.input
+                )
+                / _PER_MILLION,
+                unmatched=tuple(f"{k}={v}" for k, v in wanted),
+                match="price_file",
+            )
         from datetime import datetime, timezone
 
         found, match = _find_model(provider, model)
         if found is None:
-            return _UNPRICED if match is None else PriceResult(None, None, unpriced=True, match=match)
+            return (
+                _UNPRICED if match is None else PriceResult(None, None, unpriced=True, match=match)
+            )
         now = datetime.now(tz=timezone.utc)
         matched, unmatched = _variants(found, wanted, now)
         model_price = found.get_prices(now, dict(matched) if matched else None)
-        rates = replace(_rates_from_library(model_price, time.monotonic() + _CACHE_TTL_SECONDS),
-                        match=match)  # fmt: skip
+        rates = replace(
+            _rates_from_library(model_price, time.monotonic() + _CACHE_TTL_SECONDS), match=match
+        )
         if not wanted:
             return rates
-        return replace(rates, context=tuple(f"{k}={v}" for k, v in matched),
-                       unmatched=tuple(f"{k}={v}" for k, v in unmatched))  # fmt: skip
+        return replace(
+            rates,
+            context=tuple(f"{k}={v}" for k, v in matched),
+            unmatched=tuple(f"{k}={v}" for k, v in unmatched),
+        )
 
 
 def _is_token_unit(unit: str) -> bool:
@@ -468,8 +500,9 @@ def _bound_library_caches(snapshot: Any) -> None:
             cache.clear()
 
 
-def _variants(model_info: Any, wanted: tuple[tuple[str, str], ...],
-              now: Any) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:  # fmt: skip
+def _variants(
+    model_info: Any, wanted: tuple[tuple[str, str], ...], now: Any
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
     """(context items the model has a price variant for, those it has none for)."""
     if not wanted:
         return (), ()

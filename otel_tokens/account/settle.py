@@ -52,13 +52,27 @@ class Accountant:
     PostgreSQL (None without a ledger URL), built by the handler from the settings: each call
     reserves its projected spend at :meth:`open` and settles it at :meth:`settle`."""
 
-    __slots__ = ("pricer", "guard", "estimator", "max_tokens", "max_cost", "conversations",
-                 "_counted", "fleet")  # fmt: skip
+    __slots__ = (
+        "pricer",
+        "guard",
+        "estimator",
+        "max_tokens",
+        "max_cost",
+        "conversations",
+        "_counted",
+        "fleet",
+    )
 
-    def __init__(self, pricer: Pricer, guard: AnomalyGuard, estimator: Estimator,
-                 max_tokens: int = 100_000_000, conversations: ConversationTotals | None = None,
-                 max_cost: float = 10_000.0,
-                 fleet: FleetBudgets | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        pricer: Pricer,
+        guard: AnomalyGuard,
+        estimator: Estimator,
+        max_tokens: int = 100_000_000,
+        conversations: ConversationTotals | None = None,
+        max_cost: float = 10_000.0,
+        fleet: FleetBudgets | None = None,
+    ) -> None:
         self.pricer = pricer
         self.guard = guard
         self.estimator = estimator
@@ -79,9 +93,10 @@ class Accountant:
         if tracking.estimate is None and call.request is not None:
             try:
                 estimated = self.estimator.estimate(
-                    call.request, provider=call.provider,
+                    call.request,
+                    provider=call.provider,
                     agent=entry.name if entry is not None else "default",
-                )  # fmt: skip
+                )
                 tracking.request_estimate, tracking.estimate = estimated, estimated.estimate
             except Exception as exc:
                 faults.report("estimate", exc)
@@ -133,7 +148,8 @@ class Accountant:
         failed = call.error is not None
         reported = call.usage  # tokens reported: not missing (the common case)
         tokens = type(reported) is Usage and (
-            reported.input_tokens is not None or reported.output_tokens is not None)  # fmt: skip
+            reported.input_tokens is not None or reported.output_tokens is not None
+        )
         billing = call.billing
         if billing is not None and billing.counted:  # units counted from the request
             billing = self._billing(call, billing, failed)
@@ -163,8 +179,9 @@ class Accountant:
             except Exception as exc:
                 faults.report("state", exc)
             if not idle:
-                self._write_ledger(entry, call, tracking, usage, parts, prices, price,
-                                   default_model, failed)  # fmt: skip
+                self._write_ledger(
+                    entry, call, tracking, usage, parts, prices, price, default_model, failed
+                )
             anomalies = self._anomalies(entry.name, tracking, usage, price, response_model)
             if state is None:  # no turn (or a state fault): the figures as they are
                 try:
@@ -173,19 +190,38 @@ class Accountant:
                     faults.report("state", exc)
         ended = call.ended_at if call.ended_at is not None else call.started
         error = call.error
-        return _new(Outcome, (  # every field by position (tests/core/test_account.py holds them)
-            failed, error_type(error) if failed else None, _message(error) if failed else None,
-            usage, price,
-            _lines(usage, parts, prices, price, response_model, default_model),
-            response_model, call.response_id or usage.response_id,
-            tuple(map(str, call.finish_reasons)) if call.finish_reasons else (), tracking.estimate,
-            self._estimate_error(call, tracking, usage, failed), ended - call.started,
-            None if call.first_chunk_at is None else call.first_chunk_at - call.started,
-            call.stream, state, anomalies, attributes, missing,
-        ))  # fmt: skip
+        return _new(
+            Outcome,
+            (  # every field by position (tests/core/test_account.py holds them)
+                failed,
+                error_type(error) if failed else None,
+                _message(error) if failed else None,
+                usage,
+                price,
+                _lines(usage, parts, prices, price, response_model, default_model),
+                response_model,
+                call.response_id or usage.response_id,
+                tuple(map(str, call.finish_reasons)) if call.finish_reasons else (),
+                tracking.estimate,
+                self._estimate_error(call, tracking, usage, failed),
+                ended - call.started,
+                None if call.first_chunk_at is None else call.first_chunk_at - call.started,
+                call.stream,
+                state,
+                anomalies,
+                attributes,
+                missing,
+            ),
+        )
 
-    def _anomalies(self, agent: str, tracking: Tracking, usage: Usage, price: PriceResult,
-                   response_model: str | None) -> tuple[Anomaly, ...]:  # fmt: skip
+    def _anomalies(
+        self,
+        agent: str,
+        tracking: Tracking,
+        usage: Usage,
+        price: PriceResult,
+        response_model: str | None,
+    ) -> tuple[Anomaly, ...]:
         """What the call's spend sets off: the guard's anomalies (budgets, spike rule) and the
         alert-only fleet budgets its reservation crossed."""
         anomalies: tuple[Anomaly, ...] = ()
@@ -193,8 +229,9 @@ class Accountant:
         if inp is not None or out is not None or cost is not None:  # else nothing to check
             total = out if inp is None else inp if out is None else inp + out  # total_tokens
             try:
-                found = self.guard.check_after(agent, total, cost, response_model,
-                                               tracking.tenant, tracking.user)  # fmt: skip
+                found = self.guard.check_after(
+                    agent, total, cost, response_model, tracking.tenant, tracking.user
+                )
                 anomalies = tuple(found) if found else ()  # none: the common case
             except Exception as exc:
                 faults.report("internal", exc)
@@ -211,15 +248,19 @@ class Accountant:
         alone = self.pricer.priced_by_alone
         try:
             if not failed:
-                kept = tuple((unit, count) for unit, count in billing.counted
-                             if alone(call.provider, model, unit, billing.context))  # fmt: skip
+                kept = tuple(
+                    (unit, count)
+                    for unit, count in billing.counted
+                    if alone(call.provider, model, unit, billing.context)
+                )
         except Exception as exc:  # the call still ends, its counted units unbilled
             faults.report("pricing", exc)
         units = tuple(sorted(billing.units + kept))
         return Billing(billing.context, units) if billing.context or units else None
 
-    def _usage(self, call: Call, estimate: Estimate | None, failed: bool,
-               billing: Billing | None) -> tuple[Usage, tuple[Usage, ...], bool]:  # fmt: skip
+    def _usage(
+        self, call: Call, estimate: Estimate | None, failed: bool, billing: Billing | None
+    ) -> tuple[Usage, tuple[Usage, ...], bool]:
         """(the call's total usage, its per-model parts, whether the response was counted
         before); what no backend reported is absent."""
         usage, parts = call.usage, call.parts
@@ -244,13 +285,20 @@ class Accountant:
             # the capture's "unusable", already counted as usage_invalid
             # a response without usage is a fault of the backend's data; a stream without
             # usage is normal (the SDK default) and only counted on otel_tokens.usage.missing
-            if not failed and not call.pending and not call.stream and _no_usage(call, billing) \
-                    and (usage is None or not usage.is_empty):  # fmt: skip
+            if (
+                not failed
+                and not call.pending
+                and not call.stream
+                and _no_usage(call, billing)
+                and (usage is None or not usage.is_empty)
+            ):
                 faults.report("usage_missing", detail=f"{call.provider} returned no token usage")
             usage = usage if usage is not None else Usage()
-        elif (valid or (usage.input_tokens or 0) > self.max_tokens
-              or (usage.output_tokens or 0) > self.max_tokens) \
-                and not self._plausible(call, usage, valid):  # fmt: skip
+        elif (
+            valid
+            or (usage.input_tokens or 0) > self.max_tokens
+            or (usage.output_tokens or 0) > self.max_tokens
+        ) and not self._plausible(call, usage, valid):
             usage, valid = Usage(), ()
         elif call.cumulative_key is not None and not valid:
             try:  # a conversation's running total: this call's own share
@@ -289,9 +337,12 @@ class Accountant:
         for record in (usage, *parts):
             for value in (record.input_tokens, record.output_tokens):
                 if value is not None and value > bound:
-                    faults.report("usage_invalid", detail=f"{call.provider} reported {value} tokens "
-                                  f"in one request, above the bound {bound} "
-                                  "(OTEL_TOKENS_MAX_TOKENS_PER_REQUEST): rejected")  # fmt: skip
+                    faults.report(
+                        "usage_invalid",
+                        detail=f"{call.provider} reported {value} tokens "
+                        f"in one request, above the bound {bound} "
+                        "(OTEL_TOKENS_MAX_TOKENS_PER_REQUEST): rejected",
+                    )
                     return False
         return True
 
@@ -300,14 +351,18 @@ class Accountant:
         stay, and are priced as if no cost had been reported."""
         if usage.cost_usd is None or usage.cost_usd <= self.max_cost:
             return usage
-        faults.report("usage_invalid", detail=f"{call.provider} reported a cost of "
-                      f"{usage.cost_usd:.6g} USD for one request, above the bound "
-                      f"{self.max_cost:g} (OTEL_TOKENS_MAX_COST_PER_REQUEST): cost rejected, "
-                      "tokens kept")  # fmt: skip
+        faults.report(
+            "usage_invalid",
+            detail=f"{call.provider} reported a cost of "
+            f"{usage.cost_usd:.6g} USD for one request, above the bound "
+            f"{self.max_cost:g} (OTEL_TOKENS_MAX_COST_PER_REQUEST): cost rejected, "
+            "tokens kept",
+        )
         return usage.replace(cost_usd=None)
 
-    def _estimated(self, call: Call, estimate: Estimate | None,
-                   usage: Usage | None) -> Usage | None:  # fmt: skip
+    def _estimated(
+        self, call: Call, estimate: Estimate | None, usage: Usage | None
+    ) -> Usage | None:
         """A response that reported no output (a stream without usage): output estimated
         from the streamed text and, when no input was reported either, input from the
         pre-call ``estimate``; marked ``estimated``."""
@@ -319,16 +374,27 @@ class Accountant:
             faults.report("estimate", exc)
             return usage
         if usage is None or usage.input_tokens is None:
-            return Usage(input_tokens=estimate.input_tokens if estimate is not None else None,
-                         output_tokens=estimated, model=call.response_model,
-                         provider=call.provider, source="estimated",  # a bill reported
-                         cost_usd=usage.cost_usd if usage is not None else None)  # stands  # fmt: skip
+            return Usage(
+                input_tokens=estimate.input_tokens if estimate is not None else None,
+                output_tokens=estimated,
+                model=call.response_model,
+                provider=call.provider,
+                source="estimated",  # a bill reported
+                cost_usd=usage.cost_usd if usage is not None else None,
+            )  # stands
         # output includes reasoning: an estimate below the reported reasoning is known to be low
-        return usage.replace(output_tokens=max(estimated, usage.reasoning_tokens or 0),
-                             source="estimated")  # fmt: skip
+        return usage.replace(
+            output_tokens=max(estimated, usage.reasoning_tokens or 0), source="estimated"
+        )
 
-    def _prices(self, call: Call, usage: Usage, parts: tuple[Usage, ...], default_model: str | None,
-                billing: Billing | None) -> tuple[list[PriceResult], PriceResult]:  # fmt: skip
+    def _prices(
+        self,
+        call: Call,
+        usage: Usage,
+        parts: tuple[Usage, ...],
+        default_model: str | None,
+        billing: Billing | None,
+    ) -> tuple[list[PriceResult], PriceResult]:
         """One price per part, and the call's: the backend's own total when it gave one.
 
         The response's billing goes with its first part (the model that answered: hosted-tool
@@ -336,12 +402,18 @@ class Accountant:
         provider = call.provider
         prices: list[PriceResult] = []
         for part in parts:
-            if part.input_tokens is None and part.output_tokens is None and part.cost_usd is None \
-                    and not (billing and billing.units):  # fmt: skip
+            if (
+                part.input_tokens is None
+                and part.output_tokens is None
+                and part.cost_usd is None
+                and not (billing and billing.units)
+            ):
                 prices.append(_NO_PRICE)  # nothing to price
             else:
                 try:
-                    prices.append(self.pricer.price(part, provider, part.model or default_model, billing))
+                    prices.append(
+                        self.pricer.price(part, provider, part.model or default_model, billing)
+                    )
                 except Exception as exc:
                     faults.report("pricing", exc)
                     prices.append(_NO_PRICE)
@@ -358,15 +430,26 @@ class Accountant:
             return prices, _NO_PRICE
         source = "provider" if all(x.source == "provider" for x in known) else known[0].source
         return prices, PriceResult(
-            sum(x.cost_usd for x in known), source,  # type: ignore[misc]
+            sum(x.cost_usd for x in known),
+            source,  # type: ignore[misc]
             components=tuple(dict.fromkeys(c for x in prices for c in x.components)),
-            unpriced_components=tuple(dict.fromkeys(c for x in prices for c in x.unpriced_components)),
-        )  # fmt: skip
+            unpriced_components=tuple(
+                dict.fromkeys(c for x in prices for c in x.unpriced_components)
+            ),
+        )
 
     @staticmethod
-    def _write_ledger(entry: AgentEntry, call: Call, tracking: Tracking, usage: Usage,
-                      parts: tuple[Usage, ...], prices: list[PriceResult], price: PriceResult,
-                      default_model: str | None, failed: bool) -> None:  # fmt: skip
+    def _write_ledger(
+        entry: AgentEntry,
+        call: Call,
+        tracking: Tracking,
+        usage: Usage,
+        parts: tuple[Usage, ...],
+        prices: list[PriceResult],
+        price: PriceResult,
+        default_model: str | None,
+        failed: bool,
+    ) -> None:
         """The call's ledger rows: one, or one per model of a several-model call."""
         ledger, key = entry.ledger, tracking.stream_key
         user, tenant, conversation = tracking.user, tracking.tenant, tracking.conversation_id
@@ -380,15 +463,32 @@ class Accountant:
         response_id = call.response_id
         failure = error_type(call.error) if failed else None  # the row's error type
         try:
-            if key is None and len(parts) == 1 and (not failed or usage.input_tokens is not None
-                                                    or usage.output_tokens is not None):
+            if (
+                key is None
+                and len(parts) == 1
+                and (
+                    not failed or usage.input_tokens is not None or usage.output_tokens is not None
+                )
+            ):
                 # one row (the common case), its ids by keyword: no dict made per call
-                ledger.append(usage, cost_usd=price.cost_usd, request_id=response_id,
-                              trace_id=tracking.trace_id, span_id=tracking.span_id, who=who,
-                              provider=provider, error_type=failure)  # fmt: skip
+                ledger.append(
+                    usage,
+                    cost_usd=price.cost_usd,
+                    request_id=response_id,
+                    trace_id=tracking.trace_id,
+                    span_id=tracking.span_id,
+                    who=who,
+                    provider=provider,
+                    error_type=failure,
+                )
                 return
-            ids = {"trace_id": tracking.trace_id, "span_id": tracking.span_id, "who": who,
-                   "provider": provider, "error_type": failure}  # fmt: skip
+            ids = {
+                "trace_id": tracking.trace_id,
+                "span_id": tracking.span_id,
+                "who": who,
+                "provider": provider,
+                "error_type": failure,
+            }
             if failed and usage.input_tokens is None and usage.output_tokens is None:
                 # a failed call with no usage is still a row (its error type; tokens unknown),
                 # under the model it asked for
@@ -399,8 +499,9 @@ class Accountant:
                 ledger.append(usage, request_id=response_id, **ids)
             elif len(parts) == 1:
                 if key is not None:
-                    ledger.stream_finalize(key, usage, cost_usd=price.cost_usd,
-                                           request_id=response_id, **ids)  # fmt: skip
+                    ledger.stream_finalize(
+                        key, usage, cost_usd=price.cost_usd, request_id=response_id, **ids
+                    )
                 else:
                     ledger.append(usage, cost_usd=price.cost_usd, request_id=response_id, **ids)
             else:
@@ -410,15 +511,17 @@ class Accountant:
                     ledger.append(
                         part if part.model else part.replace(model=default_model),
                         cost_usd=part_price.cost_usd,
-                        request_id=f"{response_id}/{part.model}" if response_id else None, **ids,
-                    )  # fmt: skip
+                        request_id=f"{response_id}/{part.model}" if response_id else None,
+                        **ids,
+                    )
         except LedgerPersistenceError as exc:
             faults.report("ledger_persistence", exc)
         except Exception as exc:
             faults.report("ledger", exc)
 
-    def _estimate_error(self, call: Call, tracking: Tracking, usage: Usage,
-                        failed: bool) -> float | None:  # fmt: skip
+    def _estimate_error(
+        self, call: Call, tracking: Tracking, usage: Usage, failed: bool
+    ) -> float | None:
         """(estimate - actual) / actual of reported input; the estimator learns from it."""
         estimate, actual = tracking.estimate, usage.input_tokens
         if estimate is None or not actual or usage.source == "estimated":
@@ -439,30 +542,60 @@ class Accountant:
         return (estimate.input_tokens - actual) / actual
 
 
-def _lines(usage: Usage, parts: tuple[Usage, ...], prices: list[PriceResult],
-           price: PriceResult, response_model: str | None,
-           default_model: str | None) -> tuple[Line, ...]:  # fmt: skip
+def _lines(
+    usage: Usage,
+    parts: tuple[Usage, ...],
+    prices: list[PriceResult],
+    price: PriceResult,
+    response_model: str | None,
+    default_model: str | None,
+) -> tuple[Line, ...]:
     """The call's metric points: one line, or one per model plus the backend's totals."""
     if len(parts) == 1:
-        return (_new(Line, (response_model, usage, price.cost_usd, price.source,
-                            price.unpriced and _has_tokens(usage), usage.premium_requests,
-                            price.unpriced_components, price.match)),)  # fmt: skip
+        return (
+            _new(
+                Line,
+                (
+                    response_model,
+                    usage,
+                    price.cost_usd,
+                    price.source,
+                    price.unpriced and _has_tokens(usage),
+                    usage.premium_requests,
+                    price.unpriced_components,
+                    price.match,
+                ),
+            ),
+        )
     # the backend's total goes on the call's own line only when the parts have no cost of their own
     total_cost = usage.cost_usd is not None and not _own_costs(parts)
     part_premium = any(part.premium_requests is not None for part in parts)
     lines = []
     for part, part_price in zip(parts, prices):
-        lines.append(Line(
-            part.model or default_model or response_model, part,
-            None if total_cost else part_price.cost_usd,
-            None if total_cost else part_price.source,
-            not total_cost and part_price.unpriced and _has_tokens(part),
-            part.premium_requests, part_price.unpriced_components, part_price.match,
-        ))  # fmt: skip
+        lines.append(
+            Line(
+                part.model or default_model or response_model,
+                part,
+                None if total_cost else part_price.cost_usd,
+                None if total_cost else part_price.source,
+                not total_cost and part_price.unpriced and _has_tokens(part),
+                part.premium_requests,
+                part_price.unpriced_components,
+                part_price.match,
+            )
+        )
     premium = None if part_premium else usage.premium_requests
     if total_cost or premium is not None:
-        lines.append(Line(response_model, None, usage.cost_usd,
-                          "provider" if total_cost else None, False, premium))  # fmt: skip
+        lines.append(
+            Line(
+                response_model,
+                None,
+                usage.cost_usd,
+                "provider" if total_cost else None,
+                False,
+                premium,
+            )
+        )
     return tuple(lines)
 
 
@@ -481,8 +614,9 @@ def _estimated(price: PriceResult) -> PriceResult:
     """A computed price of estimated usage says so (``otel_tokens.cost.source``)."""
     if price.source != "computed":
         return price
-    return PriceResult(price.cost_usd, "estimated", price.unpriced, price.components,
-                       price.unpriced_components)  # fmt: skip
+    return PriceResult(
+        price.cost_usd, "estimated", price.unpriced, price.components, price.unpriced_components
+    )
 
 
 def _own_costs(parts: tuple[Usage, ...]) -> bool:

@@ -205,10 +205,15 @@ class TokenState:
         estimate = self._current_estimate() if self._streams else None  # none: no stream
         tokens = estimate.input_tokens if estimate is not None else self._input_tokens
         window = self._max_input_tokens
-        return tuple.__new__(StateFigures, (  # by position (kept for speed: docs/benchmarks.md)
-            self._turn_count, self._total_output_tokens, self._max_observed_input_tokens,
-            None if tokens is None or not window else tokens * 100.0 / window / 100.0,
-        ))  # fmt: skip
+        return tuple.__new__(
+            StateFigures,
+            (  # by position (kept for speed: docs/benchmarks.md)
+                self._turn_count,
+                self._total_output_tokens,
+                self._max_observed_input_tokens,
+                None if tokens is None or not window else tokens * 100.0 / window / 100.0,
+            ),
+        )
 
     # -- transitions ----------------------------------------------------------------------
     def start_streaming(self, estimate: Estimate | None = None) -> StreamHandle:
@@ -284,15 +289,27 @@ class TokenState:
     def snapshot(self) -> tuple[Any, ...]:
         """The figures a dormant agent keeps (no stream is open when an agent goes dormant)."""
         with self._lock:
-            return (self._input_tokens, self._output_tokens, self._max_input_tokens,
-                    self._turn_count, self._total_output_tokens, self._max_observed_input_tokens)  # fmt: skip
+            return (
+                self._input_tokens,
+                self._output_tokens,
+                self._max_input_tokens,
+                self._turn_count,
+                self._total_output_tokens,
+                self._max_observed_input_tokens,
+            )
 
     @classmethod
     def from_snapshot(cls, figures: tuple[Any, ...]) -> TokenState:
         """The state :meth:`snapshot` kept."""
         state = cls(max_input_tokens=figures[2])
-        (state._input_tokens, state._output_tokens, _, state._turn_count,
-         state._total_output_tokens, state._max_observed_input_tokens) = figures  # fmt: skip
+        (
+            state._input_tokens,
+            state._output_tokens,
+            _,
+            state._turn_count,
+            state._total_output_tokens,
+            state._max_observed_input_tokens,
+        ) = figures
         return state
 
     # -- serialization (RFC camelCase names) ----------------------------------------------
@@ -310,7 +327,10 @@ class TokenState:
                 "status": self.status,
             }
         if estimate is not None:
-            out["currentEstimate"] = {"inputTokens": estimate.input_tokens, "source": estimate.source}
+            out["currentEstimate"] = {
+                "inputTokens": estimate.input_tokens,
+                "source": estimate.source,
+            }
         return {k: v for k, v in out.items() if v is not None}
 
     @classmethod
@@ -324,10 +344,17 @@ class TokenState:
         if not isinstance(data, Mapping):
             raise TypeError(f"TokenState.from_dict expects a mapping, got {type(data).__name__}")
         known = {
-            "inputTokens", "outputTokens", "maxInputTokens", "turnCount", "totalOutputTokens",
-            "maxObservedInputTokens", "status", "currentEstimate",
-            "totalInputTokens", "estimatedInputTokens",
-        }  # fmt: skip
+            "inputTokens",
+            "outputTokens",
+            "maxInputTokens",
+            "turnCount",
+            "totalOutputTokens",
+            "maxObservedInputTokens",
+            "status",
+            "currentEstimate",
+            "totalInputTokens",
+            "estimatedInputTokens",
+        }
         unknown = sorted(set(data) - known)
         if unknown:
             raise ValueError(f"unknown TokenState field(s): {', '.join(unknown)}")

@@ -34,19 +34,38 @@ from .raw import RAW_TYPES, wrap_raw
 from .sent import HELD, inside_gateway, inside_sdk, rejected
 from .stream import Accumulator, wrap_stream
 
-__all__ = ["Operation", "Response", "async_wrapper", "checked", "given", "open_call",
-           "operation_wrapper", "sdk_field", "stop_with", "sync_wrapper", "unusable"]
+__all__ = [
+    "Operation",
+    "Response",
+    "async_wrapper",
+    "checked",
+    "given",
+    "open_call",
+    "operation_wrapper",
+    "sdk_field",
+    "stop_with",
+    "sync_wrapper",
+    "unusable",
+]
 
 #: ``start(instance, args, kwargs)`` -> (call, args, kwargs to call with, reader's context)
 Start = Callable[[Any, tuple, dict], "tuple[Call, tuple, dict, Any] | None"]
 Read = Callable[[Call, Any, Any], Any]
 
 
-def open_call(describe: Callable[[Any], Request | None], given: Any, *, operation: str,
-              provider: str, request_model: str | None, stream: bool = False,
-              server_address: str | None = None, server_port: int | None = None,
-              conversation_id: str | None = None,
-              billed: Callable[[Any], Billing | None] | None = None) -> Call | None:  # fmt: skip
+def open_call(
+    describe: Callable[[Any], Request | None],
+    given: Any,
+    *,
+    operation: str,
+    provider: str,
+    request_model: str | None,
+    stream: bool = False,
+    server_address: str | None = None,
+    server_port: int | None = None,
+    conversation_id: str | None = None,
+    billed: Callable[[Any], Billing | None] | None = None,
+) -> Call | None:
     """Open a call on the process-wide handler with the request ``describe(given)`` returns (a
     failure there only loses the estimate) and what ``billed(given)`` counts of it
     (:class:`~otel_tokens.usage.Billing`'s ``counted``); None when instrumentation itself
@@ -59,9 +78,15 @@ def open_call(describe: Callable[[Any], Request | None], given: Any, *, operatio
         except Exception as exc:
             faults.report("estimate", exc)
         call = get_handler().start(
-            operation=operation, provider=provider, request_model=request_model, stream=stream,
-            server_address=server_address, server_port=server_port, request=request,
-            conversation_id=conversation_id)  # fmt: skip
+            operation=operation,
+            provider=provider,
+            request_model=request_model,
+            stream=stream,
+            server_address=server_address,
+            server_port=server_port,
+            request=request,
+            conversation_id=conversation_id,
+        )
         if billed is not None:
             call.billing = _counted(billed, given)
         return call
@@ -124,8 +149,13 @@ def _reuse_spans() -> bool:
         return False
 
 
-def sync_wrapper(start: Start, read: Read, failure: Callable[[BaseException], Any] | None = None,
-                 gateway: bool = False, sdk: bool = False) -> Callable[..., Any]:  # fmt: skip
+def sync_wrapper(
+    start: Start,
+    read: Read,
+    failure: Callable[[BaseException], Any] | None = None,
+    gateway: bool = False,
+    sdk: bool = False,
+) -> Callable[..., Any]:
     """A wrapt wrapper for a synchronous backend method (``gateway``: calls made inside it
     are its own, see :data:`inside_gateway`; ``sdk``: the method sends the model request
     itself, the HTTP layer stays silent beneath it, see :data:`inside_sdk`)."""
@@ -159,8 +189,13 @@ def sync_wrapper(start: Start, read: Read, failure: Callable[[BaseException], An
     return wrapper
 
 
-def async_wrapper(start: Start, read: Read, failure: Callable[[BaseException], Any] | None = None,
-                  gateway: bool = False, sdk: bool = False) -> Callable[..., Any]:  # fmt: skip
+def async_wrapper(
+    start: Start,
+    read: Read,
+    failure: Callable[[BaseException], Any] | None = None,
+    gateway: bool = False,
+    sdk: bool = False,
+) -> Callable[..., Any]:
     """A wrapt wrapper for an asynchronous backend method: the same path, awaited."""
 
     def wrapper(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
@@ -226,10 +261,16 @@ def checked(answer: Response, result: Any) -> Response:
 
 def stop_with(call: Call, answer: Response, once: str | None = None) -> None:
     """End ``call`` with what a response says."""
-    call.stop(None if answer.parts else answer.usage, response_model=answer.model,
-              response_id=answer.response_id, finish_reasons=answer.finish_reasons or None,
-              parts=answer.parts or None, billing=answer.billing, once=once,
-              pending=answer.pending)  # fmt: skip
+    call.stop(
+        None if answer.parts else answer.usage,
+        response_model=answer.model,
+        response_id=answer.response_id,
+        finish_reasons=answer.finish_reasons or None,
+        parts=answer.parts or None,
+        billing=answer.billing,
+        once=once,
+        pending=answer.pending,
+    )
 
 
 @dataclass(frozen=True)
@@ -289,8 +330,9 @@ def sdk_field(obj: Any, name: str) -> Any:
     return None
 
 
-def _open(op: Operation, is_async: bool, instance: Any, args: tuple,
-          kwargs: dict[str, Any]) -> tuple[Call, tuple, dict[str, Any], tuple] | None:  # fmt: skip
+def _open(
+    op: Operation, is_async: bool, instance: Any, args: tuple, kwargs: dict[str, Any]
+) -> tuple[Call, tuple, dict[str, Any], tuple] | None:
     """Open the call (:data:`Start`) with the facts ``op`` reads; None when instrumentation
     itself failed."""
     try:
@@ -305,10 +347,18 @@ def _open(op: Operation, is_async: bool, instance: Any, args: tuple,
     except Exception as exc:
         faults.report("internal", exc)
         return None
-    call = open_call(op.request, kwargs, operation=op.name, provider=provider,
-                     request_model=model if isinstance(model, str) else None, stream=stream,
-                     server_address=address, server_port=port, conversation_id=conversation,
-                     billed=op.billed)  # fmt: skip
+    call = open_call(
+        op.request,
+        kwargs,
+        operation=op.name,
+        provider=provider,
+        request_model=model if isinstance(model, str) else None,
+        stream=stream,
+        server_address=address,
+        server_port=port,
+        conversation_id=conversation,
+        billed=op.billed,
+    )
     if call is None:
         return None
     send = _prepared(op, kwargs) if stream and op.prepare is not None else kwargs
@@ -332,13 +382,21 @@ def _read(op: Operation, is_async: bool, call: Call, result: Any, context: tuple
             op.raw_headers(result)
         given, sent = context
         acc = op.accumulator(given, sent) if call.stream and op.accumulator is not None else None
-        return wrap_raw(result, call,
-                        lambda parsed: stop_with(call, checked(op.response(parsed), parsed), op.once),
-                        acc, is_async, op.once)  # fmt: skip
+        return wrap_raw(
+            result,
+            call,
+            lambda parsed: stop_with(call, checked(op.response(parsed), parsed), op.once),
+            acc,
+            is_async,
+            op.once,
+        )
     # a stream only when asked for one (hasattr on a pydantic result that is not one raises
     # and catches an AttributeError inside pydantic)
-    if call.stream and op.accumulator is not None and hasattr(
-            result, "__anext__" if is_async else "__next__"):  # fmt: skip
+    if (
+        call.stream
+        and op.accumulator is not None
+        and hasattr(result, "__anext__" if is_async else "__next__")
+    ):
         return wrap_stream(result, call, op.accumulator(*context), is_async, op.once)
     # checked and stop_with, in place, the answer unpacked once (kept for speed: docs/benchmarks.md)
     usage, model, response_id, reasons, billing, parts, pending = op.response(result)
@@ -346,9 +404,16 @@ def _read(op: Operation, is_async: bool, call: Call, result: Any, context: tuple
     if exc is not None:
         faults.report("usage_invalid", exc)
         usage, parts, billing = Usage(), (), None
-    call.stop(None if parts else usage, response_model=model, response_id=response_id,
-              finish_reasons=reasons or None, parts=parts or None, billing=billing, once=op.once,
-              pending=pending)  # fmt: skip
+    call.stop(
+        None if parts else usage,
+        response_model=model,
+        response_id=response_id,
+        finish_reasons=reasons or None,
+        parts=parts or None,
+        billing=billing,
+        once=op.once,
+        pending=pending,
+    )
     return result
 
 

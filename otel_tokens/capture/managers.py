@@ -91,8 +91,11 @@ def _sdk_manager(manager: Any) -> tuple[Any, str | None]:
             if attribute is not None:
                 return obj, attribute
             try:
-                found.extend(value for value in vars(obj).values()
-                             if hasattr(value, "__dict__") and not isinstance(value, type))
+                found.extend(
+                    value
+                    for value in vars(obj).values()
+                    if hasattr(value, "__dict__") and not isinstance(value, type)
+                )
             except TypeError:  # no __dict__
                 continue
         seen += len(found)
@@ -102,8 +105,9 @@ def _sdk_manager(manager: Any) -> tuple[Any, str | None]:
     return manager, None
 
 
-def managed(manager: Any, inner: Callable[..., Any], instance: Any, given: dict[str, Any],
-            is_async: bool) -> Any:  # fmt: skip
+def managed(
+    manager: Any, inner: Callable[..., Any], instance: Any, given: dict[str, Any], is_async: bool
+) -> Any:
     """``manager`` with its deferred request going through ``inner`` (an operation's wrapt
     wrapper) as ``instance``'s call with keyword arguments ``given``; leaving its ``with``
     block ends the call."""
@@ -115,6 +119,7 @@ def managed(manager: Any, inner: Callable[..., Any], instance: Any, given: dict[
         opened: list[Any] = []
 
         if is_async:
+
             async def deferred(*_a: Any, **_k: Any) -> Any:
                 return await original
 

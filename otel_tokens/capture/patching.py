@@ -18,6 +18,7 @@ from .. import faults
 
 __all__ = ["Backend", "SdkPatches", "deferred", "report_load_failure", "unwrap"]
 
+
 @dataclass(frozen=True)
 class Backend:
     """One backend's description, the ``BACKEND`` of its ``capture/<name>_patches.py``: the
@@ -97,8 +98,12 @@ class SdkPatches:
     hook): SDKs that load their resource modules lazily (openai 3.x) keep doing so, and
     nothing is imported or patched until it is used."""
 
-    def __init__(self, package: str, targets: Iterable[Target],
-                 on_uninstall: Callable[[], None] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        package: str,
+        targets: Iterable[Target],
+        on_uninstall: Callable[[], None] | None = None,
+    ) -> None:
         self.package = package
         self.targets = tuple(targets)
         self._on_uninstall = on_uninstall
@@ -125,8 +130,11 @@ class SdkPatches:
                 owner = getattr(module, cls_name, None) if cls_name else module  # "": a function
                 if owner is None or method not in vars(owner) or (owner, method) in self._patched:
                     continue  # an older SDK without this API, or done already
-                is_async = cls_name.startswith("Async") if cls_name else \
-                    inspect.iscoroutinefunction(inspect.unwrap(getattr(owner, method)))  # fmt: skip
+                is_async = (
+                    cls_name.startswith("Async")
+                    if cls_name
+                    else inspect.iscoroutinefunction(inspect.unwrap(getattr(owner, method)))
+                )
                 wrapper = factory(is_async)
                 wrapt.wrap_function_wrapper(owner, method, wrapper)
                 if hasattr(wrapper, "loaded"):  # a deferred wrapper: swapped once loaded

@@ -36,8 +36,14 @@ _MAX_BODY = 64 * 1024 * 1024  # bytes of a raw stream kept to decode at its end
 class RawEnding:
     """The capture side of one raw response: how its call ends, once."""
 
-    def __init__(self, call: Call, finish: Callable[[Any], None],
-                 accumulator: Accumulator | None, is_async: bool, once: str | None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        call: Call,
+        finish: Callable[[Any], None],
+        accumulator: Accumulator | None,
+        is_async: bool,
+        once: str | None,
+    ) -> None:
         self.call = call
         self.finish = finish  # ends the call with a parsed result (the operation's reader)
         self.once = once  # see capture.lifecycle.Operation
@@ -63,7 +69,9 @@ class RawEnding:
         try:
             if self.stream is not None and self.stream.__wrapped__ is result:
                 return self.stream
-            if self.acc is not None and hasattr(result, "__anext__" if self.is_async else "__next__"):
+            if self.acc is not None and hasattr(
+                result, "__anext__" if self.is_async else "__next__"
+            ):
                 if not self._claim():
                     return result
                 self.stream = wrap_stream(result, self.call, self.acc, self.is_async, self.once)
@@ -173,11 +181,16 @@ def _events(call: Call, chunks: list[Any], lines: bool) -> Iterator[Any]:
     module = "anthropic" if call.provider.startswith(("anthropic", "aws", "gcp")) else "openai"
     decoder_class = _decoders.get(module)
     if decoder_class is None:
-        decoder_class = _decoders[module] = importlib.import_module(f"{module}._streaming").SSEDecoder
+        decoder_class = _decoders[module] = importlib.import_module(
+            f"{module}._streaming"
+        ).SSEDecoder
     decoder = decoder_class()
     if lines:
         decode = decoder.decode
-        events = (decode((line if type(line) is str else _text(line)).rstrip("\r\n")) for line in [*chunks, ""])
+        events = (
+            decode((line if type(line) is str else _text(line)).rstrip("\r\n"))
+            for line in [*chunks, ""]
+        )
     else:
         events = decoder.iter_bytes(iter(["".join(_text(c) for c in chunks).encode("utf-8")]))
     for event in events:
@@ -301,7 +314,9 @@ class AsyncRawResponseProxy(_Base):
     def iter_lines(self) -> AsyncIterator[Any]:
         return self._self_aiterated(self.__wrapped__.iter_lines(), line=True)
 
-    async def _self_aiterated(self, chunks: AsyncIterator[Any], line: bool = False) -> AsyncIterator[Any]:
+    async def _self_aiterated(
+        self, chunks: AsyncIterator[Any], line: bool = False
+    ) -> AsyncIterator[Any]:
         ending = self._self_ending
         ending.lines = line
         seen = ending.seen
@@ -324,8 +339,14 @@ class AsyncRawResponseProxy(_Base):
             self._self_ending.end(None, "closed")
 
 
-def wrap_raw(result: Any, call: Call, finish: Callable[[Any], None],
-             accumulator: Accumulator | None, is_async: bool, once: str | None = None) -> Any:  # fmt: skip
+def wrap_raw(
+    result: Any,
+    call: Call,
+    finish: Callable[[Any], None],
+    accumulator: Accumulator | None,
+    is_async: bool,
+    once: str | None = None,
+) -> Any:
     """``result`` (a raw response) as the caller will read it, its call ending as it is read:
     ``finish(parsed)`` ends it with a parsed result, a streamed body goes to ``accumulator``."""
     ending = RawEnding(call, finish, accumulator, is_async, once)

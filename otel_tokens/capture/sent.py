@@ -46,9 +46,27 @@ from ..usage import Usage, check_sent_usage
 if TYPE_CHECKING:
     from ..call import Call
 
-__all__ = ["COST", "COST_HEADERS", "HELD", "NO_GATEWAY", "RawEvents", "Sent", "SentStream",
-           "check_converse", "expect_cost", "hold", "inside_gateway", "inside_sdk", "note",
-           "note_header_cost", "rejected", "take_cost", "unhooked", "usage_of", "wrapper"]
+__all__ = [
+    "COST",
+    "COST_HEADERS",
+    "HELD",
+    "NO_GATEWAY",
+    "RawEvents",
+    "Sent",
+    "SentStream",
+    "check_converse",
+    "expect_cost",
+    "hold",
+    "inside_gateway",
+    "inside_sdk",
+    "note",
+    "note_header_cost",
+    "rejected",
+    "take_cost",
+    "unhooked",
+    "usage_of",
+    "wrapper",
+]
 
 #: set while a gateway library's call (litellm) is recorded: SDK calls it makes inside are
 #: part of that call, counted once by it. Its value is the gateway reader's context when
@@ -285,13 +303,21 @@ class SentStream:
 
         return process
 
-    def end_call(self, call: Call, how: str, error: BaseException | str | None = None,
-                 once: str | None = None) -> None:  # fmt: skip
+    def end_call(
+        self,
+        call: Call,
+        how: str,
+        error: BaseException | str | None = None,
+        once: str | None = None,
+    ) -> None:
         cost = getattr(self, "header_cost", None)
         if cost is not None:
             usage = self.usage
-            self.usage = (Usage(cost_usd=cost, model=self.model, response_id=self.response_id)
-                          if usage is None else usage.replace(cost_usd=cost))  # fmt: skip
+            self.usage = (
+                Usage(cost_usd=cost, model=self.model, response_id=self.response_id)
+                if usage is None
+                else usage.replace(cost_usd=cost)
+            )
         super().end_call(call, how, error, once)  # type: ignore[misc]
 
 
@@ -418,8 +444,9 @@ def _openai_parse(wrapped: Callable[..., Any], instance: Any, args: tuple, kwarg
     return result
 
 
-async def _openai_parse_async(wrapped: Callable[..., Any], instance: Any, args: tuple,
-                              kwargs: dict) -> Any:  # fmt: skip
+async def _openai_parse_async(
+    wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict
+) -> Any:
     """``AsyncAPIResponse.parse()``: as :func:`_openai_parse`."""
     if COST.get() is not NO_GATEWAY:
         note_header_cost(instance)

@@ -35,8 +35,15 @@ from ..call import Call
 from ..usage import Billing, Usage
 from .sent import HELD, Sent, inside_sdk, rejected
 
-__all__ = ["Accumulator", "AsyncStreamProxy", "StreamObserver", "StreamProxy",
-           "EMPTY_EVENT_STREAM", "not_an_event_stream", "wrap_stream"]
+__all__ = [
+    "Accumulator",
+    "AsyncStreamProxy",
+    "StreamObserver",
+    "StreamProxy",
+    "EMPTY_EVENT_STREAM",
+    "not_an_event_stream",
+    "wrap_stream",
+]
 
 STREAM_END = "otel_tokens.stream.end"
 BATCH = 64  #: items a stream read where they are made passes on between two reads (read_made)
@@ -86,8 +93,13 @@ class Accumulator:
         read directly (a generator layer fewer per item), or None."""
         return None
 
-    def end_call(self, call: Call, how: str, error: BaseException | str | None = None,
-                 once: str | None = None) -> None:  # fmt: skip
+    def end_call(
+        self,
+        call: Call,
+        how: str,
+        error: BaseException | str | None = None,
+        once: str | None = None,
+    ) -> None:
         """End ``call`` with what the stream said; ``how`` it ended (``otel_tokens.stream.end``)."""
         sent = self.sent
         if sent is not None and sent.error is not None and not self.invalid:
@@ -105,21 +117,45 @@ class Accumulator:
         if self.parts:
             usage = None
         if error is not None:
-            call.fail(error, usage, response_model=self.model, response_id=self.response_id,
-                      attributes=attributes, output_text=text, parts=self.parts or None,
-                      billing=self.billing)  # fmt: skip
+            call.fail(
+                error,
+                usage,
+                response_model=self.model,
+                response_id=self.response_id,
+                attributes=attributes,
+                output_text=text,
+                parts=self.parts or None,
+                billing=self.billing,
+            )
         else:
-            call.stop(usage, response_model=self.model, response_id=self.response_id,
-                      finish_reasons=self.finish_reasons or None, attributes=attributes,
-                      output_text=text, parts=self.parts or None, billing=self.billing,
-                      once=once, pending=self.pending)  # fmt: skip
+            call.stop(
+                usage,
+                response_model=self.model,
+                response_id=self.response_id,
+                finish_reasons=self.finish_reasons or None,
+                attributes=attributes,
+                output_text=text,
+                parts=self.parts or None,
+                billing=self.billing,
+                once=once,
+                pending=self.pending,
+            )
 
 
 class StreamObserver:
     """The capture side of one stream, shared by the sync and async proxies."""
 
-    __slots__ = ("call", "acc", "once", "made", "hidden", "passed", "_lock", "_ended",
-                 "__weakref__")
+    __slots__ = (
+        "call",
+        "acc",
+        "once",
+        "made",
+        "hidden",
+        "passed",
+        "_lock",
+        "_ended",
+        "__weakref__",
+    )
 
     def __init__(self, call: Call, acc: Accumulator, once: str | None = None) -> None:
         self.call = call
@@ -427,11 +463,16 @@ def not_an_event_stream(stream: Any) -> str:
     if response is None or "event-stream" in kind:
         faults.report("parse", detail="a stream ended without a single event")
         return EMPTY_EVENT_STREAM
-    faults.report("parse", detail=f"a stream answered {kind or 'without a content type'}, not server-sent events")
+    faults.report(
+        "parse",
+        detail=f"a stream answered {kind or 'without a content type'}, not server-sent events",
+    )
     return NOT_AN_EVENT_STREAM
 
 
-def wrap_stream(stream: Any, call: Call, acc: Accumulator, is_async: bool, once: str | None = None) -> Any:
+def wrap_stream(
+    stream: Any, call: Call, acc: Accumulator, is_async: bool, once: str | None = None
+) -> Any:
     """``stream`` wrapped in the stream proxy, its items shown to ``acc``."""
     acc.watch(stream)
     observer = StreamObserver(call, acc, once)

@@ -22,11 +22,20 @@ import click
 from otel_tokens.cli.check_ledger import ledger
 from otel_tokens.coverage import CLIENTS, Client, installed_versions
 
-_PACKAGES = ("otel-tokens", "opentelemetry-api", "opentelemetry-sdk",
-             "opentelemetry-semantic-conventions", "opentelemetry-instrumentation",
-             "opentelemetry-exporter-otlp-proto-http", "opentelemetry-exporter-otlp-proto-grpc",
-             "opentelemetry-exporter-prometheus", "genai-prices", "openai", "anthropic",
-             "tiktoken")  # fmt: skip
+_PACKAGES = (
+    "otel-tokens",
+    "opentelemetry-api",
+    "opentelemetry-sdk",
+    "opentelemetry-semantic-conventions",
+    "opentelemetry-instrumentation",
+    "opentelemetry-exporter-otlp-proto-http",
+    "opentelemetry-exporter-otlp-proto-grpc",
+    "opentelemetry-exporter-prometheus",
+    "genai-prices",
+    "openai",
+    "anthropic",
+    "tiktoken",
+)
 _STALE_DAYS = 180
 
 
@@ -89,8 +98,9 @@ def _floors(problems: list[str]) -> None:
         click.echo(f"  {name} {installed or 'not installed'}: otel_tokens needs {spec}")
     if unmet:
         fix = " ".join(f"'{name}{spec}'" for name, _, spec in unmet)
-        problems.append(f"otel_tokens is off: installed packages are older than it needs "
-                        f"(pip install {fix})")  # fmt: skip
+        problems.append(
+            f"otel_tokens is off: installed packages are older than it needs (pip install {fix})"
+        )
 
 
 def _settings(found: Any, problems: list[str]) -> None:
@@ -106,18 +116,33 @@ def _instrumentors(active: list[str], problems: list[str]) -> None:
     from otel_tokens import registry
     from otel_tokens.capture import BACKENDS
 
-    registered = {ep.name: ep.value for ep in md.entry_points(group="opentelemetry_instrumentor")
-                  if ep.value.startswith("otel_tokens.")}  # fmt: skip
+    registered = {
+        ep.name: ep.value
+        for ep in md.entry_points(group="opentelemetry_instrumentor")
+        if ep.value.startswith("otel_tokens.")
+    }
     click.echo("instrumentors:")
     for name, module_name in BACKENDS.items():
         deps = registry.dependencies_of(name)
         missing = [d for d in deps if _version(_requirement_name(d)) is None]
-        state = "active" if name in active and not missing else (
-            f"available once {', '.join(missing)} is installed" if missing else "inactive")
-        entry = next((ep for ep, value in registered.items() if value.endswith(
-            _entry_class(module_name, name))), None)  # fmt: skip
-        ep_text = f"; opentelemetry-instrument: {entry}" if entry else (
-            "; not registered for opentelemetry-instrument")
+        state = (
+            "active"
+            if name in active and not missing
+            else (f"available once {', '.join(missing)} is installed" if missing else "inactive")
+        )
+        entry = next(
+            (
+                ep
+                for ep, value in registered.items()
+                if value.endswith(_entry_class(module_name, name))
+            ),
+            None,
+        )
+        ep_text = (
+            f"; opentelemetry-instrument: {entry}"
+            if entry
+            else ("; not registered for opentelemetry-instrument")
+        )
         click.echo(f"  {name:<16} {state}{ep_text}")
     if not [n for n in active if n not in ("agent_backends",)]:
         problems.append("no instrumentor is active")
@@ -139,8 +164,9 @@ def _clients(active: list[str], found: Any) -> None:
         click.echo(f"  {label:<{width}}{_verdict(client, active, found.disabled_instrumentations)}")
     silent = sum(not client.is_recorded for client in rows)
     if silent:
-        click.echo(f"  ({silent} installed, not recorded: their calls are missing from the "
-                   "telemetry)")  # fmt: skip
+        click.echo(
+            f"  ({silent} installed, not recorded: their calls are missing from the telemetry)"
+        )
 
 
 def _label(client: Client, present: dict[str, str]) -> str:
@@ -157,12 +183,17 @@ def _verdict(client: Client, active: list[str], disabled: frozenset[str]) -> str
     off = [name for name in client.backends if name not in active]
     if off:
         return f"NOT recorded: the {', '.join(off)} instrumentor is off (see instrumentors)"
-    named = [f"otel_tokens_{name}" for name in client.backends
-             if "*" in disabled or f"otel_tokens_{name}" in disabled]  # fmt: skip
+    named = [
+        f"otel_tokens_{name}"
+        for name in client.backends
+        if "*" in disabled or f"otel_tokens_{name}" in disabled
+    ]
     if named:
-        return (f"NOT recorded under opentelemetry-instrument: disabled by "
-                f"OTEL_PYTHON_DISABLED_INSTRUMENTATIONS ({', '.join(named)}); "
-                f"instrument() and otel-tokens run: {client.recorded}")  # fmt: skip
+        return (
+            f"NOT recorded under opentelemetry-instrument: disabled by "
+            f"OTEL_PYTHON_DISABLED_INSTRUMENTATIONS ({', '.join(named)}); "
+            f"instrument() and otel-tokens run: {client.recorded}"
+        )
     return client.recorded
 
 
@@ -177,14 +208,19 @@ def _telemetry(setup: Any, found: Any, problems: list[str]) -> None:
     click.echo(f"  traces  -> {setup.traces}")
     click.echo(f"  metrics -> {setup.metrics}")
     if setup.metrics.startswith("nowhere (port"):
-        problems.append(f"metrics are not served: {setup.metrics[len('nowhere ('):-1]} "
-                        "(or send OTLP: set OTEL_EXPORTER_OTLP_ENDPOINT)")
+        problems.append(
+            f"metrics are not served: {setup.metrics[len('nowhere (') : -1]} "
+            "(or send OTLP: set OTEL_EXPORTER_OTLP_ENDPOINT)"
+        )
     elif "otel-tokens[grpc]" in setup.metrics or "otel-tokens[grpc]" in setup.traces:
-        problems.append("telemetry goes nowhere: OTLP over gRPC needs pip install "
-                        "'otel-tokens[grpc]' (or OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf)")
+        problems.append(
+            "telemetry goes nowhere: OTLP over gRPC needs pip install "
+            "'otel-tokens[grpc]' (or OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf)"
+        )
     elif setup.metrics.startswith("nowhere (open"):
-        problems.append("metrics go nowhere: install otel-tokens[prometheus] or set "
-                        "OTEL_EXPORTER_OTLP_ENDPOINT")
+        problems.append(
+            "metrics go nowhere: install otel-tokens[prometheus] or set OTEL_EXPORTER_OTLP_ENDPOINT"
+        )
 
 
 def _budgets(found: Any, warnings: list[str]) -> None:
@@ -194,17 +230,25 @@ def _budgets(found: Any, warnings: list[str]) -> None:
     listed = _listed_budgets(found)
     click.echo("budgets:" if listed else "budgets: none set by the environment")
     for scope, name, budget, source in listed:
-        limits = ", ".join(f"{what} {value:g}" for what, value in
-                           (("usd", budget.usd), ("tokens", budget.tokens)) if value is not None)
-        click.echo(f"  {scope:<6} {name:<20} {limits} per {budget.window_seconds:g} s: "
-                   f"{_mode(scope, budget, fleet)} ({source})")  # fmt: skip
+        limits = ", ".join(
+            f"{what} {value:g}"
+            for what, value in (("usd", budget.usd), ("tokens", budget.tokens))
+            if value is not None
+        )
+        click.echo(
+            f"  {scope:<6} {name:<20} {limits} per {budget.window_seconds:g} s: "
+            f"{_mode(scope, budget, fleet)} ({source})"
+        )
     if any(not b.enforce for _, _, b, _ in listed):
-        click.echo("  (alerting: an anomaly when crossed; OTEL_TOKENS_BUDGET_ENFORCE=true refuses "
-                   "calls)")  # fmt: skip
+        click.echo(
+            "  (alerting: an anomaly when crossed; OTEL_TOKENS_BUDGET_ENFORCE=true refuses calls)"
+        )
     click.echo("  (set_budget() in the program adds budgets of its own, not seen here)")
     if not fleet and any(b.enforce for s, _, b, _ in listed if s != "agent"):
-        warnings.append("tenant and user budgets are enforced only with a fleet ledger "
-                        "(OTEL_TOKENS_LEDGER_URL); without one they raise anomalies only")
+        warnings.append(
+            "tenant and user budgets are enforced only with a fleet ledger "
+            "(OTEL_TOKENS_LEDGER_URL); without one they raise anomalies only"
+        )
 
 
 def _listed_budgets(found: Any) -> list[tuple[str, str, Any, str]]:
@@ -212,11 +256,17 @@ def _listed_budgets(found: Any) -> list[tuple[str, str, Any, str]]:
     default = found.default_budget
     listed = []
     if default is not None:
-        names = [f"OTEL_TOKENS_BUDGET_{what}" for what, value in
-                 (("USD", default.usd), ("TOKENS", default.tokens)) if value is not None]
+        names = [
+            f"OTEL_TOKENS_BUDGET_{what}"
+            for what, value in (("USD", default.usd), ("TOKENS", default.tokens))
+            if value is not None
+        ]
         listed.append(("agent", "*", default, " and ".join(names)))
-    for scope, budgets in (("agent", found.agent_budgets), ("tenant", found.tenant_budgets),
-                           ("user", found.user_budgets)):  # fmt: skip
+    for scope, budgets in (
+        ("agent", found.agent_budgets),
+        ("tenant", found.tenant_budgets),
+        ("user", found.user_budgets),
+    ):
         source = f"OTEL_TOKENS_{scope.upper()}_BUDGETS"
         listed += [(scope, name, budget, source) for name, budget in budgets.items()]
     return listed
@@ -238,8 +288,10 @@ def _prices(found: Any, problems: list[str], warnings: list[str]) -> None:
         click.echo("prices: genai-prices data unreadable")
     else:
         age = (datetime.now(stamp.tzinfo) - stamp).days
-        click.echo(f"prices: genai-prices {_version('genai-prices')}, bundled data of "
-                   f"{stamp:%Y-%m-%d} ({age} days old)")
+        click.echo(
+            f"prices: genai-prices {_version('genai-prices')}, bundled data of "
+            f"{stamp:%Y-%m-%d} ({age} days old)"
+        )
         if age > _STALE_DAYS:
             warnings.append(f"price data is {age} days old: pip install -U genai-prices")
     if found.prices_file:
@@ -266,5 +318,3 @@ def _resource_name(setup: object) -> str:
     resource = getattr(getattr(setup, "tracer_provider", None), "resource", None)
     attrs = getattr(resource, "attributes", {}) or {}
     return str(attrs.get("service.name", "?"))
-
-

@@ -27,14 +27,18 @@ def ledger(found: Any, problems: list[str]) -> None:
     """The ``ledger:`` section: the file, the fleet database and its spool."""
     click.echo("ledger (where each agent's rows are kept):")
     if found.ledger_path is None and found.ledger_url is None:
-        click.echo("  memory  only this process's, lost at exit (set OTEL_TOKENS_LEDGER_PATH to keep "
-                   "them for otel-tokens report, or OTEL_TOKENS_LEDGER_URL for the fleet)")  # fmt: skip
+        click.echo(
+            "  memory  only this process's, lost at exit (set OTEL_TOKENS_LEDGER_PATH to keep "
+            "them for otel-tokens report, or OTEL_TOKENS_LEDGER_URL for the fleet)"
+        )
         return
     if found.ledger_path is not None:
         _file(found.ledger_path, problems)
     else:
-        click.echo("  file    none (OTEL_TOKENS_LEDGER_PATH unset): this process keeps its rows in "
-                   "memory, and writes each to the fleet database")  # fmt: skip
+        click.echo(
+            "  file    none (OTEL_TOKENS_LEDGER_PATH unset): this process keeps its rows in "
+            "memory, and writes each to the fleet database"
+        )
     if found.ledger_url is not None:
         _fleet(found.ledger_url, problems)
         _spool(found, problems)
@@ -110,8 +114,9 @@ def probe(url: str) -> str | None:
     """Why the fleet database at ``url`` cannot be used (None: it answered), within
     :data:`PROBE_SECONDS` whatever the server does (it may accept and never answer)."""
     outcome: list[str | None] = []
-    thread = threading.Thread(target=lambda: outcome.append(_try(url)), daemon=True,
-                              name="otel-tokens-check-fleet")  # fmt: skip
+    thread = threading.Thread(
+        target=lambda: outcome.append(_try(url)), daemon=True, name="otel-tokens-check-fleet"
+    )
     thread.start()
     thread.join(PROBE_SECONDS)
     if not outcome:
@@ -156,9 +161,11 @@ def _spool(found: Any, problems: list[str]) -> None:
     names = os.listdir(spool.folder)
     waiting = sum(name.endswith(".rows") for name in names)
     failed = sum(name.endswith(".failed") for name in names)
-    click.echo(f"  spool   {spool.folder}: {waiting} batch(es) waiting for the database, "
-               f"{_size_of(spool.size())} of {found.ledger_spool_max_mb} MB"
-               + (f"; {failed} file(s) of rows the database refused" if failed else ""))  # fmt: skip
+    click.echo(
+        f"  spool   {spool.folder}: {waiting} batch(es) waiting for the database, "
+        f"{_size_of(spool.size())} of {found.ledger_spool_max_mb} MB"
+        + (f"; {failed} file(s) of rows the database refused" if failed else "")
+    )
 
 
 def _cannot_make(folder: Path) -> str | None:

@@ -31,8 +31,13 @@ import click
 from .common import CliError
 
 DATA = Path(__file__).resolve().parent / "demo_data"
-_TOKEN_ROWS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens",
-               "reasoning_tokens")  # fmt: skip
+_TOKEN_ROWS = (
+    "input_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "output_tokens",
+    "reasoning_tokens",
+)
 
 
 def load_scenario() -> dict[str, Any]:
@@ -69,7 +74,9 @@ def copilot_on_path(folder: str) -> str:
     """Write a ``copilot`` executable into ``folder`` running the shipped stand-in."""
     script = DATA / "copilot" / "fake_copilot.py"
     path = Path(folder) / "copilot"
-    path.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(script))} \"$@\"\n")
+    path.write_text(
+        f'#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(script))} "$@"\n'
+    )
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     return folder
 
@@ -103,7 +110,6 @@ class _TallyMixin:
                 self.errors.setdefault(agent, []).append(float(error))
 
 
-
 # -- progress: a live display on a terminal, plain lines otherwise ----------------------------
 #: the width of the tables on a pipe or in a file
 PIPE_WIDTH = 80
@@ -117,8 +123,9 @@ class Progress:
         self.live = self.console.is_terminal and not self.console.is_dumb_terminal
         if not self.live:  # a pipe or a file: 80 columns whatever COLUMNS says (the tables
             # fit them), lines wrapped between words only, so no figure is cut
-            self.console = Console(highlight=False, no_color=True, force_terminal=False,
-                                   width=PIPE_WIDTH)  # fmt: skip
+            self.console = Console(
+                highlight=False, no_color=True, force_terminal=False, width=PIPE_WIDTH
+            )
         self.total = total
         self.done = 0
         self._bar: Any = None
@@ -126,12 +133,24 @@ class Progress:
 
     def __enter__(self) -> Progress:
         if self.live:
-            from rich.progress import (BarColumn, MofNCompleteColumn, Progress as Bar,
-                                       SpinnerColumn, TextColumn, TimeElapsedColumn)  # fmt: skip
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress as Bar,
+                SpinnerColumn,
+                TextColumn,
+                TimeElapsedColumn,
+            )
 
-            self._bar = Bar(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
-                            MofNCompleteColumn(), TimeElapsedColumn(), console=self.console,
-                            transient=True)  # fmt: skip
+            self._bar = Bar(
+                SpinnerColumn(),
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=self.console,
+                transient=True,
+            )
             self._bar.__enter__()
             self._task = self._bar.add_task("starting", total=self.total)
         return self
@@ -155,8 +174,13 @@ class Progress:
         if self.live:
             self.console.print(text, overflow="fold")
         else:
-            wrapped = textwrap.fill(text, PIPE_WIDTH, subsequent_indent="    ",
-                                    break_long_words=False, break_on_hyphens=False)  # fmt: skip
+            wrapped = textwrap.fill(
+                text,
+                PIPE_WIDTH,
+                subsequent_indent="    ",
+                break_long_words=False,
+                break_on_hyphens=False,
+            )
             self.console.print(wrapped, soft_wrap=True)
 
     def step_done(self) -> None:
@@ -177,17 +201,24 @@ class Demo:
         self.delay = delay
         self.openai_wire = Wire("openai")
         self.anthropic_wire = Wire("anthropic")
-        self.openai = openai.OpenAI(api_key="demo-offline", base_url="https://api.openai.com/v1",
-                                    http_client=self.openai_wire.client(), max_retries=0)  # fmt: skip
-        self.anthropic = anthropic.Anthropic(api_key="demo-offline", max_retries=0,
-                                             http_client=self.anthropic_wire.client())  # fmt: skip
+        self.openai = openai.OpenAI(
+            api_key="demo-offline",
+            base_url="https://api.openai.com/v1",
+            http_client=self.openai_wire.client(),
+            max_retries=0,
+        )
+        self.anthropic = anthropic.Anthropic(
+            api_key="demo-offline", max_retries=0, http_client=self.anthropic_wire.client()
+        )
 
     def run_step(self, step: dict[str, Any], bin_dir: str) -> str | None:
         """Run one step; returns a failure description (the failed call) or None."""
         title = step["title"]
         if "cli" in step:
             env = dict(os.environ, PATH=bin_dir + os.pathsep + os.environ.get("PATH", ""))
-            proc = subprocess.run(step["argv"], capture_output=True, text=True, env=env, check=False)
+            proc = subprocess.run(
+                step["argv"], capture_output=True, text=True, env=env, check=False
+            )
             if proc.returncode != 0:
                 raise CliError(f"demo: the Copilot stand-in failed: {proc.stderr.strip()[:200]}")
             return None
@@ -198,7 +229,8 @@ class Demo:
                 if step["stream"]:
                     text = ""
                     stream = self.openai.chat.completions.create(
-                        **request, stream=True, stream_options={"include_usage": True})
+                        **request, stream=True, stream_options={"include_usage": True}
+                    )
                     for chunk in stream:
                         if chunk.choices and chunk.choices[0].delta.content:
                             text += chunk.choices[0].delta.content
@@ -291,8 +323,13 @@ def _table(title: str, columns: list[str]) -> Any:
     from rich import box
     from rich.table import Table
 
-    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
-                  collapse_padding=True)
+    table = Table(
+        title=title,
+        box=box.SIMPLE_HEAD,
+        title_justify="left",
+        pad_edge=False,
+        collapse_padding=True,
+    )
     for i, name in enumerate(columns):
         table.add_column(name, justify="left" if i == 0 else "right", no_wrap=True)
     return table
@@ -300,30 +337,64 @@ def _table(title: str, columns: list[str]) -> Any:
 
 def render_table(rows: dict[str, Any], console: Any) -> None:
     """Two tables, each readable at 80 columns: tokens per agent, then cost and context."""
-    total = {k: _sum([r[k] for r in rows.values()]) for k in
-             ("requests", "failed", *_TOKEN_ROWS, "total_tokens", "cost_usd", "premium_requests")}
-    tokens = _table("otel-tokens demo: tokens per agent",
-                    ["agent", "requests", "failed", "input", "cache\nread", "cache\nwrite", "output",
-                     "reasoning", "total"])  # fmt: skip
-    money = _table("cost and context per agent", ["agent", "cost USD", "premium\nrequests",
-                                                   "context", "estimate\nerror"])  # fmt: skip
+    total = {
+        k: _sum([r[k] for r in rows.values()])
+        for k in (
+            "requests",
+            "failed",
+            *_TOKEN_ROWS,
+            "total_tokens",
+            "cost_usd",
+            "premium_requests",
+        )
+    }
+    tokens = _table(
+        "otel-tokens demo: tokens per agent",
+        [
+            "agent",
+            "requests",
+            "failed",
+            "input",
+            "cache\nread",
+            "cache\nwrite",
+            "output",
+            "reasoning",
+            "total",
+        ],
+    )
+    money = _table(
+        "cost and context per agent",
+        ["agent", "cost USD", "premium\nrequests", "context", "estimate\nerror"],
+    )
     for name, r in [*rows.items(), ("TOTAL", total)]:
         last = name == "TOTAL"
         if last:
             tokens.add_section()
             money.add_section()
         style = "bold" if last else None
-        tokens.add_row(name, str(r["requests"]), str(r["failed"]), *(_fmt_int(r[k]) for k in _TOKEN_ROWS),
-                       _fmt_int(r["total_tokens"]), style=style)  # fmt: skip
-        money.add_row(name, "-" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}",
-                      "-" if r["premium_requests"] is None else f"{r['premium_requests']:g}",
-                      *(("", "") if last else _context_cells(r)), style=style)  # fmt: skip
+        tokens.add_row(
+            name,
+            str(r["requests"]),
+            str(r["failed"]),
+            *(_fmt_int(r[k]) for k in _TOKEN_ROWS),
+            _fmt_int(r["total_tokens"]),
+            style=style,
+        )
+        money.add_row(
+            name,
+            "-" if r["cost_usd"] is None else f"{r['cost_usd']:.4f}",
+            "-" if r["premium_requests"] is None else f"{r['premium_requests']:g}",
+            *(("", "") if last else _context_cells(r)),
+            style=style,
+        )
     console.print(tokens)
     console.print(money)
-    console.print("input includes cache read and write, output includes reasoning. context = the "
-                  "agent's last reported input as % of its window (~ = an estimate while "
-                  "streaming); estimate error = mean (estimate - actual) / actual of its "
-                  "input-token estimates.")
+    console.print(
+        "input includes cache read and write, output includes reasoning. context = the "
+        "agent's last reported input as % of its window (~ = an estimate while "
+        "streaming); estimate error = mean (estimate - actual) / actual of its "
+        "input-token estimates."
+    )
 
 
 def _context_cells(r: dict[str, Any]) -> tuple[str, str]:
@@ -345,15 +416,22 @@ def _check_endpoint(endpoint: str) -> None:
     if not ok:
         raise click.BadParameter(
             f"{endpoint!r} is not an OTLP URL: write http://HOST:4318 (OTLP/HTTP) or "
-            "http://HOST:4317 (gRPC), e.g. http://127.0.0.1:4318", param_hint="--endpoint")
+            "http://HOST:4317 (gRPC), e.g. http://127.0.0.1:4318",
+            param_hint="--endpoint",
+        )
 
 
 def _prepare_environment(otlp: bool, endpoint: str | None, ledger: str | None) -> None:
     env = os.environ
     env.setdefault("OTEL_SERVICE_NAME", "otel-tokens-demo")
     env["OTEL_TOKENS_COPILOT_USAGE_FILE"] = "true"  # the Copilot run's input/cache tokens
-    for name in ("OTEL_TOKENS_BUDGET_TOKENS", "OTEL_TOKENS_BUDGET_USD", "OTEL_TOKENS_AGENT_BUDGETS",
-                 "OTEL_TOKENS_BUDGET_ENFORCE", "OTEL_TOKENS_COPILOT_JSON"):  # fmt: skip
+    for name in (
+        "OTEL_TOKENS_BUDGET_TOKENS",
+        "OTEL_TOKENS_BUDGET_USD",
+        "OTEL_TOKENS_AGENT_BUDGETS",
+        "OTEL_TOKENS_BUDGET_ENFORCE",
+        "OTEL_TOKENS_COPILOT_JSON",
+    ):
         env.pop(name, None)  # the scenario sets its own budget; nothing may stop it
     env.pop("OTEL_TOKENS_LEDGER_PATH", None)  # never write the demo into the user's ledger
     if ledger:
@@ -372,20 +450,47 @@ def _prepare_environment(otlp: bool, endpoint: str | None, ledger: str | None) -
 
 
 @click.command()
-@click.option("--serve", is_flag=True, help="Keep serving /metrics after the scenario, until Ctrl-C.")
-@click.option("--otlp", is_flag=True,
-              help="Send spans and metrics over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT, default "
-                   "http://127.0.0.1:4318) instead of serving /metrics.")  # fmt: skip
+@click.option(
+    "--serve", is_flag=True, help="Keep serving /metrics after the scenario, until Ctrl-C."
+)
+@click.option(
+    "--otlp",
+    is_flag=True,
+    help="Send spans and metrics over OTLP (OTEL_EXPORTER_OTLP_ENDPOINT, default "
+    "http://127.0.0.1:4318) instead of serving /metrics.",
+)
 @click.option("--endpoint", metavar="URL", help="The OTLP endpoint (with --otlp).")
-@click.option("--port", type=click.IntRange(0, 65535), default=None,
-              help="Port of /metrics (default: OTEL_TOKENS_PROMETHEUS_PORT or 9464; 0: any free).")
-@click.option("--ledger", type=click.Path(dir_okay=False, writable=True), default=None,
-              help="Persist the agents' ledgers to this SQLite file (then: otel-tokens report --db).")
-@click.option("--delay", type=click.FloatRange(0, 10), default=0.25, show_default=True,
-              help="Seconds between steps, so the progress can be followed (0: as fast as possible).")
-@click.option("--json", "as_json", is_flag=True, help="Print the per-agent figures as JSON at the end.")
-def demo(serve: bool, otlp: bool, endpoint: str | None, port: int | None, ledger: str | None,
-         delay: float, as_json: bool) -> None:  # fmt: skip
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Port of /metrics (default: OTEL_TOKENS_PROMETHEUS_PORT or 9464; 0: any free).",
+)
+@click.option(
+    "--ledger",
+    type=click.Path(dir_okay=False, writable=True),
+    default=None,
+    help="Persist the agents' ledgers to this SQLite file (then: otel-tokens report --db).",
+)
+@click.option(
+    "--delay",
+    type=click.FloatRange(0, 10),
+    default=0.25,
+    show_default=True,
+    help="Seconds between steps, so the progress can be followed (0: as fast as possible).",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the per-agent figures as JSON at the end."
+)
+def demo(
+    serve: bool,
+    otlp: bool,
+    endpoint: str | None,
+    port: int | None,
+    ledger: str | None,
+    delay: float,
+    as_json: bool,
+) -> None:
     """Run an offline multi-agent scenario through the real clients, fully instrumented."""
     if endpoint and not otlp:
         raise click.UsageError("--endpoint needs --otlp")
@@ -397,8 +502,10 @@ def demo(serve: bool, otlp: bool, endpoint: str | None, port: int | None, ledger
         try:
             importlib.import_module(module)
         except ImportError:
-            raise CliError(f"demo: the {module!r} package is not installed "
-                           f"(pip install otel-tokens[demo] or pip install {module})") from None
+            raise CliError(
+                f"demo: the {module!r} package is not installed "
+                f"(pip install otel-tokens[demo] or pip install {module})"
+            ) from None
     _prepare_environment(otlp, endpoint, ledger)
 
     import otel_tokens
@@ -412,21 +519,28 @@ def demo(serve: bool, otlp: bool, endpoint: str | None, port: int | None, ledger
         setup.tracer_provider.add_span_processor(tally)
     active = otel_tokens.instrument()
     budget = scenario["budget"]
-    otel_tokens.set_budget(budget["agent"], tokens=budget["tokens"],
-                           window_seconds=budget["window_seconds"])  # fmt: skip
+    otel_tokens.set_budget(
+        budget["agent"], tokens=budget["tokens"], window_seconds=budget["window_seconds"]
+    )
     if serve and setup.prometheus_url is None:  # before the scenario, not after it
         setup.shutdown()
-        raise CliError(f"demo --serve: /metrics is not served: {setup.metrics[len('nowhere ('):-1]} "
-                       "(demo: --port N, or --port 0 for any free port)")
+        raise CliError(
+            f"demo --serve: /metrics is not served: {setup.metrics[len('nowhere (') : -1]} "
+            "(demo: --port N, or --port 0 for any free port)"
+        )
     progress = Progress(len(scenario["steps"]))
 
     @otel_tokens.on_anomaly
     def _anomaly(anomaly: Any) -> None:
-        progress.line(f"  [bold red]! anomaly[/bold red]: {anomaly.agent} {anomaly.kind}: "
-                      f"{anomaly.observed:,.0f} > {anomaly.threshold:,.0f}")
+        progress.line(
+            f"  [bold red]! anomaly[/bold red]: {anomaly.agent} {anomaly.kind}: "
+            f"{anomaly.observed:,.0f} > {anomaly.threshold:,.0f}"
+        )
 
-    progress.line(f"otel-tokens demo: {len(scenario['steps'])} steps, agents "
-                  f"{', '.join(scenario['agents'])}; instrumentors: {', '.join(active)}")
+    progress.line(
+        f"otel-tokens demo: {len(scenario['steps'])} steps, agents "
+        f"{', '.join(scenario['agents'])}; instrumentors: {', '.join(active)}"
+    )
     progress.line(f"metrics -> {setup.metrics}")
     progress.line(f"traces  -> {setup.traces}")
     _run_steps(scenario, progress, delay)
@@ -444,7 +558,9 @@ def _run_steps(scenario: dict[str, Any], progress: Progress, delay: float) -> No
         for number, step in enumerate(steps, 1):
             agent_cfg = scenario["agents"][step["agent"]]
             progress.start(f"[{number}/{len(steps)}] {step['title']}")
-            with otel_tokens.agent(step["agent"], max_input_tokens=agent_cfg["max_input_tokens"]) as entry:
+            with otel_tokens.agent(
+                step["agent"], max_input_tokens=agent_cfg["max_input_tokens"]
+            ) as entry:
                 before = len(entry.ledger)
                 failure = demo_run.run_step(step, bin_dir)
             if failure:
@@ -459,8 +575,9 @@ def _run_steps(scenario: dict[str, Any], progress: Progress, delay: float) -> No
                 time.sleep(delay)
 
 
-def _finish(tally: Any, progress: Progress, setup: Any, ledger: str | None, serve: bool,
-            as_json: bool) -> None:  # fmt: skip
+def _finish(
+    tally: Any, progress: Progress, setup: Any, ledger: str | None, serve: bool, as_json: bool
+) -> None:
     """The per-agent table, the ledger's flush, and (--serve) /metrics kept up until Ctrl-C."""
     import otel_tokens
 
@@ -474,15 +591,21 @@ def _finish(tally: Any, progress: Progress, setup: Any, ledger: str | None, serv
         progress.line(f"ledger -> {ledger} (try: otel-tokens report --db {shlex.quote(ledger)})")
     if serve:
         try:  # a Ctrl-C as soon as the line is out (a script waiting for it) is still caught
-            progress.line(f"Serving {setup.prometheus_url} until Ctrl-C (scrape it with Prometheus).")
+            progress.line(
+                f"Serving {setup.prometheus_url} until Ctrl-C (scrape it with Prometheus)."
+            )
             while True:
                 time.sleep(3600)
         except KeyboardInterrupt:
             progress.line("stopped.")
     delivered = setup.shutdown()
-    if setup.metrics.startswith("otlp") and (not delivered or otel_tokens.get_handler().faults.counts.get("exporter")):
+    if setup.metrics.startswith("otlp") and (
+        not delivered or otel_tokens.get_handler().faults.counts.get("exporter")
+    ):
         where = setup.metrics.split()[-1]
-        progress.line(f"[yellow]The collector at {where} did not take the telemetry[/yellow] (not "
-                      "running, or not answering): start it (docker compose -f "
-                      "collector-config/docker-compose.yml up -d), or pass --endpoint with its "
-                      "OTLP URL (http://HOST:4318, or :4317 for gRPC).")
+        progress.line(
+            f"[yellow]The collector at {where} did not take the telemetry[/yellow] (not "
+            "running, or not answering): start it (docker compose -f "
+            "collector-config/docker-compose.yml up -d), or pass --endpoint with its "
+            "OTLP URL (http://HOST:4318, or :4317 for gRPC)."
+        )

@@ -8,15 +8,35 @@ from ..redact import redact
 from ..settings import postgres_url
 from .common import CliError
 
-_COLUMNS = ("ledger", "request_id", "ts", "model", "provider", "source", "input_tokens",
-            "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens",
-            "cost_usd", "premium_requests", "trace_id", "span_id", "user_id", "tenant_id",
-            "conversation_id", "service", "host")  # fmt: skip
+_COLUMNS = (
+    "ledger",
+    "request_id",
+    "ts",
+    "model",
+    "provider",
+    "source",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "cost_usd",
+    "premium_requests",
+    "trace_id",
+    "span_id",
+    "user_id",
+    "tenant_id",
+    "conversation_id",
+    "service",
+    "host",
+)
 #: the column version 3 of the schema added: a database not yet migrated is read without it
 _ERROR_COLUMN = "error_type"
-_HAS_ERROR_COLUMN = ("SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE "
-                     "table_schema = current_schema() AND table_name = 'otel_tokens_requests' "
-                     "AND column_name = %s)")  # fmt: skip
+_HAS_ERROR_COLUMN = (
+    "SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE "
+    "table_schema = current_schema() AND table_name = 'otel_tokens_requests' "
+    "AND column_name = %s)"
+)
 
 
 def is_url(db: str) -> bool:
@@ -27,8 +47,10 @@ def is_url(db: str) -> bool:
         return False
     if postgres_url(db) is not None:
         return True
-    raise CliError(f"report: {redact(db)} is not a ledger: --db takes a ledger file or a "
-                   "postgresql://user@host:port/db URL")  # fmt: skip
+    raise CliError(
+        f"report: {redact(db)} is not a ledger: --db takes a ledger file or a "
+        "postgresql://user@host:port/db URL"
+    )
 
 
 def shown_url(url: str) -> str:
@@ -52,13 +74,16 @@ def read_fleet_rows(url: str, since: float | None = None) -> list[dict[str, Any]
     try:
         with connect(url) as conn:
             error = _ERROR_COLUMN if _has_error_column(conn) else "NULL"
-            cursor = conn.execute(f"SELECT {', '.join(_COLUMNS)}, {error} FROM "
-                                  f"otel_tokens_requests WHERE {where} ORDER BY ts, row_id",
-                                  () if since is None else (since,))  # fmt: skip
+            cursor = conn.execute(
+                f"SELECT {', '.join(_COLUMNS)}, {error} FROM "
+                f"otel_tokens_requests WHERE {where} ORDER BY ts, row_id",
+                () if since is None else (since,),
+            )
             return [dict(zip((*_COLUMNS, _ERROR_COLUMN), row)) for row in cursor]
     except psycopg.errors.UndefinedTable:
-        raise CliError(f"report: {shown_url(url)} holds no otel_tokens ledger (no "
-                       "otel_tokens_requests table)") from None  # fmt: skip
+        raise CliError(
+            f"report: {shown_url(url)} holds no otel_tokens ledger (no otel_tokens_requests table)"
+        ) from None
     except psycopg.Error as exc:
         detail = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CliError(f"report: cannot read {shown_url(url)}: {redact(detail)}") from None

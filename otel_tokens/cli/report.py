@@ -27,9 +27,11 @@ import click
 from .common import CliError
 from .fleet_rows import is_url, read_fleet_rows, shown_url
 
-_COLUMNS = ("ledger, request_id, ts, model, provider, source, input_tokens, output_tokens, "
-            "cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, "
-            "premium_requests, trace_id, span_id")  # fmt: skip
+_COLUMNS = (
+    "ledger, request_id, ts, model, provider, source, input_tokens, output_tokens, "
+    "cache_read_tokens, cache_write_tokens, reasoning_tokens, cost_usd, "
+    "premium_requests, trace_id, span_id"
+)
 _STAT_FIGURES = ("input_tokens", "output_tokens", "total_tokens", "cost_usd")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 #: the error type of a failed call in a ledger that does not record error types (a file
@@ -64,7 +66,13 @@ def _escaped(char: str) -> str:
     named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(char)
     if named:
         return named
-    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+    return (
+        f"\\x{code:02x}"
+        if code < 0x100
+        else f"\\u{code:04x}"
+        if code < 0x10000
+        else f"\\U{code:08x}"
+    )
 
 
 def parse_since(text: str, now: float | None = None) -> float:
@@ -78,7 +86,9 @@ def parse_since(text: str, now: float | None = None) -> float:
     except ValueError:
         raise click.BadParameter(
             f"{text!r} is neither a duration (30m, 24h, 7d, 2w) nor an ISO date "
-            "(2025-06-01, 2025-06-01T12:00)", param_hint="--since") from None
+            "(2025-06-01, 2025-06-01T12:00)",
+            param_hint="--since",
+        ) from None
     if moment.tzinfo is None:
         moment = moment.astimezone()  # local time, as the user typed it
     return moment.timestamp()
@@ -115,7 +125,8 @@ def _rows(conn: sqlite3.Connection, path: str) -> list[dict[str, Any]]:
     try:
         try:
             version = conn.execute(
-                "SELECT value FROM otel_tokens_meta WHERE key='schema_version'").fetchone()
+                "SELECT value FROM otel_tokens_meta WHERE key='schema_version'"
+            ).fetchone()
         except sqlite3.OperationalError as exc:
             if "unable to open" in str(exc) or "readonly" in str(exc):
                 raise  # a read-only volume: read_rows reads a copy
@@ -125,15 +136,19 @@ def _rows(conn: sqlite3.Connection, path: str) -> list[dict[str, Any]]:
         from ..account.ledger.sqlite import ERROR_COLUMN, SCHEMA_VERSION, WHO_COLUMNS
 
         if version is None or version[0] not in [str(v) for v in range(1, SCHEMA_VERSION + 1)]:
-            raise CliError(f"report: {path} has ledger schema version "
-                           f"{version[0] if version else 'unknown'}, this otel_tokens reads "
-                           f"versions 1 to {SCHEMA_VERSION}")  # fmt: skip
+            raise CliError(
+                f"report: {path} has ledger schema version "
+                f"{version[0] if version else 'unknown'}, this otel_tokens reads "
+                f"versions 1 to {SCHEMA_VERSION}"
+            )
         who = ", ".join(WHO_COLUMNS) if version[0] != "1" else "NULL, NULL, NULL"  # 1: before them
         error = ERROR_COLUMN if int(version[0]) >= 3 else "NULL"  # before 3: not recorded
         names = [c.strip() for c in _COLUMNS.split(",")] + [*WHO_COLUMNS, ERROR_COLUMN]
         try:
-            cursor = conn.execute(f"SELECT {_COLUMNS}, {who}, {error} FROM otel_tokens_requests "
-                                  "WHERE active=1 ORDER BY id")  # fmt: skip
+            cursor = conn.execute(
+                f"SELECT {_COLUMNS}, {who}, {error} FROM otel_tokens_requests "
+                "WHERE active=1 ORDER BY id"
+            )
             rows = [dict(zip(names, row)) for row in cursor]
             return rows if int(version[0]) >= 3 else with_inferred_failures(rows)
         except sqlite3.Error as exc:
@@ -150,8 +165,12 @@ def with_inferred_failures(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for row in rows:
         if row.get("error_type") is not None:
             continue
-        failed = row["input_tokens"] is None and row["output_tokens"] is None \
-            and row["source"] == "estimated" and row["cost_usd"] is None  # fmt: skip
+        failed = (
+            row["input_tokens"] is None
+            and row["output_tokens"] is None
+            and row["source"] == "estimated"
+            and row["cost_usd"] is None
+        )
         row["error_type"] = NOT_RECORDED if failed else None
     return rows
 
@@ -180,17 +199,27 @@ def build_ledgers(rows: list[dict[str, Any]], since: float | None) -> dict[str, 
         if since is not None and row["ts"] < since:
             continue
         usage = Usage(
-            input_tokens=row["input_tokens"], output_tokens=row["output_tokens"],
-            cache_read_tokens=row["cache_read_tokens"], cache_write_tokens=row["cache_write_tokens"],
-            reasoning_tokens=row["reasoning_tokens"], premium_requests=row["premium_requests"],
-            model=row["model"], provider=row["provider"], source=row["source"],
-        )  # fmt: skip
+            input_tokens=row["input_tokens"],
+            output_tokens=row["output_tokens"],
+            cache_read_tokens=row["cache_read_tokens"],
+            cache_write_tokens=row["cache_write_tokens"],
+            reasoning_tokens=row["reasoning_tokens"],
+            premium_requests=row["premium_requests"],
+            model=row["model"],
+            provider=row["provider"],
+            source=row["source"],
+        )
         for name in (row["ledger"], None):
             if name not in ledgers:
                 ledgers[name] = UsageLedger(str(name))
-            ledgers[name].append(usage, cost_usd=row["cost_usd"], request_id=row["request_id"],
-                                 timestamp=row["ts"], trace_id=row["trace_id"] or None,
-                                 span_id=row["span_id"] or None)  # fmt: skip
+            ledgers[name].append(
+                usage,
+                cost_usd=row["cost_usd"],
+                request_id=row["request_id"],
+                timestamp=row["ts"],
+                trace_id=row["trace_id"] or None,
+                span_id=row["span_id"] or None,
+            )
     return ledgers
 
 
@@ -210,9 +239,16 @@ def time_ranges(ledger: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]
         totals = ledger.totals_between(start, start + step)
         if totals.requests:
             failed = failed_in.get(start, 0)
-            out.append({"start": _iso(start), "end": _iso(start + step), **totals.to_dict(),
-                        "requests": totals.requests - failed, "failed": failed,
-                        "total_tokens": totals.total_tokens})  # fmt: skip
+            out.append(
+                {
+                    "start": _iso(start),
+                    "end": _iso(start + step),
+                    **totals.to_dict(),
+                    "requests": totals.requests - failed,
+                    "failed": failed,
+                    "total_tokens": totals.total_tokens,
+                }
+            )
         start += step
     return out
 
@@ -222,9 +258,17 @@ def _iso(ts: float) -> str:
 
 
 def _new_totals(**extra: Any) -> dict[str, Any]:
-    return {**extra, "requests": 0, "failed": 0, "input_tokens": None, "output_tokens": None,
-            "cost_usd": None, "estimated_requests": 0, "estimated_tokens": 0,
-            "estimated_cost_usd": None}  # fmt: skip
+    return {
+        **extra,
+        "requests": 0,
+        "failed": 0,
+        "input_tokens": None,
+        "output_tokens": None,
+        "cost_usd": None,
+        "estimated_requests": 0,
+        "estimated_tokens": 0,
+        "estimated_cost_usd": None,
+    }
 
 
 def _add(totals: dict[str, Any], row: dict[str, Any]) -> None:
@@ -261,7 +305,11 @@ def by_model(rows: list[dict[str, Any]], since: float | None) -> dict[str | None
         _add(m, row)
         if row["cost_usd"] is None and (row["input_tokens"] or row["output_tokens"]):
             m["unpriced_requests"] += 1
-    return dict(sorted(models.items(), key=lambda kv: (kv[1]["cost_usd"] is None, -(kv[1]["cost_usd"] or 0))))
+    return dict(
+        sorted(
+            models.items(), key=lambda kv: (kv[1]["cost_usd"] is None, -(kv[1]["cost_usd"] or 0))
+        )
+    )
 
 
 def failures(rows: list[dict[str, Any]], since: float | None) -> list[dict[str, Any]]:
@@ -271,8 +319,17 @@ def failures(rows: list[dict[str, Any]], since: float | None) -> list[dict[str, 
         if not is_failure(row):
             continue
         key = (row["ledger"], row["model"], row["error_type"])
-        g = groups.setdefault(key, {"agent": key[0], "model": key[1], "error_type": key[2],
-                                    "calls": 0, "first": row["ts"], "last": row["ts"]})  # fmt: skip
+        g = groups.setdefault(
+            key,
+            {
+                "agent": key[0],
+                "model": key[1],
+                "error_type": key[2],
+                "calls": 0,
+                "first": row["ts"],
+                "last": row["ts"],
+            },
+        )
         g["calls"] += 1
         g["first"], g["last"] = min(g["first"], row["ts"]), max(g["last"], row["ts"])
     out = sorted(groups.values(), key=lambda g: (-g["calls"], -g["last"]))
@@ -280,11 +337,19 @@ def failures(rows: list[dict[str, Any]], since: float | None) -> list[dict[str, 
 
 
 #: ``--by`` -> the ledger column it groups by (service: a fleet ledger's only)
-GROUPS = {"user": "user_id", "tenant": "tenant_id", "conversation": "conversation_id",
-          "service": "service", "agent": "ledger", "model": "model"}  # fmt: skip
+GROUPS = {
+    "user": "user_id",
+    "tenant": "tenant_id",
+    "conversation": "conversation_id",
+    "service": "service",
+    "agent": "ledger",
+    "model": "model",
+}
 
 
-def by_who(rows: list[dict[str, Any]], since: float | None, column: str) -> dict[str | None, dict[str, Any]]:
+def by_who(
+    rows: list[dict[str, Any]], since: float | None, column: str
+) -> dict[str | None, dict[str, Any]]:
     """Requests, tokens and cost per user, tenant or conversation (None: not said), most
     expensive first."""
     groups: dict[str | None, dict[str, Any]] = {}
@@ -309,7 +374,9 @@ def by_agent(rows: list[dict[str, Any]], since: float | None) -> dict[str, dict[
 _SHARES = ("requests", "failed", "estimated_requests", "estimated_tokens", "estimated_cost_usd")
 
 
-def build_report(path: str, since: float | None, top_n: int, by: str | None = None) -> dict[str, Any]:
+def build_report(
+    path: str, since: float | None, top_n: int, by: str | None = None
+) -> dict[str, Any]:
     """The report's figures; dictionaries are keyed by the recorded values (None: none
     recorded). :func:`json_ready` turns them into JSON keys."""
     if is_url(path):  # a fleet ledger: every process's rows (older releases': no error types)
@@ -317,21 +384,32 @@ def build_report(path: str, since: float | None, top_n: int, by: str | None = No
     else:
         rows = read_rows(path)
     if by is not None:
-        return {"ledger": str(path), "since": _iso(since) if since is not None else None,
-                "by": by, "groups": by_who(rows, since, GROUPS[by])}  # fmt: skip
+        return {
+            "ledger": str(path),
+            "since": _iso(since) if since is not None else None,
+            "by": by,
+            "groups": by_who(rows, since, GROUPS[by]),
+        }
     ledgers = build_ledgers(rows, since)
     everything = ledgers.pop(None)
     shares = by_agent(rows, since)
-    agents = {name: {**lg.cumulative.to_dict(), "total_tokens": lg.cumulative.total_tokens,
-                     **{k: shares[name][k] for k in _SHARES}}
-              for name, lg in ledgers.items()}  # fmt: skip
+    agents = {
+        name: {
+            **lg.cumulative.to_dict(),
+            "total_tokens": lg.cumulative.total_tokens,
+            **{k: shares[name][k] for k in _SHARES},
+        }
+        for name, lg in ledgers.items()
+    }
     stats = everything.statistics()
     return {
         "ledger": str(path),
         "since": _iso(since) if since is not None else None,
-        "totals": {**everything.cumulative.to_dict(),
-                   "total_tokens": everything.cumulative.total_tokens,
-                   **{k: shares[None][k] for k in _SHARES}},
+        "totals": {
+            **everything.cumulative.to_dict(),
+            "total_tokens": everything.cumulative.total_tokens,
+            **{k: shares[None][k] for k in _SHARES},
+        },
         "agents": agents,
         "statistics": {f: stats[f].to_dict() for f in _STAT_FIGURES},
         "cost_by_model": dict(sorted(everything.cost_by_model().items(), key=lambda kv: -kv[1])),
@@ -339,10 +417,15 @@ def build_report(path: str, since: float | None, top_n: int, by: str | None = No
         "cost_by_time": time_ranges(everything, _rows_since(rows, since)),
         "failures": failures(rows, since),
         "top_requests": [
-            {**r.to_dict(), "agent": _agent_of(ledgers, r.request_id),
-             "time": _iso(r.timestamp), "total_tokens": r.total_tokens}
-            for r in everything.top(top_n, by="cost_usd")],
-    }  # fmt: skip
+            {
+                **r.to_dict(),
+                "agent": _agent_of(ledgers, r.request_id),
+                "time": _iso(r.timestamp),
+                "total_tokens": r.total_tokens,
+            }
+            for r in everything.top(top_n, by="cost_usd")
+        ],
+    }
 
 
 def json_key(value: Any) -> str:
@@ -394,12 +477,18 @@ def _table(title: str, columns: list[str], left: tuple[str, ...] = ()) -> Any:
     from rich import box
     from rich.table import Table
 
-    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
-                  collapse_padding=True)  # fmt: skip
+    table = Table(
+        title=title,
+        box=box.SIMPLE_HEAD,
+        title_justify="left",
+        pad_edge=False,
+        collapse_padding=True,
+    )
     for i, col in enumerate(columns):
         text = i == 0 or col in left
-        table.add_column(col, justify="left" if text else "right", no_wrap=not text,
-                         overflow="fold")  # fmt: skip
+        table.add_column(
+            col, justify="left" if text else "right", no_wrap=not text, overflow="fold"
+        )
     return table
 
 
@@ -427,9 +516,10 @@ def _estimated(t: dict[str, Any]) -> str:
     if not t.get("estimated_requests"):
         return ""
     cost = t["estimated_cost_usd"]
-    return (f"; of which estimated (no usage reported): {t['estimated_requests']} requests, "
-            f"{_n(t['estimated_tokens'])} tokens"
-            + (f", USD {_n(cost, 4)}" if cost is not None else ""))  # fmt: skip
+    return (
+        f"; of which estimated (no usage reported): {t['estimated_requests']} requests, "
+        f"{_n(t['estimated_tokens'])} tokens" + (f", USD {_n(cost, 4)}" if cost is not None else "")
+    )
 
 
 def print_report(data: dict[str, Any]) -> None:
@@ -440,30 +530,68 @@ def print_report(data: dict[str, Any]) -> None:
     t = data["totals"]
     scope = f" since {data['since']}" if data["since"] else ""
     failed = f"{t['failed']} failed, " if t["failed"] else ""
-    console.print(Text(f"ledger {shown(data['ledger'])}{scope}: {t['requests']} requests, "
-                       f"{failed}{_n(t['total_tokens'])} tokens, USD {_n(t['cost_usd'], 4)}, "
-                       f"{_n(t['premium_requests'], 2) if t['premium_requests'] is not None else '-'} "
-                       f"premium requests{_estimated(t)}"), overflow="fold")  # fmt: skip
+    console.print(
+        Text(
+            f"ledger {shown(data['ledger'])}{scope}: {t['requests']} requests, "
+            f"{failed}{_n(t['total_tokens'])} tokens, USD {_n(t['cost_usd'], 4)}, "
+            f"{_n(t['premium_requests'], 2) if t['premium_requests'] is not None else '-'} "
+            f"premium requests{_estimated(t)}"
+        ),
+        overflow="fold",
+    )
     if not t["requests"] and not t["failed"]:
         return
     agents = [*((_cell(name), a) for name, a in data["agents"].items()), (Text("TOTAL"), t)]
     last = len(agents) - 2
-    table = _table("totals by agent: tokens", ["agent", "requests", "failed", "input",
-                                               "cache\nread", "cache\nwrite", "output",
-                                               "reasoning", "total"])  # fmt: skip
+    table = _table(
+        "totals by agent: tokens",
+        [
+            "agent",
+            "requests",
+            "failed",
+            "input",
+            "cache\nread",
+            "cache\nwrite",
+            "output",
+            "reasoning",
+            "total",
+        ],
+    )
     for i, (name, a) in enumerate(agents):
-        table.add_row(name, str(a["requests"]), str(a["failed"]), _n(a["input_tokens"]),
-                      _n(a["cache_read_tokens"]),
-                      _n(a["cache_write_tokens"]), _n(a["output_tokens"]), _n(a["reasoning_tokens"]),
-                      _n(a["total_tokens"]), end_section=i == last)  # fmt: skip
+        table.add_row(
+            name,
+            str(a["requests"]),
+            str(a["failed"]),
+            _n(a["input_tokens"]),
+            _n(a["cache_read_tokens"]),
+            _n(a["cache_write_tokens"]),
+            _n(a["output_tokens"]),
+            _n(a["reasoning_tokens"]),
+            _n(a["total_tokens"]),
+            end_section=i == last,
+        )
     console.print(table)
-    table = _table("totals by agent: cost, and what of it is estimated",
-                   ["agent", "cost USD", "premium\nrequests", "estimated\nrequests",
-                    "estimated\ntokens", "estimated\nUSD"])  # fmt: skip
+    table = _table(
+        "totals by agent: cost, and what of it is estimated",
+        [
+            "agent",
+            "cost USD",
+            "premium\nrequests",
+            "estimated\nrequests",
+            "estimated\ntokens",
+            "estimated\nUSD",
+        ],
+    )
     for i, (name, a) in enumerate(agents):
-        table.add_row(name, _n(a["cost_usd"], 4), _premium(a["premium_requests"]),
-                      str(a["estimated_requests"]), _n(a["estimated_tokens"]),
-                      _n(a["estimated_cost_usd"], 4), end_section=i == last)  # fmt: skip
+        table.add_row(
+            name,
+            _n(a["cost_usd"], 4),
+            _premium(a["premium_requests"]),
+            str(a["estimated_requests"]),
+            _n(a["estimated_tokens"]),
+            _n(a["estimated_cost_usd"], 4),
+            end_section=i == last,
+        )
     console.print(table)
     _print_statistics(console, data)
     _print_models(console, data)
@@ -475,9 +603,15 @@ def _print_statistics(console: Any, data: dict[str, Any]) -> None:
     table = _table("per request", ["figure", "count", "mean", "p50", "p95", "p99", "max"])
     for figure, s in data["statistics"].items():
         d = 6 if figure == "cost_usd" else 0
-        table.add_row(figure.replace("_tokens", "").replace("_", " "), str(s["count"]),
-                      _n(s["mean"], d or 1), _n(s["p50"], d), _n(s["p95"], d), _n(s["p99"], d),
-                      _n(s["max"], d))  # fmt: skip
+        table.add_row(
+            figure.replace("_tokens", "").replace("_", " "),
+            str(s["count"]),
+            _n(s["mean"], d or 1),
+            _n(s["p50"], d),
+            _n(s["p95"], d),
+            _n(s["p99"], d),
+            _n(s["max"], d),
+        )
     console.print(table)
 
 
@@ -485,8 +619,9 @@ def _print_models(console: Any, data: dict[str, Any]) -> None:
     """Cost by model, with the unpriced models and their tokens (their cost is unknown)."""
     from rich.text import Text
 
-    table = _table("cost by model", ["model", "requests", "input", "output", "cost USD",
-                                     "estimated\nrequests"])  # fmt: skip
+    table = _table(
+        "cost by model", ["model", "requests", "input", "output", "cost USD", "estimated\nrequests"]
+    )
     unpriced = []
     for model, m in data["models"].items():
         cost = _n(m["cost_usd"], 4)
@@ -496,13 +631,24 @@ def _print_models(console: Any, data: dict[str, Any]) -> None:
             unpriced.append(shown(model))
             if m["cost_usd"] is not None:
                 cost += "*"
-        table.add_row(_cell(model), str(m["requests"]), _n(m["input_tokens"]),
-                      _n(m["output_tokens"]), cost, str(m["estimated_requests"]))  # fmt: skip
+        table.add_row(
+            _cell(model),
+            str(m["requests"]),
+            _n(m["input_tokens"]),
+            _n(m["output_tokens"]),
+            cost,
+            str(m["estimated_requests"]),
+        )
     console.print(table)
     if unpriced:
-        console.print(Text(f"no price known for {', '.join(unpriced)} (* partly): their cost is "
-                           "missing from the totals; add them to a price file named by "
-                           "OTEL_TOKENS_PRICES_FILE (USD per million tokens)."), overflow="fold")  # fmt: skip
+        console.print(
+            Text(
+                f"no price known for {', '.join(unpriced)} (* partly): their cost is "
+                "missing from the totals; add them to a price file named by "
+                "OTEL_TOKENS_PRICES_FILE (USD per million tokens)."
+            ),
+            overflow="fold",
+        )
     _print_estimated(console, data)
 
 
@@ -511,17 +657,33 @@ def _print_estimated(console: Any, data: dict[str, Any]) -> None:
     OpenAI's (the calls that reported no usage are then streams without it)."""
     from rich.text import Text
 
-    estimated = {shown(model): m["estimated_requests"] for model, m in data["models"].items()
-                 if m["estimated_requests"]}  # fmt: skip
+    estimated = {
+        shown(model): m["estimated_requests"]
+        for model, m in data["models"].items()
+        if m["estimated_requests"]
+    }
     if not estimated:
         return
     counts = ", ".join(f"{model} {n}" for model, n in estimated.items())
-    openai = any(m["estimated_requests"] and m["provider"] in _INCLUDE_USAGE_PROVIDERS
-                 for m in data["models"].values())  # fmt: skip
-    advice = ("; OpenAI streams report it with stream_options.include_usage, which "
-              "OTEL_TOKENS_OPENAI_INCLUDE_USAGE=true asks for") if openai else ""
-    console.print(Text(f"usage missing, recorded as estimates: {counts} requests (successful calls "
-                       f"whose backend reported no usage{advice})."), overflow="fold")  # fmt: skip
+    openai = any(
+        m["estimated_requests"] and m["provider"] in _INCLUDE_USAGE_PROVIDERS
+        for m in data["models"].values()
+    )
+    advice = (
+        (
+            "; OpenAI streams report it with stream_options.include_usage, which "
+            "OTEL_TOKENS_OPENAI_INCLUDE_USAGE=true asks for"
+        )
+        if openai
+        else ""
+    )
+    console.print(
+        Text(
+            f"usage missing, recorded as estimates: {counts} requests (successful calls "
+            f"whose backend reported no usage{advice})."
+        ),
+        overflow="fold",
+    )
 
 
 def _print_failures(console: Any, data: dict[str, Any]) -> None:
@@ -530,35 +692,64 @@ def _print_failures(console: Any, data: dict[str, Any]) -> None:
 
     if not data["failures"]:
         return
-    table = _table("failed calls (not counted as requests)",
-                   ["agent", "model", "error type", "calls", "last (UTC)"],
-                   left=("model", "error type"))  # fmt: skip
+    table = _table(
+        "failed calls (not counted as requests)",
+        ["agent", "model", "error type", "calls", "last (UTC)"],
+        left=("model", "error type"),
+    )
     for f in data["failures"]:
-        table.add_row(_cell(f["agent"]), _cell(f["model"]), _cell(f["error_type"]),
-                      str(f["calls"]), f["last"][5:16].replace("T", " "))  # fmt: skip
+        table.add_row(
+            _cell(f["agent"]),
+            _cell(f["model"]),
+            _cell(f["error_type"]),
+            str(f["calls"]),
+            f["last"][5:16].replace("T", " "),
+        )
     console.print(table)
     if any(f["error_type"] == NOT_RECORDED for f in data["failures"]):
-        console.print(Text("this ledger does not record error types (a file written before "
-                           "schema version 3, or rows a release before it wrote to a fleet "
-                           "database): its rows without any token figure are counted as failed "
-                           "calls."), overflow="fold")  # fmt: skip
+        console.print(
+            Text(
+                "this ledger does not record error types (a file written before "
+                "schema version 3, or rows a release before it wrote to a fleet "
+                "database): its rows without any token figure are counted as failed "
+                "calls."
+            ),
+            overflow="fold",
+        )
 
 
 def _print_time_and_top(console: Any, data: dict[str, Any]) -> None:
     from rich.text import Text
 
-    table = _table("cost by time (UTC)", ["from", "to", "requests", "failed", "tokens", "cost USD"],
-                   left=("to",))  # fmt: skip
+    table = _table(
+        "cost by time (UTC)",
+        ["from", "to", "requests", "failed", "tokens", "cost USD"],
+        left=("to",),
+    )
     for r in data["cost_by_time"]:
-        table.add_row(r["start"][:16].replace("T", " "), r["end"][11:16], str(r["requests"]),
-                      str(r["failed"]), _n(r["total_tokens"]), _n(r["cost_usd"], 4))  # fmt: skip
+        table.add_row(
+            r["start"][:16].replace("T", " "),
+            r["end"][11:16],
+            str(r["requests"]),
+            str(r["failed"]),
+            _n(r["total_tokens"]),
+            _n(r["cost_usd"], 4),
+        )
     console.print(table)
-    table = _table(f"top {len(data['top_requests'])} requests by cost",
-                   ["time (UTC)", "agent", "model", "input", "output", "cost USD"],
-                   left=("agent", "model"))  # fmt: skip
+    table = _table(
+        f"top {len(data['top_requests'])} requests by cost",
+        ["time (UTC)", "agent", "model", "input", "output", "cost USD"],
+        left=("agent", "model"),
+    )
     for r in data["top_requests"]:
-        table.add_row(r["time"][5:16].replace("T", " "), _cell(r["agent"]), _cell(r["model"]),
-                      _n(r["input_tokens"]), _n(r["output_tokens"]), _n(r["cost_usd"], 4))  # fmt: skip
+        table.add_row(
+            r["time"][5:16].replace("T", " "),
+            _cell(r["agent"]),
+            _cell(r["model"]),
+            _n(r["input_tokens"]),
+            _n(r["output_tokens"]),
+            _n(r["cost_usd"], 4),
+        )
     console.print(table)
     if data["top_requests"]:
         ids = ", ".join(shown(r["request_id"]) for r in data["top_requests"])
@@ -566,23 +757,41 @@ def _print_time_and_top(console: Any, data: dict[str, Any]) -> None:
 
 
 @click.command()
-@click.option("--db", "db", metavar="PATH|URL",
-              envvar=["OTEL_TOKENS_LEDGER_PATH", "OTEL_TOKENS_LEDGER_URL"],
-              help="The ledger's SQLite file, or a fleet ledger's postgresql://user@host:port/db "
-                   "URL (default: OTEL_TOKENS_LEDGER_PATH, then OTEL_TOKENS_LEDGER_URL).")
-@click.option("--since", metavar="WHEN",
-              help="Only requests since WHEN: a duration ago (30m, 24h, 7d, 2w) or an ISO date.")
-@click.option("--top", "top_n", type=click.IntRange(1, 1000), default=10, show_default=True,
-              help="How many of the most expensive requests to list.")
-@click.option("--by", "by", type=click.Choice(sorted(GROUPS)),
-              help="Totals per user, tenant, conversation, agent, model or service (a fleet "
-                   "ledger's processes) instead.")
+@click.option(
+    "--db",
+    "db",
+    metavar="PATH|URL",
+    envvar=["OTEL_TOKENS_LEDGER_PATH", "OTEL_TOKENS_LEDGER_URL"],
+    help="The ledger's SQLite file, or a fleet ledger's postgresql://user@host:port/db "
+    "URL (default: OTEL_TOKENS_LEDGER_PATH, then OTEL_TOKENS_LEDGER_URL).",
+)
+@click.option(
+    "--since",
+    metavar="WHEN",
+    help="Only requests since WHEN: a duration ago (30m, 24h, 7d, 2w) or an ISO date.",
+)
+@click.option(
+    "--top",
+    "top_n",
+    type=click.IntRange(1, 1000),
+    default=10,
+    show_default=True,
+    help="How many of the most expensive requests to list.",
+)
+@click.option(
+    "--by",
+    "by",
+    type=click.Choice(sorted(GROUPS)),
+    help="Totals per user, tenant, conversation, agent, model or service (a fleet "
+    "ledger's processes) instead.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def report(db: str | None, since: str | None, top_n: int, by: str | None, as_json: bool) -> None:
     """Totals, percentiles, cost by model and time, top requests of a persisted ledger."""
     if not db:
-        raise click.UsageError("no ledger: pass --db PATH|URL or set OTEL_TOKENS_LEDGER_PATH "
-                               "or OTEL_TOKENS_LEDGER_URL")
+        raise click.UsageError(
+            "no ledger: pass --db PATH|URL or set OTEL_TOKENS_LEDGER_PATH or OTEL_TOKENS_LEDGER_URL"
+        )
     start = parse_since(since) if since else None
     data = build_report(db, start, top_n, by)
     if as_json:
@@ -599,11 +808,26 @@ def print_groups(data: dict[str, Any]) -> None:
     console = _console()
     scope = f" since {data['since']}" if data["since"] else ""
     failed = any(g["failed"] for g in data["groups"].values())
-    table = _table(f"totals by {data['by']}{scope}", [data["by"], "requests",
-                                                       *(["failed"] if failed else []), "input",
-                                                       "output", "cost USD", "estimated\ntokens"])
+    table = _table(
+        f"totals by {data['by']}{scope}",
+        [
+            data["by"],
+            "requests",
+            *(["failed"] if failed else []),
+            "input",
+            "output",
+            "cost USD",
+            "estimated\ntokens",
+        ],
+    )
     for name, g in data["groups"].items():
-        table.add_row(_cell(name), str(g["requests"]), *([str(g["failed"])] if failed else []),
-                      _n(g["input_tokens"]), _n(g["output_tokens"]), _n(g["cost_usd"], 4),
-                      _n(g["estimated_tokens"]))  # fmt: skip
+        table.add_row(
+            _cell(name),
+            str(g["requests"]),
+            *([str(g["failed"])] if failed else []),
+            _n(g["input_tokens"]),
+            _n(g["output_tokens"]),
+            _n(g["cost_usd"], 4),
+            _n(g["estimated_tokens"]),
+        )
     console.print(table)

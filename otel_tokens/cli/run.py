@@ -35,8 +35,12 @@ def program_env(base: dict[str, str] | None = None) -> dict[str, str]:
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--service-name", metavar="NAME", help="service.name of the program's telemetry "
-              "(default: OTEL_SERVICE_NAME, else the script's name).")  # fmt: skip
+@click.option(
+    "--service-name",
+    metavar="NAME",
+    help="service.name of the program's telemetry "
+    "(default: OTEL_SERVICE_NAME, else the script's name).",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED, required=True)
 def run(service_name: str | None, command: tuple[str, ...]) -> None:
     """Run COMMAND (e.g. -- python my_agent.py) with otel_tokens' instrumentation on."""

@@ -51,10 +51,16 @@ def _names() -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
 
     who = frozenset({names.USER_ID, names.TENANT_ID, names.CONVERSATION_ID})
     variant = frozenset({names.ERROR_TYPE, names.COST_UNPRICED})  # on some instruments' points
-    core = frozenset({
-        names.REQUEST_MODEL, names.RESPONSE_MODEL, names.AGENT_NAME, names.PROVIDER,
-        names.SERVER_ADDRESS, names.OPERATION,
-    })  # fmt: skip
+    core = frozenset(
+        {
+            names.REQUEST_MODEL,
+            names.RESPONSE_MODEL,
+            names.AGENT_NAME,
+            names.PROVIDER,
+            names.SERVER_ADDRESS,
+            names.OPERATION,
+        }
+    )
     return who, variant, who | variant | core
 
 
@@ -78,8 +84,12 @@ class CardinalityGuard:
     """Bounds outside values on metric points: their length, their number per attribute and
     the number of distinct label sets (see the module docstring)."""
 
-    def __init__(self, limit: int = 200, on_overflow: Callable[[str], None] | None = None,
-                 max_sets: int = DEFAULT_MAX_LABEL_SETS) -> None:  # fmt: skip
+    def __init__(
+        self,
+        limit: int = 200,
+        on_overflow: Callable[[str], None] | None = None,
+        max_sets: int = DEFAULT_MAX_LABEL_SETS,
+    ) -> None:
         self.limit = limit
         self.max_sets = max(2, max_sets)
         self._who, self._variant, bounded = _names()
@@ -148,7 +158,9 @@ class CardinalityGuard:
             return self.label_set({k: OTHER if k in self._who else v for k, v in bounded.items()})
         if variant:
             self._overflow("label sets: error type, unpriced component")
-            return self.label_set({k: OTHER if k in self._variant else v for k, v in bounded.items()})
+            return self.label_set(
+                {k: OTHER if k in self._variant else v for k, v in bounded.items()}
+            )
         self._overflow("label sets: every outside value")
         folded = {k: OTHER if k in self._seen else v for k, v in bounded.items()}
         key = frozenset(folded.items())

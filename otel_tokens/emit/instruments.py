@@ -47,14 +47,18 @@ ESTIMATE_INPUT = "otel_tokens.estimate.input_tokens"
 ESTIMATE_SOURCE = "otel_tokens.estimate.source"
 ESTIMATE_ERROR = "otel_tokens.estimate.error"
 ESTIMATE_CALIBRATION = "otel_tokens.estimate.calibration"  # actual/estimate ratio applied
-ESTIMATE_COMPLETE = "otel_tokens.estimate.complete"  # false: part of the request counted by a per-item figure
+ESTIMATE_COMPLETE = (
+    "otel_tokens.estimate.complete"  # false: part of the request counted by a per-item figure
+)
 ESTIMATE_INPUT_MAX = "otel_tokens.estimate.input_tokens_max"  # an incomplete estimate's bound
 USAGE_SOURCE = "otel_tokens.usage.source"
 COST_USD = "otel_tokens.cost.usd"
 COST_SOURCE = "otel_tokens.cost.source"
 COST_COMPONENTS = "otel_tokens.cost.components"  # span: what the cost covers beyond tokens
 COST_UNPRICED = "otel_tokens.cost.unpriced"  # span, unpriced_requests: billed, no price known
-COST_MATCH = "otel_tokens.cost.price_match"  # span: endpoint | model_name | price_file | self_hosted
+COST_MATCH = (
+    "otel_tokens.cost.price_match"  # span: endpoint | model_name | price_file | self_hosted
+)
 PREMIUM_REQUESTS = "otel_tokens.premium_requests"
 STATE_TURN_COUNT = "otel_tokens.state.turn_count"
 STATE_TOTAL_OUTPUT = "otel_tokens.state.total_output_tokens"
@@ -96,8 +100,21 @@ INSTRUMENTATION_ERRORS = "otel_tokens.instrumentation.errors"
 TOKEN_BUCKETS: tuple[float, ...] = tuple(float(4**i) for i in range(14))  # 1 .. 67108864
 DURATION_BUCKETS: tuple[float, ...] = tuple(0.01 * 2**i for i in range(14))  # 0.01 .. 81.92
 ESTIMATE_ERROR_BUCKETS: tuple[float, ...] = (
-    -1, -0.5, -0.25, -0.1, -0.05, -0.02, 0, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2,
-)  # fmt: skip
+    -1,
+    -0.5,
+    -0.25,
+    -0.1,
+    -0.05,
+    -0.02,
+    0,
+    0.02,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1,
+    2,
+)
 
 HISTOGRAM_BUCKETS: dict[str, tuple[float, ...]] = {
     TOKEN_USAGE: TOKEN_BUCKETS,
@@ -108,7 +125,9 @@ HISTOGRAM_BUCKETS: dict[str, tuple[float, ...]] = {
 
 
 SCOPE = "otel_tokens"  #: the meter (instrumentation scope) of every instrument here
-SDK_CARDINALITY_LIMIT = 2000  # the OpenTelemetry SDK's default limit of attribute sets per instrument
+SDK_CARDINALITY_LIMIT = (
+    2000  # the OpenTelemetry SDK's default limit of attribute sets per instrument
+)
 #: the most attribute sets one label set becomes on one instrument: ``otel_tokens.tokens``,
 #: 5 token types x 3 usage sources (cost sources, estimate sources, anomaly kinds: 3 each)
 FANOUT = len(TOKEN_ATTRIBUTES) * len(USAGE_SOURCES)
@@ -133,21 +152,35 @@ def views(max_label_sets: int | None = None, max_attribute_values: int | None = 
 
     current = _settings.current()
     sets = max_label_sets if max_label_sets is not None else current.max_label_sets
-    values = max_attribute_values if max_attribute_values is not None else current.max_attribute_values
+    values = (
+        max_attribute_values if max_attribute_values is not None else current.max_attribute_values
+    )
     limit = {"aggregation_cardinality_limit": max(sdk_cardinality_limit(sets), values + 2)}
     try:
         View(instrument_name=TOKENS, meter_name=SCOPE, **limit)
     except TypeError:  # an SDK before cardinality limits: nothing to raise
         limit = {}
     histograms = [
-        View(instrument_name=name, meter_name=SCOPE,
-             aggregation=ExplicitBucketHistogramAggregation(boundaries=list(buckets)), **limit)
+        View(
+            instrument_name=name,
+            meter_name=SCOPE,
+            aggregation=ExplicitBucketHistogramAggregation(boundaries=list(buckets)),
+            **limit,
+        )
         for name, buckets in HISTOGRAM_BUCKETS.items()
-    ]  # fmt: skip
+    ]
     if not limit:
         return histograms
-    others = (TOKENS, COST, PREMIUM, CONTEXT_UTILIZATION, ANOMALIES, UNPRICED, USAGE_MISSING,
-              INSTRUMENTATION_ERRORS)  # fmt: skip
+    others = (
+        TOKENS,
+        COST,
+        PREMIUM,
+        CONTEXT_UTILIZATION,
+        ANOMALIES,
+        UNPRICED,
+        USAGE_MISSING,
+        INSTRUMENTATION_ERRORS,
+    )
     return histograms + [View(instrument_name=name, meter_name=SCOPE, **limit) for name in others]
 
 
@@ -176,9 +209,11 @@ class Instruments:
 
         def histogram(name: str, unit: str, description: str) -> Histogram:
             return meter.create_histogram(
-                name, unit=unit, description=description,
+                name,
+                unit=unit,
+                description=description,
                 explicit_bucket_boundaries_advisory=list(HISTOGRAM_BUCKETS[name]),
-            )  # fmt: skip
+            )
 
         def counter(name: str, unit: str, description: str) -> CounterSums:
             sums = CounterSums()
@@ -197,20 +232,39 @@ class Instruments:
                 ESTIMATE_ERROR_METRIC, "1", "(estimate - actual) / actual of input tokens."
             ),
             context_utilization=meter.create_observable_gauge(
-                CONTEXT_UTILIZATION, callbacks=[utilization], unit="1",
+                CONTEXT_UTILIZATION,
+                callbacks=[utilization],
+                unit="1",
                 description="Share of the context window in use, per agent (the displayed value).",
-            ),  # fmt: skip
-            tokens=counter(TOKENS, "{token}", "Tokens by type (input, output, cache read, "
-                           "cache write, reasoning) and usage source."),  # fmt: skip
+            ),
+            tokens=counter(
+                TOKENS,
+                "{token}",
+                "Tokens by type (input, output, cache read, "
+                "cache write, reasoning) and usage source.",
+            ),
             cost=counter(COST, "USD", "Cost of calls in USD."),
-            premium_requests=counter(PREMIUM, "{request}", "Premium requests (e.g. GitHub Copilot)."),
+            premium_requests=counter(
+                PREMIUM, "{request}", "Premium requests (e.g. GitHub Copilot)."
+            ),
             anomalies=counter(ANOMALIES, "{event}", "Budget and spike anomalies detected."),
-            unpriced=counter(UNPRICED, "{request}", "Calls whose model, or a billed component "
-                             "of whose response (otel_tokens.cost.unpriced), has no known price."),
-            usage_missing=counter(USAGE_MISSING, "{request}", "Successful calls whose backend "
-                                  "reported no usage (recorded as an estimate, when possible)."),
-            errors=counter(INSTRUMENTATION_ERRORS, "{error}",
-                           "Faults inside otel_tokens (caught; the host call was unaffected)."),  # fmt: skip
+            unpriced=counter(
+                UNPRICED,
+                "{request}",
+                "Calls whose model, or a billed component "
+                "of whose response (otel_tokens.cost.unpriced), has no known price.",
+            ),
+            usage_missing=counter(
+                USAGE_MISSING,
+                "{request}",
+                "Successful calls whose backend "
+                "reported no usage (recorded as an estimate, when possible).",
+            ),
+            errors=counter(
+                INSTRUMENTATION_ERRORS,
+                "{error}",
+                "Faults inside otel_tokens (caught; the host call was unaffected).",
+            ),
         )
 
 
@@ -232,7 +286,10 @@ def record_signed(histogram: Histogram, value: float, attributes: dict[str, Any]
     if getattr(histogram, "_is_enabled", lambda: True)():
         consumer.consume_measurement(
             Measurement(
-                value=value, time_unix_nano=time_ns(), instrument=histogram,
-                context=get_current(), attributes=attributes,
-            )  # fmt: skip
+                value=value,
+                time_unix_nano=time_ns(),
+                instrument=histogram,
+                context=get_current(),
+                attributes=attributes,
+            )
         )

@@ -63,8 +63,9 @@ def install(get_setup: Callable[[], Any]) -> None:
     _get_setup = get_setup
     if not _installed and hasattr(os, "register_at_fork"):
         _installed = True
-        os.register_at_fork(before=_quiesce, after_in_parent=_resume,
-                            after_in_child=_after_fork_in_child)  # fmt: skip
+        os.register_at_fork(
+            before=_quiesce, after_in_parent=_resume, after_in_child=_after_fork_in_child
+        )
     _flush_at_billiard_exit()  # a pool worker that billiard spawned (a new interpreter)
     _flush_in_spawned_child(get_setup())
     _flush_at_uvicorn_stop()
@@ -83,7 +84,9 @@ def multiprocessing_child() -> bool:
     """Whether this process is a ``multiprocessing`` child (a pool worker, a ``Process``):
     spawned, seen from its start (``sitecustomize``: its command line), while it imports the
     parent's main module (``_inheriting``) or after (``parent_process()``)."""
-    if getattr(sys, "argv", [])[1:2] == ["--multiprocessing-fork"]:  # multiprocessing.spawn.is_forking()
+    if getattr(sys, "argv", [])[1:2] == [
+        "--multiprocessing-fork"
+    ]:  # multiprocessing.spawn.is_forking()
         return True
     mp = sys.modules.get("multiprocessing")
     if mp is None:
@@ -164,7 +167,9 @@ def _drop_metric_state(meter_provider: Any) -> None:
     consumer = getattr(meter_provider, "_measurement_consumer", None)
     storages = getattr(consumer, "_reader_storages", None)
     if not isinstance(storages, dict):
-        raise RuntimeError("this opentelemetry-sdk keeps metric state where otel_tokens cannot reset it")
+        raise RuntimeError(
+            "this opentelemetry-sdk keeps metric state where otel_tokens cannot reset it"
+        )
     # locks another thread of the parent held at the fork stay held for ever in the child
     consumer._lock = threading.Lock()
     for reader in storages:
@@ -174,7 +179,9 @@ def _drop_metric_state(meter_provider: Any) -> None:
         _new_session(getattr(reader, "_exporter", None))
     for storage in storages.values():
         if not isinstance(getattr(storage, "_instrument_view_instrument_matches", None), dict):
-            raise RuntimeError("this opentelemetry-sdk keeps metric state where otel_tokens cannot reset it")
+            raise RuntimeError(
+                "this opentelemetry-sdk keeps metric state where otel_tokens cannot reset it"
+            )
         storage._lock = threading.RLock()
         storage._instrument_view_instrument_matches = {}
 
@@ -281,7 +288,8 @@ def _stopped_by_signal(server: Any) -> bool:
     thread: a server run on another thread catches none, and its process goes on)."""
     caught = getattr(server, "_captured_signals", None) or ()
     return threading.current_thread() is threading.main_thread() and any(
-        sig in (signal.SIGTERM, signal.SIGINT) for sig in caught)  # fmt: skip
+        sig in (signal.SIGTERM, signal.SIGINT) for sig in caught
+    )
 
 
 def _flush_before_signal() -> None:
@@ -419,8 +427,10 @@ def _inside_flush(setup: Any, frame: Any) -> bool:
     ``shutdown()`` delivers a deferred signal when it returns) or the at-exit summary's
     (``atexit`` runs ``shutdown()`` right after it; it may hold the metric SDK's locks)."""
     summary = sys.modules.get("otel_tokens.emit.summary")  # loaded only where it is on
-    codes = (getattr(getattr(type(setup), "_flush", None), "__code__", None),
-             getattr(getattr(summary, "print_summary", None), "__code__", None))  # fmt: skip
+    codes = (
+        getattr(getattr(type(setup), "_flush", None), "__code__", None),
+        getattr(getattr(summary, "print_summary", None), "__code__", None),
+    )
     while frame is not None:
         if frame.f_code in codes:
             return True

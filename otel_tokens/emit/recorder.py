@@ -90,18 +90,24 @@ class _Emission:
 class Recorder:
     """Tracer, instruments and metric attribute sets of otel_tokens' own scope."""
 
-    def __init__(self, tracer_provider: Any = None, meter_provider: Any = None, *,
-                 max_attribute_values: int = 200, exemplars: bool = True,
-                 reuse_genai_span: bool = False,
-                 metric_attributes: frozenset[str] = frozenset(),
-                 max_label_sets: int = DEFAULT_MAX_LABEL_SETS) -> None:  # fmt: skip
+    def __init__(
+        self,
+        tracer_provider: Any = None,
+        meter_provider: Any = None,
+        *,
+        max_attribute_values: int = 200,
+        exemplars: bool = True,
+        reuse_genai_span: bool = False,
+        metric_attributes: frozenset[str] = frozenset(),
+        max_label_sets: int = DEFAULT_MAX_LABEL_SETS,
+    ) -> None:
         self.tracer = trace.get_tracer(SCOPE, __version__, tracer_provider, _SCHEMA_URL)
         self.instruments = _instruments_of(meter_provider, self)
         self.cardinality = CardinalityGuard(
             max_attribute_values,
             lambda key: faults.report("cardinality", detail=f"{key}: too many values"),
             max_label_sets,
-        )  # fmt: skip
+        )
         self._attribute_sets: dict[tuple[Any, ...], _AttributeSet] = {}
         #: request shapes (a call's common labels, shared: read only), by request facts
         self._labels: dict[tuple[Any, ...], _Shape] = {}
@@ -111,10 +117,14 @@ class Recorder:
         self.reuse_genai_span = reuse_genai_span
         #: who the calls are for, also on metric points (opt-in; bounded like every label)
         self.who_labels = tuple(
-            (key, attr) for key, attr in (("user", names.USER_ID), ("tenant", names.TENANT_ID),
-                                          ("conversation", names.CONVERSATION_ID))
+            (key, attr)
+            for key, attr in (
+                ("user", names.USER_ID),
+                ("tenant", names.TENANT_ID),
+                ("conversation", names.CONVERSATION_ID),
+            )
             if key in metric_attributes
-        )  # fmt: skip
+        )
         faults.sink().bind(self.instruments.errors)
 
     # -- the start ------------------------------------------------------------------------------
@@ -122,8 +132,15 @@ class Recorder:
         """Open the call's span (started, not yet current) from the record's request facts
         and who the call is for; the span and its ids go on the call's tracking."""
         agent = tracking.agent
-        facts = (call.operation, call.provider, agent.name if agent is not None else "default",
-                 call.request_model, call.server_address, call.stream, call.server_port)  # fmt: skip
+        facts = (
+            call.operation,
+            call.provider,
+            agent.name if agent is not None else "default",
+            call.request_model,
+            call.server_address,
+            call.stream,
+            call.server_port,
+        )
         shape = self._labels.get(facts)  # (none kept when labels carry who a call is for)
         if shape is None:
             shape = self._shape_of(tracking, facts)
@@ -155,7 +172,8 @@ class Recorder:
                 span.set_attributes(attrs)
             else:
                 span = emission.span = self.tracer.start_span(
-                    call.span_name or shape.name, kind=_CLIENT, attributes=attrs)
+                    call.span_name or shape.name, kind=_CLIENT, attributes=attrs
+                )
             ids = span.get_span_context()
             if ids.is_valid:
                 tracking.trace_id, tracking.span_id = ids.trace_id, ids.span_id
@@ -167,15 +185,23 @@ class Recorder:
         the start and its default span name), kept by request facts (bounded) unless its
         labels carry who the call is for (opt-in)."""
         operation, provider, agent, model, address, stream, port = facts
-        labels: dict[str, Any] = {names.OPERATION: operation, names.PROVIDER: provider,
-                                  names.AGENT_NAME: agent}  # fmt: skip
+        labels: dict[str, Any] = {
+            names.OPERATION: operation,
+            names.PROVIDER: provider,
+            names.AGENT_NAME: agent,
+        }
         if model:
             labels[names.REQUEST_MODEL] = model
         if address:
             labels[names.SERVER_ADDRESS] = address
         for who, attr in self.who_labels:
-            value = tracking.user if who == "user" else tracking.tenant if who == "tenant" \
-                else tracking.conversation_id  # fmt: skip
+            value = (
+                tracking.user
+                if who == "user"
+                else tracking.tenant
+                if who == "tenant"
+                else tracking.conversation_id
+            )
             if value:
                 labels[attr] = value
         span_attributes = {**labels, names.REQUEST_STREAM: bool(stream)}
@@ -225,8 +251,9 @@ class Recorder:
         try:
             if outcome is not None and emission is not None:
                 # the attribute set, from the shape's own when it is there
-                main = emission.shape.sets.get(outcome.response_model) \
-                    or self._attribute_set(emission.shape, outcome.response_model)
+                main = emission.shape.sets.get(outcome.response_model) or self._attribute_set(
+                    emission.shape, outcome.response_model
+                )
                 if span is not None:
                     self._span(span, outcome)
                 for anomaly in outcome.anomalies:
@@ -274,8 +301,9 @@ class Recorder:
         except Exception as exc:
             faults.report("span", exc)
 
-    def _metrics(self, emission: _Emission, main: _AttributeSet, outcome: Outcome,
-                 context: Any = None) -> None:  # fmt: skip
+    def _metrics(
+        self, emission: _Emission, main: _AttributeSet, outcome: Outcome, context: Any = None
+    ) -> None:
         """Every metric point of the call: duration, time to first chunk, each line's
         points, the missing-usage count and the estimate's error."""
         inst = self.instruments
@@ -292,13 +320,20 @@ class Recorder:
                 inst.usage_missing.add(1, main.key)
             estimate = outcome.estimate
             if outcome.estimate_error is not None and estimate is not None:
-                record_signed(inst.estimate_error, outcome.estimate_error,
-                              main.estimate(estimate.source))  # fmt: skip
+                record_signed(
+                    inst.estimate_error, outcome.estimate_error, main.estimate(estimate.source)
+                )
         except Exception as exc:
             faults.report("metrics", exc)
 
-    def _line(self, shape: _Shape, main: _AttributeSet, response_model: str | None, line: Line,
-              context: Any = None) -> None:  # fmt: skip
+    def _line(
+        self,
+        shape: _Shape,
+        main: _AttributeSet,
+        response_model: str | None,
+        line: Line,
+        context: Any = None,
+    ) -> None:
         """One line's metric points, under ``main`` when its model is the call's."""
         inst = self.instruments
         points = main if line.model == response_model else self._attribute_set(shape, line.model)
@@ -345,14 +380,20 @@ class Recorder:
         try:
             scope = getattr(anomaly, "scope", None)
             if span is not None:
-                event = {names.ANOMALY_KIND: anomaly.kind, names.ANOMALY_OBSERVED: anomaly.observed,
-                         names.ANOMALY_THRESHOLD: anomaly.threshold}  # fmt: skip
+                event = {
+                    names.ANOMALY_KIND: anomaly.kind,
+                    names.ANOMALY_OBSERVED: anomaly.observed,
+                    names.ANOMALY_THRESHOLD: anomaly.threshold,
+                }
                 if scope is not None:
                     event[names.ANOMALY_BUDGET] = anomaly.agent
                 span.add_event(names.ANOMALY_EVENT, event)
             if scope in _WHO_ATTRIBUTE:
-                named = {**attrs, names.ANOMALY_SCOPE: scope,
-                         _WHO_ATTRIBUTE[scope]: anomaly.agent.partition(":")[2]}  # fmt: skip
+                named = {
+                    **attrs,
+                    names.ANOMALY_SCOPE: scope,
+                    _WHO_ATTRIBUTE[scope]: anomaly.agent.partition(":")[2],
+                }
                 attrs = self.cardinality.label_set(named)
             key = (*attrs.items(), (names.ANOMALY_KIND, anomaly.kind))
             self.instruments.anomalies.add(1, key)
@@ -433,8 +474,13 @@ def _instruments_of(meter_provider: Any, recorder: Recorder) -> Instruments:
     with _shared_lock:
         try:
             shared = _shared.get(provider) or next(
-                (entry for proxy, entry in _shared.items()
-                 if getattr(proxy, "_real_meter_provider", None) is provider), None)  # fmt: skip
+                (
+                    entry
+                    for proxy, entry in _shared.items()
+                    if getattr(proxy, "_real_meter_provider", None) is provider
+                ),
+                None,
+            )
         except TypeError:  # a provider that cannot be a weak key: instruments of its own
             shared = _Shared(metrics.get_meter(SCOPE, __version__, provider, _SCHEMA_URL), recorder)
             return shared.instruments
@@ -476,8 +522,6 @@ class _Shape:
         self.sets: dict[str | None, _AttributeSet] = {}
 
 
-
-
 class _AttributeSet:
     """One bounded metric attribute set and the attributes of its points.
 
@@ -486,8 +530,15 @@ class _AttributeSet:
     and re-guard the same dictionaries for every point.
     """
 
-    __slots__ = ("attrs", "cost_attrs", "estimate_attrs", "input_attrs", "key", "output_attrs",
-                 "token_attrs")  # fmt: skip
+    __slots__ = (
+        "attrs",
+        "cost_attrs",
+        "estimate_attrs",
+        "input_attrs",
+        "key",
+        "output_attrs",
+        "token_attrs",
+    )
 
     def __init__(self, attrs: dict[str, Any]) -> None:
         self.attrs = attrs = dict(attrs)  # its own: the caller's dict may be a call's
@@ -558,8 +609,10 @@ def _price_attributes(price: Any) -> dict[str, Any]:
 
 def _state_attributes(state: Any) -> dict[str, Any]:
     """The agent's state figures after the call, as span attributes."""
-    values = {names.STATE_TURN_COUNT: state.turn_count,
-              names.STATE_TOTAL_OUTPUT: state.total_output_tokens}  # fmt: skip
+    values = {
+        names.STATE_TURN_COUNT: state.turn_count,
+        names.STATE_TOTAL_OUTPUT: state.total_output_tokens,
+    }
     _put(values, names.STATE_MAX_OBSERVED_INPUT, state.max_observed_input_tokens)
     _put(values, names.STATE_CONTEXT_UTILIZATION, state.context_utilization)
     return values

@@ -47,14 +47,17 @@ def providers_closed() -> bool:
     """True once providers that configure() built have been shut down: nothing more is built
     on them (the start-up warm-up of a process that ends at once, e.g. ``otel-tokens check``)."""
     return _closed.is_set()
+
+
 _lock = threading.Lock()
 _setup: Setup | None = None
 _endpoints: list[Any] = []  # the /metrics endpoint _build started (emit.workers.Endpoint)
 _arguments: dict[str, Any] = {}  # what the first configure() was given
 #: resource attributes the embedded /metrics puts on every series, as the collector's
 #: transform/resource_labels keeps them (collector-config/otel-collector.yaml)
-_RESOURCE_LABELS = frozenset({"service.name", "service.namespace", "service.instance.id",
-                              "deployment.environment.name"})  # fmt: skip
+_RESOURCE_LABELS = frozenset(
+    {"service.name", "service.namespace", "service.instance.id", "deployment.environment.name"}
+)
 _ENVIRONMENT, _OLD_ENVIRONMENT = "deployment.environment.name", "deployment.environment"
 
 
@@ -113,10 +116,15 @@ class Setup:
             step.join(max(0.0, deadline - time.monotonic()))
         late = sum(step.is_alive() for step in steps)
         if late:
-            _log.warning("otel_tokens: telemetry not sent within %.1f s at shutdown (exporter "
-                         "down or not answering); exiting without it (OTEL_TOKENS_EXIT_TIMEOUT "
-                         "sets the wait)", wait)  # fmt: skip
-            faults.report("exporter", detail=f"{late} shutdown step(s) past the deadline", log=False)
+            _log.warning(
+                "otel_tokens: telemetry not sent within %.1f s at shutdown (exporter "
+                "down or not answering); exiting without it (OTEL_TOKENS_EXIT_TIMEOUT "
+                "sets the wait)",
+                wait,
+            )
+            faults.report(
+                "exporter", detail=f"{late} shutdown step(s) past the deadline", log=False
+            )
         self._ended.set()  # from now on a SIGTERM is the signal at once
         return not late
 
@@ -138,8 +146,11 @@ def _shutdown_at_exit() -> None:
 
 def _is_proxy(provider: Any) -> bool:
     return type(provider).__name__ in (
-        "ProxyTracerProvider", "_ProxyMeterProvider", "NoOpTracerProvider", "NoOpMeterProvider",
-    )  # fmt: skip
+        "ProxyTracerProvider",
+        "_ProxyMeterProvider",
+        "NoOpTracerProvider",
+        "NoOpMeterProvider",
+    )
 
 
 def _protocol(configured: str | None, endpoint: str) -> str:
@@ -169,9 +180,11 @@ def _otlp_exporter(signal: str, endpoint: str, protocol: str | None) -> Any:
     return getattr(mod, cls)(), f"otlp {protocol} {endpoint}"
 
 
-_GRPC_MISSING = ("OTLP over gRPC needs the grpc extra: pip install 'otel-tokens[grpc]' (or send "
-                 "OTLP/HTTP, in the base install: OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf and "
-                 "the collector's HTTP port, 4318)")  # fmt: skip
+_GRPC_MISSING = (
+    "OTLP over gRPC needs the grpc extra: pip install 'otel-tokens[grpc]' (or send "
+    "OTLP/HTTP, in the base install: OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf and "
+    "the collector's HTTP port, 4318)"
+)
 
 
 def _no_grpc(signal: str, endpoint: str, exc: ImportError) -> tuple[Any, str]:
@@ -191,8 +204,9 @@ def _no_grpc(signal: str, endpoint: str, exc: ImportError) -> tuple[Any, str]:
         from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult
 
         class _Dropped(MetricExporter):  # type: ignore[no-redef]
-            def export(self, metrics_data: Any, timeout_millis: float = 10_000,
-                       **kwargs: Any) -> Any:  # fmt: skip
+            def export(
+                self, metrics_data: Any, timeout_millis: float = 10_000, **kwargs: Any
+            ) -> Any:
                 return MetricExportResult.SUCCESS
 
             def force_flush(self, timeout_millis: float = 10_000) -> bool:
@@ -238,8 +252,11 @@ def configure(
     Prometheus port is logged and counted. A later call with other arguments is refused with
     a warning (the providers are built)."""
     global _setup
-    arguments = {"service_name": service_name, "prometheus_port": prometheus_port,
-                 "prometheus_host": prometheus_host}  # fmt: skip
+    arguments = {
+        "service_name": service_name,
+        "prometheus_port": prometheus_port,
+        "prometheus_host": prometheus_host,
+    }
     with _lock:
         if _setup is not None:
             _refuse_changes(arguments)
@@ -266,17 +283,21 @@ def _untouched() -> Setup:
     from opentelemetry import metrics, trace
 
     off = "nowhere (otel_tokens is off: installed packages older than it needs)"
-    return Setup(trace.get_tracer_provider(), metrics.get_meter_provider(), off, off,
-                 own_providers=False)  # fmt: skip
+    return Setup(
+        trace.get_tracer_provider(), metrics.get_meter_provider(), off, off, own_providers=False
+    )
 
 
 def _refuse_changes(arguments: dict[str, Any]) -> None:
     changed = {k: v for k, v in arguments.items() if v is not None and v != _arguments.get(k)}
     if changed:
         given = ", ".join(f"{k}={v!r}" for k, v in changed.items())
-        _log.warning("otel_tokens: configure(%s) ignored: configure() already set up the "
-                     "providers (call Setup.shutdown() and configure in a new process to change "
-                     "them)", given)  # fmt: skip
+        _log.warning(
+            "otel_tokens: configure(%s) ignored: configure() already set up the "
+            "providers (call Setup.shutdown() and configure in a new process to change "
+            "them)",
+            given,
+        )
         faults.report("config", detail=f"configure({given}) ignored", log=False)
 
 
@@ -294,15 +315,26 @@ def _build(settings: _settings.Settings) -> Setup:
         tracer_provider, traces_to = _build_tracer_provider(settings, resource, closers)
         trace.set_tracer_provider(tracer_provider)
     if _is_proxy(meter_provider):
-        meter_provider, metrics_to, prometheus_url = _build_meter_provider(settings, resource,
-                                                                           closers)  # fmt: skip
+        meter_provider, metrics_to, prometheus_url = _build_meter_provider(
+            settings, resource, closers
+        )
         metrics.set_meter_provider(meter_provider)
-    return Setup(tracer_provider, meter_provider, traces_to, metrics_to, prometheus_url, own,
-                 closers, settings.exit_timeout, endpoint=_endpoints[-1] if _endpoints else None)  # fmt: skip
+    return Setup(
+        tracer_provider,
+        meter_provider,
+        traces_to,
+        metrics_to,
+        prometheus_url,
+        own,
+        closers,
+        settings.exit_timeout,
+        endpoint=_endpoints[-1] if _endpoints else None,
+    )
 
 
-def _build_tracer_provider(settings: _settings.Settings, resource: Any,
-                           closers: list[Any]) -> tuple[Any, str]:  # fmt: skip
+def _build_tracer_provider(
+    settings: _settings.Settings, resource: Any, closers: list[Any]
+) -> tuple[Any, str]:
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
@@ -315,8 +347,9 @@ def _build_tracer_provider(settings: _settings.Settings, resource: Any,
     if choice == "none":
         return provider, "nowhere (set OTEL_EXPORTER_OTLP_ENDPOINT to export spans)"
     if choice == "otlp":
-        exporter, where = _otlp_exporter("TRACES", endpoint or "http://localhost:4318",
-                                         settings.traces_protocol)  # fmt: skip
+        exporter, where = _otlp_exporter(
+            "TRACES", endpoint or "http://localhost:4318", settings.traces_protocol
+        )
     else:
         from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 
@@ -325,8 +358,9 @@ def _build_tracer_provider(settings: _settings.Settings, resource: Any,
     return provider, where
 
 
-def _build_meter_provider(settings: _settings.Settings, resource: Any,
-                          closers: list[Any]) -> tuple[Any, str, str | None]:  # fmt: skip
+def _build_meter_provider(
+    settings: _settings.Settings, resource: Any, closers: list[Any]
+) -> tuple[Any, str, str | None]:
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 
@@ -338,13 +372,16 @@ def _build_meter_provider(settings: _settings.Settings, resource: Any,
     readers: list[Any] = []
     url = None
     if choice == "otlp":
-        exporter, where = _otlp_exporter("METRICS", endpoint or "http://localhost:4318",
-                                         settings.metrics_protocol)  # fmt: skip
+        exporter, where = _otlp_exporter(
+            "METRICS", endpoint or "http://localhost:4318", settings.metrics_protocol
+        )
         readers.append(PeriodicExportingMetricReader(GuardedMetricExporter(exporter)))
     elif choice == "console":
         from opentelemetry.sdk.metrics.export import ConsoleMetricExporter
 
-        readers.append(PeriodicExportingMetricReader(GuardedMetricExporter(ConsoleMetricExporter())))
+        readers.append(
+            PeriodicExportingMetricReader(GuardedMetricExporter(ConsoleMetricExporter()))
+        )
         where = "console"
     elif choice == "prometheus":
         reader, where, url = _prometheus(settings, closers)
@@ -356,8 +393,9 @@ def _build_meter_provider(settings: _settings.Settings, resource: Any,
         from . import summary
 
         readers.append(summary.reader())  # in memory, read at exit (emit/summary.py)
-    provider = MeterProvider(metric_readers=readers, resource=resource, views=views(),
-                             shutdown_on_exit=False)
+    provider = MeterProvider(
+        metric_readers=readers, resource=resource, views=views(), shutdown_on_exit=False
+    )
     closers.insert(0, provider.shutdown)
     return provider, where, url
 
@@ -367,12 +405,16 @@ def port_fix(exc: OSError) -> str:
     import errno
 
     if exc.errno == errno.EADDRINUSE:
-        return ("another process serves it: set OTEL_TOKENS_PROMETHEUS_PORT to a free port, "
-                "or 0 for any free port")  # fmt: skip
+        return (
+            "another process serves it: set OTEL_TOKENS_PROMETHEUS_PORT to a free port, "
+            "or 0 for any free port"
+        )
     if exc.errno in (errno.EACCES, errno.EPERM):
         return "ports below 1024 need privileges: set OTEL_TOKENS_PROMETHEUS_PORT above 1024"
-    return ("set OTEL_TOKENS_PROMETHEUS_HOST to an address of this machine (127.0.0.1) and "
-            "OTEL_TOKENS_PROMETHEUS_PORT to a free port")  # fmt: skip
+    return (
+        "set OTEL_TOKENS_PROMETHEUS_HOST to an address of this machine (127.0.0.1) and "
+        "OTEL_TOKENS_PROMETHEUS_PORT to a free port"
+    )
 
 
 def _prometheus(settings: _settings.Settings, closers: list[Any]) -> tuple[Any, str, str | None]:

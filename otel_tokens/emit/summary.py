@@ -135,16 +135,23 @@ def _print(rows: Rows, others: int) -> None:
 
     from ..cli import report
 
-    table = report._table(_title(others),
-                          ["agent", "model", "requests", "failed", "input", "output", "cost USD"],
-                          left=("model",))  # fmt: skip
+    table = report._table(
+        _title(others),
+        ["agent", "model", "requests", "failed", "input", "output", "cost USD"],
+        left=("model",),
+    )
     shown, rest = _costliest(rows)
     for i, ((agent, model), row) in enumerate(shown):
-        _add_row(table, report, report._cell(agent), report._cell(model), row,
-                 last=i == len(shown) - 1 and not rest)  # fmt: skip
+        _add_row(
+            table,
+            report,
+            report._cell(agent),
+            report._cell(model),
+            row,
+            last=i == len(shown) - 1 and not rest,
+        )
     if rest:
-        _add_row(table, report, Text(f"({len(rest)} more)"), Text(""), total(dict(rest)),
-                 last=True)  # fmt: skip
+        _add_row(table, report, Text(f"({len(rest)} more)"), Text(""), total(dict(rest)), last=True)
     _add_row(table, report, Text("TOTAL"), Text(""), total(rows), last=False)
     with contextlib.redirect_stdout(sys.stderr):  # report's console writes to sys.stdout
         report._console().print(table)
@@ -167,8 +174,16 @@ def _tokens(row: dict[str, Any]) -> int:
     return (row["input_tokens"] or 0) + (row["output_tokens"] or 0)
 
 
-def _add_row(table: Any, report: Any, agent: Any, model: Any, row: dict[str, Any],
-             last: bool) -> None:  # fmt: skip
-    table.add_row(agent, model, str(row["requests"]), str(row["failures"]),
-                  report._n(row["input_tokens"]), report._n(row["output_tokens"]),
-                  report._n(row["cost_usd"], 4), end_section=last)  # fmt: skip
+def _add_row(
+    table: Any, report: Any, agent: Any, model: Any, row: dict[str, Any], last: bool
+) -> None:
+    table.add_row(
+        agent,
+        model,
+        str(row["requests"]),
+        str(row["failures"]),
+        report._n(row["input_tokens"]),
+        report._n(row["output_tokens"]),
+        report._n(row["cost_usd"], 4),
+        end_section=last,
+    )

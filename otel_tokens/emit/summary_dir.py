@@ -57,8 +57,11 @@ def private(path: str) -> bool:
         info = os.lstat(path)
     except (OSError, ValueError):  # gone (its top process has ended), or a NUL in the name
         return False
-    return (stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
-            and stat.S_IMODE(info.st_mode) & 0o077 == 0)  # fmt: skip
+    return (
+        stat.S_ISDIR(info.st_mode)
+        and info.st_uid == os.getuid()
+        and stat.S_IMODE(info.st_mode) & 0o077 == 0
+    )
 
 
 def leave(folder: str, rows: Rows) -> bool:
@@ -173,7 +176,7 @@ def _remove_stale(temp: str) -> None:
     except OSError:
         return
     for name in entries:
-        pid = name[len(PREFIX):].split("@", 1)[0]
+        pid = name[len(PREFIX) :].split("@", 1)[0]
         path = os.path.join(temp, name)
         if pid.isdigit() and not _alive(int(pid)) and private(path):
             shutil.rmtree(path, ignore_errors=True)

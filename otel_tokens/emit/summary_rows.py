@@ -8,8 +8,18 @@ from typing import Any
 
 from . import instruments as names
 
-__all__ = ["FIELDS", "Rows", "add_into", "add_rows", "decoded", "encoded", "new_row", "since",
-           "summary_rows", "total"]  # fmt: skip
+__all__ = [
+    "FIELDS",
+    "Rows",
+    "add_into",
+    "add_rows",
+    "decoded",
+    "encoded",
+    "new_row",
+    "since",
+    "summary_rows",
+    "total",
+]
 
 #: (agent, model) -> its figures
 Rows = dict[tuple[Any, Any], dict[str, Any]]
@@ -37,13 +47,23 @@ def summary_rows(data: Any) -> Rows:
 def _own_metrics(data: Any) -> list[Any]:
     if data is None:
         return []
-    return [metric for resource in data.resource_metrics for scope in resource.scope_metrics
-            if scope.scope.name == names.SCOPE for metric in scope.metrics]  # fmt: skip
+    return [
+        metric
+        for resource in data.resource_metrics
+        for scope in resource.scope_metrics
+        if scope.scope.name == names.SCOPE
+        for metric in scope.metrics
+    ]
 
 
 def new_row() -> dict[str, Any]:
-    return {"requests": 0, "failures": 0, "input_tokens": None, "output_tokens": None,
-            "cost_usd": None}  # fmt: skip
+    return {
+        "requests": 0,
+        "failures": 0,
+        "input_tokens": None,
+        "output_tokens": None,
+        "cost_usd": None,
+    }
 
 
 def _add_point(row: dict[str, Any], metric: str, attrs: Any, point: Any) -> None:
@@ -79,8 +99,10 @@ def since(now: Rows, before: Rows) -> Rows:
     grown: Rows = {}
     for key, row in now.items():
         old = before.get(key, new_row())
-        grown[key] = {field: row[field] if row[field] is None else row[field] - (old[field] or 0)
-                      for field in FIELDS}  # fmt: skip
+        grown[key] = {
+            field: row[field] if row[field] is None else row[field] - (old[field] or 0)
+            for field in FIELDS
+        }
     return grown
 
 

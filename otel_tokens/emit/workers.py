@@ -70,8 +70,10 @@ def _own_folder(folder: str) -> bool:
         return False
     why = _not_ours(info)
     if why:
-        detail = (f"/metrics folder {folder!r} not used ({why}): this process shares its port "
-                  "with no other (OTEL_TOKENS_PROMETHEUS_WORKERS_DIR)")  # fmt: skip
+        detail = (
+            f"/metrics folder {folder!r} not used ({why}): this process shares its port "
+            "with no other (OTEL_TOKENS_PROMETHEUS_WORKERS_DIR)"
+        )
         faults.report("config", detail=detail, each=True)
         return False
     return True
@@ -176,11 +178,17 @@ class Endpoint:
     def _watch(self) -> None:
         """A worker's watch: take the port over when the front has gone."""
         while not self._stop.wait(WATCH_SECONDS):
-            if self.role != "worker" or os.getpid() != self._pid or _listening(self.host, self.port):
+            if (
+                self.role != "worker"
+                or os.getpid() != self._pid
+                or _listening(self.host, self.port)
+            ):
                 continue
             try:
                 self._become_front()
-                _log.info("otel_tokens: this process now serves %s (the previous one exited)", self.url)
+                _log.info(
+                    "otel_tokens: this process now serves %s (the previous one exited)", self.url
+                )
                 return
             except OSError:
                 continue  # another worker was quicker
@@ -234,7 +242,8 @@ class Endpoint:
         except OSError:
             return False
         return any(n.endswith(".worker.json") for n in names) or any(
-            n.endswith(".final.prom") and _fresh(os.path.join(self.folder, n), now) for n in names)
+            n.endswith(".final.prom") and _fresh(os.path.join(self.folder, n), now) for n in names
+        )
 
     def after_fork_in_child(self) -> None:
         """A forked child does not serve the parent's port: it drops the inherited listening
@@ -281,7 +290,9 @@ class Endpoint:
         if pid == os.getpid():
             return None
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=FETCH_SECONDS) as r:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{port}/metrics", timeout=FETCH_SECONDS
+            ) as r:
                 return r.read().decode("utf-8")
         except OSError:
             if not _alive(pid):
@@ -362,8 +373,9 @@ def _final(path: str, now: float) -> str | None:
 
 def _listening(host: str, port: int) -> bool:
     try:
-        with socket.create_connection((host if host not in ("", "0.0.0.0") else "127.0.0.1", port),
-                                      timeout=1.0):  # fmt: skip
+        with socket.create_connection(
+            (host if host not in ("", "0.0.0.0") else "127.0.0.1", port), timeout=1.0
+        ):
             return True
     except OSError:
         return False

@@ -27,9 +27,16 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from ...request import Api, Request
 from ..state import Estimate
 from .text import (
-    JOINER_TOKENS, LOADED, NEWLINE_MASK, WEIGHTS, encoding_for, exact_tokens, heuristic_features,
-    heuristic_tokens, warm_up,
-)  # fmt: skip
+    JOINER_TOKENS,
+    LOADED,
+    NEWLINE_MASK,
+    WEIGHTS,
+    encoding_for,
+    exact_tokens,
+    heuristic_features,
+    heuristic_tokens,
+    warm_up,
+)
 
 if TYPE_CHECKING:
     from .requests import Rendering
@@ -48,8 +55,13 @@ _MAX_RANGE = 1000.0  # the largest actual/estimate ratio an incomplete estimate'
 #: gives how often each holds the billed input): the largest image a model bills (patch
 #: models: 2,500), a few PDF pages, a tool search loading at most twice what it is sent,
 #: about two rounds of web-search results for any other server-run tools (or a mix)
-_DEFAULT_BOUNDS = {"image": (1.0, 2_500), "file": (1.0, 3_000), "tool_search": (3.0, 0),
-                   "server": (1.0, 32_000), "incomplete": (2.0, 0)}  # fmt: skip
+_DEFAULT_BOUNDS = {
+    "image": (1.0, 2_500),
+    "file": (1.0, 3_000),
+    "tool_search": (3.0, 0),
+    "server": (1.0, 32_000),
+    "incomplete": (2.0, 0),
+}
 _MIN_LEARNT = 5  # calls a model's learnt bound of a kind needs to go below the default
 _SEARCH_TOOLS = ("tool_search", "namespace")  # server tools that load tool definitions only
 
@@ -166,8 +178,17 @@ class _Kept:
     encoding (None: the heuristic), what a request of this message alone counts (a one-shot
     prompt, sent again and again), once counted."""
 
-    __slots__ = ("alone", "digest", "exact", "head", "last", "packed", "rendering", "summable",
-                 "tail")  # fmt: skip
+    __slots__ = (
+        "alone",
+        "digest",
+        "exact",
+        "head",
+        "last",
+        "packed",
+        "rendering",
+        "summable",
+        "tail",
+    )
 
     def __init__(self, rendering: Rendering) -> None:
         self.rendering = rendering
@@ -175,13 +196,23 @@ class _Kept:
         texts = list(filter(None, rendering.texts))
         joined = _JOINER.join(texts)
         start = joined[:1]
-        self.summable = (start.isascii() and start.isalpha() and rendering.complete
-                         and not rendering.carried)  # fmt: skip
+        self.summable = (
+            start.isascii() and start.isalpha() and rendering.complete and not rendering.carried
+        )
         if self.summable:
             nbytes, bits, shared, c2, c3, c4, first, last = heuristic_features(joined)
             head, tail = (first & NEWLINE_MASK).bit_count(), (last & NEWLINE_MASK).bit_count()
-            self.packed = _pack(nbytes + 1, bits + _NEWLINE_BITS, shared + head + tail, c2, c3,
-                                c4, len(texts), rendering.fixed, rendering.opens_turn)  # fmt: skip
+            self.packed = _pack(
+                nbytes + 1,
+                bits + _NEWLINE_BITS,
+                shared + head + tail,
+                c2,
+                c3,
+                c4,
+                len(texts),
+                rendering.fixed,
+                rendering.opens_turn,
+            )
             self.head, self.tail = _pack(0, 0, head), _pack(1, _NEWLINE_BITS, tail)
             self.exact: dict[Any, int] = {}  # one entry per encoding loaded, each
             self.last: dict[Any, int] = {}
@@ -205,8 +236,9 @@ class _Kept:
     def count_alone(self, encoding: Any) -> tuple[int, int, bool]:
         """(tokens counted from texts, fixed tokens, whether a turn opens) of a request of
         this message alone, kept in ``alone``."""
-        found = self.alone[encoding] = _summed(self.packed - self.head - self.tail, 0, self,
-                                               encoding)  # fmt: skip
+        found = self.alone[encoding] = _summed(
+            self.packed - self.head - self.tail, 0, self, encoding
+        )
         return found
 
 
@@ -262,28 +294,37 @@ def _summed(features: int, exact: int, last: _Kept, encoding: Any) -> tuple[int,
     sum of their packed features less the joints they do not have, ``exact`` the sum of their
     exact counts but the last's (``last``: the last message)."""
     nbytes, bits, shared, c2, c3, c4, texts, fixed, opened = _unpack(
-        features.to_bytes(_PACKED_BYTES, "little"))  # fmt: skip
+        features.to_bytes(_PACKED_BYTES, "little")
+    )
     if encoding is not None:
         exact += last.last.get(encoding) or last.count(encoding, False)
         return exact - (texts - 1), fixed, opened > 0
     # heuristic_tokens' sums of these features, in its order (the same floats)
-    total = _START + sum(c * w for c, w in zip((c2, c3, c4), _CHARACTER_WEIGHTS)) \
-        if c2 or c3 or c4 else _START  # fmt: skip
+    total = (
+        _START + sum(c * w for c, w in zip((c2, c3, c4), _CHARACTER_WEIGHTS))
+        if c2 or c3 or c4
+        else _START
+    )
     total += nbytes * _PER_BYTE + bits * _PER_BIT + shared * _PER_SHARED_BIT
     tokens = round(total)
     counted = (tokens if tokens > 0 else 1) - (
-        _JOINERS[texts - 1] if texts <= 256 else round((texts - 1) * JOINER_TOKENS))  # fmt: skip
+        _JOINERS[texts - 1] if texts <= 256 else round((texts - 1) * JOINER_TOKENS)
+    )
     return counted if counted > 1 else 1, fixed, opened > 0
 
 
-def _measure(renderer: Any, api: Api, messages: Any, model: str | None, encoding: Any,
-             preamble: Any) -> tuple[int, int, int | None, bool, Any]:  # fmt: skip
+def _measure(
+    renderer: Any, api: Api, messages: Any, model: str | None, encoding: Any, preamble: Any
+) -> tuple[int, int, int | None, bool, Any]:
     """(tokens counted from texts, tokens known without a tokenizer, the last message's
     digest, whether a user turn opens, the rendering) of ``messages`` after ``preamble``
     (None: none). Plain chat messages after a preamble of no text are counted from what is
     kept of them (no rendering: complete, nothing carried), the rest rendered and counted."""
-    if api == "openai_chat" and messages and (
-            preamble is None or (not preamble.texts and preamble.complete)):  # fmt: skip
+    if (
+        api == "openai_chat"
+        and messages
+        and (preamble is None or (not preamble.texts and preamble.complete))
+    ):
         features = exact = 0
         first = kept = None
         for message in messages:
@@ -302,9 +343,11 @@ def _measure(renderer: Any, api: Api, messages: Any, model: str | None, encoding
                 exact += kept.exact.get(encoding) or kept.count(encoding, True)
             kept = found
         else:
-            counted, fixed, opened = kept.alone.get(encoding) or kept.count_alone(encoding) \
-                if first is kept else _summed(features - first.head - kept.tail, exact, kept,
-                                              encoding)  # type: ignore[union-attr]  # fmt: skip
+            counted, fixed, opened = (
+                kept.alone.get(encoding) or kept.count_alone(encoding)
+                if first is kept
+                else _summed(features - first.head - kept.tail, exact, kept, encoding)
+            )  # type: ignore[union-attr]
             fixed += 0 if preamble is None else preamble.fixed
             return counted, fixed, kept.digest, opened, None  # type: ignore[union-attr]
     total = renderer.Rendering()
@@ -389,7 +432,9 @@ class Estimator:
         ratios = self._ratios.get(model)
         return ratios.mean if ratios is not None else None
 
-    def estimate(self, request: Request, *, provider: str, agent: str = "default") -> RequestEstimate:
+    def estimate(
+        self, request: Request, *, provider: str, agent: str = "default"
+    ) -> RequestEstimate:
         """The best available estimate of ``request``'s input tokens; an incomplete one with
         its upper bound (``input_max``): learnt for its model and kind, else the default."""
         found = self._estimate(request, provider, agent)
@@ -412,8 +457,11 @@ class Estimator:
         messages = request.messages  # a list or tuple (the common case), else made one
         messages = messages if type(messages) in _SEQUENCES else renderer.messages_of(request)
         messages = renderer.after_compaction(api, messages)  # those the model is shown
-        found = None if request.system or request.tools or request.response_format is not None \
-            else self._preambles.get((api, model, request.thinking, request.reasoning_mode))  # fmt: skip
+        found = (
+            None
+            if request.system or request.tools or request.response_format is not None
+            else self._preambles.get((api, model, request.thinking, request.reasoning_mode))
+        )
         if found is None or found[3] != len(LOADED):  # once per bare request's kind
             found = self._context(renderer, request)
         preamble, preamble_digest, encoding, _ = found
@@ -431,35 +479,72 @@ class Estimator:
             == cursor.last_digest
         ):  # delta: the reported input plus only what was appended since
             counted, fixed, last_digest, opened, appended = _measure(
-                renderer, api, messages[cursor.n_messages:], model, encoding, None)
+                renderer, api, messages[cursor.n_messages :], model, encoding, None
+            )
             scaled = round(counted * ratio) if ratio else counted
             # a new user turn drops the reasoning the reported input carried
             kept = 0 if opened else cursor.carried
             tokens = cursor.reported_input - cursor.carried + kept + scaled + fixed
-            guessed, tokens = self._guessed(appended, model, tokens) if (
-                appended is not None and appended.unknown) else (None, tokens)  # fmt: skip
-            return _new(RequestEstimate, (
-                Estimate(max(1, tokens), "delta"), ratio, model, key, n, last_digest,
-                preamble_digest, 0, fixed, (appended is None or appended.complete)
-                and not preamble.server, kept + (appended.carried if appended is not None else 0),
-                guessed, preamble.server, None))  # fmt: skip
+            guessed, tokens = (
+                self._guessed(appended, model, tokens)
+                if (appended is not None and appended.unknown)
+                else (None, tokens)
+            )
+            return _new(
+                RequestEstimate,
+                (
+                    Estimate(max(1, tokens), "delta"),
+                    ratio,
+                    model,
+                    key,
+                    n,
+                    last_digest,
+                    preamble_digest,
+                    0,
+                    fixed,
+                    (appended is None or appended.complete) and not preamble.server,
+                    kept + (appended.carried if appended is not None else 0),
+                    guessed,
+                    preamble.server,
+                    None,
+                ),
+            )
 
         # the whole request, for exact or full; continuing a known Responses chain, the
         # server holds the earlier input (instructions and tools included) and output
         chained, known_chain = (0, True) if request.chained is None else self._chained(request)
         counted, fixed, last_digest, _, rendering = _measure(
-            renderer, api, messages, model, encoding, None if chained else preamble)
+            renderer, api, messages, model, encoding, None if chained else preamble
+        )
         if encoding is not None:  # exact: the tokenizer over the whole request
             tokens, source, raw = counted + fixed + chained, "exact", 0
         else:
             tokens = (round(counted * ratio) if ratio else counted) + fixed + chained
             source, raw = "full", counted
-        guessed, tokens = self._guessed(rendering, model, tokens) if (
-            rendering is not None and rendering.unknown) else (None, tokens)  # fmt: skip
-        return _new(RequestEstimate, (
-            Estimate(tokens, source), ratio, model, key, n, last_digest, preamble_digest, raw,
-            fixed + chained, known_chain and (rendering is None or rendering.complete),
-            rendering.carried if rendering is not None else 0, guessed, preamble.server, None))
+        guessed, tokens = (
+            self._guessed(rendering, model, tokens)
+            if (rendering is not None and rendering.unknown)
+            else (None, tokens)
+        )
+        return _new(
+            RequestEstimate,
+            (
+                Estimate(tokens, source),
+                ratio,
+                model,
+                key,
+                n,
+                last_digest,
+                preamble_digest,
+                raw,
+                fixed + chained,
+                known_chain and (rendering is None or rendering.complete),
+                rendering.carried if rendering is not None else 0,
+                guessed,
+                preamble.server,
+                None,
+            ),
+        )
 
     def _context(self, renderer: Any, request: Request) -> tuple[Any, int, Any, int]:
         """(the request's preamble, its digest, the encoding counting it (None: the
@@ -467,14 +552,20 @@ class Estimator:
         or output schema (most) has those of its API and model: made once, then read from a
         table (only read from there on) while no other encoding loads."""
         loaded = len(LOADED)  # before looking: a load meanwhile makes what is kept stale
-        encoding = encoding_for(request.model) if (
-            self._use_tokenizer and request.api.startswith("openai")) else None  # fmt: skip
+        encoding = (
+            encoding_for(request.model)
+            if (self._use_tokenizer and request.api.startswith("openai"))
+            else None
+        )
         preamble = renderer.render_preamble(request)
         found = (preamble, _digest(preamble), encoding, loaded)
         if not (request.system or request.tools or request.response_format is not None):
             with self._lock:
-                _put(self._preambles, (request.api, request.model, request.thinking,
-                                       request.reasoning_mode), found)  # fmt: skip
+                _put(
+                    self._preambles,
+                    (request.api, request.model, request.thinking, request.reasoning_mode),
+                    found,
+                )
         return found
 
     def _guessed(self, rendering: Any, model: str | None, tokens: int) -> tuple[Any, int]:
@@ -518,10 +609,23 @@ class Estimator:
         if reported_input is None or reported_input <= 0:
             return
         # the estimate's fields read at once (one unpacking)
-        (made, _, model, key, n_messages, last_digest, preamble_digest, raw, fixed, complete,
-         carried, _, _, _) = estimate  # fmt: skip
-        cursor = _new(_Cursor, (n_messages, last_digest, preamble_digest, reported_input,
-                                carried))  # fmt: skip
+        (
+            made,
+            _,
+            model,
+            key,
+            n_messages,
+            last_digest,
+            preamble_digest,
+            raw,
+            fixed,
+            complete,
+            carried,
+            _,
+            _,
+            _,
+        ) = estimate
+        cursor = _new(_Cursor, (n_messages, last_digest, preamble_digest, reported_input, carried))
         lock = self._lock
         lock.acquire()  # kept for speed: docs/benchmarks.md
         try:

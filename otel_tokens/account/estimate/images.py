@@ -22,9 +22,12 @@ import math
 import struct
 
 __all__ = [
-    "ANTHROPIC_UNKNOWN_IMAGE", "OPENAI_UNKNOWN_IMAGE", "anthropic_image_tokens",
-    "image_size", "openai_image_tokens",
-]  # fmt: skip
+    "ANTHROPIC_UNKNOWN_IMAGE",
+    "OPENAI_UNKNOWN_IMAGE",
+    "anthropic_image_tokens",
+    "image_size",
+    "openai_image_tokens",
+]
 
 OPENAI_UNKNOWN_IMAGE = 255  # gpt-4o's for 384x384 (other families: their own for that size)
 ANTHROPIC_UNKNOWN_IMAGE = 197  # 384x384
@@ -88,10 +91,19 @@ def size_from_base64(b64: str) -> tuple[int, int] | None:
 #: figure per 512x512 tile. gpt-5-mini bills 1.2 a patch, not the published 1.62 (fitted on
 #: half A's three requests with a 597x566 image, 135-145 tokens over; half B and held out:
 #: 1.16x-1.25x before, issue 48)
-_OPENAI_PATCHES = (("gpt-5-mini", 1.2), ("gpt-5-nano", 2.46), ("gpt-4.1-mini", 1.62),
-                   ("gpt-4.1-nano", 2.46), ("o4-mini", 1.72))  # fmt: skip
-_OPENAI_TILES = (("gpt-4o-mini", (2833, 5667)), ("gpt-5", (70, 140)), ("o1", (75, 150)),
-                 ("o3", (75, 150)))  # fmt: skip
+_OPENAI_PATCHES = (
+    ("gpt-5-mini", 1.2),
+    ("gpt-5-nano", 2.46),
+    ("gpt-4.1-mini", 1.62),
+    ("gpt-4.1-nano", 2.46),
+    ("o4-mini", 1.72),
+)
+_OPENAI_TILES = (
+    ("gpt-4o-mini", (2833, 5667)),
+    ("gpt-5", (70, 140)),
+    ("o1", (75, 150)),
+    ("o3", (75, 150)),
+)
 _OPENAI_DEFAULT_TILES = (85, 170)  # gpt-4o, gpt-4.1, gpt-4.5 and the rest
 _UNKNOWN_SIDE = 384  # an image of unknown size: a small 384x384 one stands in (marked)
 
@@ -108,8 +120,10 @@ def _patches(size: tuple[int, int], multiplier: float) -> int:
     patches = math.ceil(w / 32) * math.ceil(h / 32)
     if patches > 1536:
         shrink = math.sqrt(1536 * 32 * 32 / (w * h))
-        shrink *= min(math.floor(w * shrink / 32) / (w * shrink / 32),
-                      math.floor(h * shrink / 32) / (h * shrink / 32))  # fmt: skip
+        shrink *= min(
+            math.floor(w * shrink / 32) / (w * shrink / 32),
+            math.floor(h * shrink / 32) / (h * shrink / 32),
+        )
         patches = min(1536, math.ceil(w * shrink / 32) * math.ceil(h * shrink / 32))
     return math.ceil(patches * multiplier)
 

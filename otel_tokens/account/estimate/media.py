@@ -27,8 +27,15 @@ _MP3_BYTES_PER_SECOND = 16_000  # 128 kbit/s
 OPENAI_FILE_ITEM = 64  # a file or document whose content cannot be read here (measured)
 OPENAI_PER_PDF_PAGE = 220  # a PDF page's text and image (measured on a simple page)
 #: inline files read as text, beside ``text/*``
-TEXT_TYPES = frozenset(("application/json", "application/xml", "application/x-yaml",
-                        "application/javascript", "application/x-python"))  # fmt: skip
+TEXT_TYPES = frozenset(
+    (
+        "application/json",
+        "application/xml",
+        "application/x-yaml",
+        "application/javascript",
+        "application/x-python",
+    )
+)
 _MAX_TEXT = 4 << 20  # base64 characters of an inline text file decoded to count it (3 MiB)
 ANTHROPIC_PER_PDF_PAGE = 2_250
 _WINDOW = 87_384  # base64 characters of 64 KiB: what is decoded at each end of a PDF

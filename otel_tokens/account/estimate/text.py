@@ -31,8 +31,18 @@ import logging
 import threading
 from typing import Any
 
-__all__ = ["JOINER_TOKENS", "LOADED", "NEWLINE_MASK", "WEIGHTS", "encoding_for", "encoding_name",
-           "exact_tokens", "heuristic_features", "heuristic_tokens", "warm_up"]
+__all__ = [
+    "JOINER_TOKENS",
+    "LOADED",
+    "NEWLINE_MASK",
+    "WEIGHTS",
+    "encoding_for",
+    "encoding_name",
+    "exact_tokens",
+    "heuristic_features",
+    "heuristic_tokens",
+    "warm_up",
+]
 
 #: character class -> bit mask (searched, see the module docstring); only the number of bits
 #: of a class and the number it shares with each other class matter
@@ -65,16 +75,28 @@ _START = -0.5988  # tokens of a text beyond its bytes'
 def _class(byte: int) -> str:
     """The character class of a UTF-8 byte."""
     if byte >= 0x80:
-        return "lead4" if byte >= 0xF0 else "lead3" if byte >= 0xE0 else (
-            "lead2" if byte >= 0xC0 else "continuation")  # fmt: skip
+        return (
+            "lead4"
+            if byte >= 0xF0
+            else "lead3"
+            if byte >= 0xE0
+            else ("lead2" if byte >= 0xC0 else "continuation")
+        )
     c = chr(byte)
     if c.isalpha():
         return "lower" if c.islower() else "upper"
     if c.isdigit():
         return "digit"
-    for name, members in (("space", " "), ("blank", "\t\r\x0b\x0c"), ("newline", "\n"),
-                          ("quote", "\"'`"), ("bracket", "()[]{}<>"), ("separator", ",;:"),
-                          ("dot", "."), ("underscore", "_")):  # fmt: skip
+    for name, members in (
+        ("space", " "),
+        ("blank", "\t\r\x0b\x0c"),
+        ("newline", "\n"),
+        ("quote", "\"'`"),
+        ("bracket", "()[]{}<>"),
+        ("separator", ",;:"),
+        ("dot", "."),
+        ("underscore", "_"),
+    ):
         if c in members:
             return name
     return "symbol"
@@ -105,9 +127,10 @@ def heuristic_tokens(text: str) -> int:
         total = _START + sum(leads.count(k) * w for k, w in _CHARACTER.items())
     x = _from_bytes(data.translate(_BITS), "big")
     total += (
-        len(data) * _PER_BYTE + x.bit_count() * _PER_BIT
+        len(data) * _PER_BYTE
+        + x.bit_count() * _PER_BIT
         + (x & (x >> 8)).bit_count() * _PER_SHARED_BIT
-    )  # fmt: skip
+    )
     n = round(total)
     return n if n > 0 else 1
 
@@ -125,8 +148,7 @@ def heuristic_features(text: str) -> tuple[int, int, int, int, int, int, int, in
     else:
         leads = data.translate(_LEADS)
         characters = tuple(leads.count(k) for k in _CHARACTER)
-    return (len(data), x.bit_count(), (x & (x >> 8)).bit_count(), *characters, masks[0],
-            masks[-1])  # fmt: skip
+    return (len(data), x.bit_count(), (x & (x >> 8)).bit_count(), *characters, masks[0], masks[-1])
 
 
 # -- exact counts: tiktoken, loaded off the hot path -------------------------------------------
@@ -140,12 +162,21 @@ _lock = threading.Lock()
 
 #: model-name prefix -> tiktoken encoding (newest families first; first match wins)
 _FAMILIES: tuple[tuple[str, str], ...] = (
-    ("gpt-5", "o200k_base"), ("gpt-4.1", "o200k_base"), ("gpt-4.5", "o200k_base"),
-    ("gpt-4o", "o200k_base"), ("chatgpt-4o", "o200k_base"), ("gpt-oss", "o200k_base"),
-    ("o1", "o200k_base"), ("o3", "o200k_base"), ("o4", "o200k_base"), ("codex", "o200k_base"),
-    ("gpt-4", "cl100k_base"), ("gpt-3.5", "cl100k_base"), ("text-embedding-3", "cl100k_base"),
+    ("gpt-5", "o200k_base"),
+    ("gpt-4.1", "o200k_base"),
+    ("gpt-4.5", "o200k_base"),
+    ("gpt-4o", "o200k_base"),
+    ("chatgpt-4o", "o200k_base"),
+    ("gpt-oss", "o200k_base"),
+    ("o1", "o200k_base"),
+    ("o3", "o200k_base"),
+    ("o4", "o200k_base"),
+    ("codex", "o200k_base"),
+    ("gpt-4", "cl100k_base"),
+    ("gpt-3.5", "cl100k_base"),
+    ("text-embedding-3", "cl100k_base"),
     ("text-embedding-ada-002", "cl100k_base"),
-)  # fmt: skip
+)
 
 
 @functools.lru_cache(maxsize=1024)  # asked on every call, for a handful of models
@@ -181,8 +212,12 @@ def warm_up(names: tuple[str, ...] = ("o200k_base", "cl100k_base")) -> None:
         except Exception as exc:
             with _lock:
                 _failed.add(name)
-            _log.info("otel_tokens: tiktoken encoding %s unavailable (%s); heuristic estimates "
-                      "are used instead", name, exc)  # fmt: skip
+            _log.info(
+                "otel_tokens: tiktoken encoding %s unavailable (%s); heuristic estimates "
+                "are used instead",
+                name,
+                exc,
+            )
             continue
         with _lock:
             _loaded[name] = encoding

@@ -182,10 +182,16 @@ class UsageLedger:
         if request_id is not None and not isinstance(request_id, str):
             raise ValueError(f"request_id must be a string or None, got {request_id!r}")
         # ids as the recorder gives them (ints in range) need no call of _as_id
-        trace = trace_id if type(trace_id) is int and 0 <= trace_id < _TRACE_ID_LIMIT else (
-            _as_id(trace_id, 128, "trace_id") if trace_id is not None else 0)  # fmt: skip
-        span = span_id if type(span_id) is int and 0 <= span_id < _SPAN_ID_LIMIT else (
-            _as_id(span_id, 64, "span_id") if span_id is not None else 0)  # fmt: skip
+        trace = (
+            trace_id
+            if type(trace_id) is int and 0 <= trace_id < _TRACE_ID_LIMIT
+            else (_as_id(trace_id, 128, "trace_id") if trace_id is not None else 0)
+        )
+        span = (
+            span_id
+            if type(span_id) is int and 0 <= span_id < _SPAN_ID_LIMIT
+            else (_as_id(span_id, 64, "span_id") if span_id is not None else 0)
+        )
         if provider is None or usage.provider is not None:
             provider = usage.provider
         elif not isinstance(provider, str):
@@ -193,8 +199,9 @@ class UsageLedger:
         lock = self._lock
         lock.acquire()  # not ``with``: its __enter__/__exit__ lookups cost twice as much (per call)
         try:
-            index = self._append_locked(usage, cost, timestamp, request_id, trace, span,
-                                        -1, True, provider)  # (rowid, persist, provider)  # fmt: skip
+            index = self._append_locked(
+                usage, cost, timestamp, request_id, trace, span, -1, True, provider
+            )  # (rowid, persist, provider)
             lid = self._next_lid - 1
             if self._store is not None:
                 if who is not None or error_type is not None:
@@ -203,14 +210,25 @@ class UsageLedger:
         finally:
             lock.release()
         if self._sink is not None:  # the record's id as the history shows it (a rollback's key)
-            self._sink.put(self.name, request_id if request_id is not None else
-                           f"{self._id_prefix}{lid:x}", timestamp, usage if provider ==
-                           usage.provider else usage.replace(provider=provider), cost, trace,
-                           span, who, error_type)  # fmt: skip
+            self._sink.put(
+                self.name,
+                request_id if request_id is not None else f"{self._id_prefix}{lid:x}",
+                timestamp,
+                usage if provider == usage.provider else usage.replace(provider=provider),
+                cost,
+                trace,
+                span,
+                who,
+                error_type,
+            )
         return index
 
-    def _pending_extra(self, lid: int, who: tuple[str | None, str | None, str | None] | None,
-                       error_type: str | None) -> None:  # fmt: skip
+    def _pending_extra(
+        self,
+        lid: int,
+        who: tuple[str | None, str | None, str | None] | None,
+        error_type: str | None,
+    ) -> None:
         """The unwritten row ``lid``'s columns after its active flag: who, then the error type."""
         self._pending[lid].extend(who or (None, None, None))
         if error_type is not None:
@@ -233,13 +251,25 @@ class UsageLedger:
         premium = usage.premium_requests
         # first: if the scaled amounts cannot be computed, nothing changed
         row = (
-            self._next_lid, ts, usage.input_tokens, usage.output_tokens,
-            usage.cache_read_tokens, usage.cache_write_tokens, usage.reasoning_tokens, cost,
-            premium, None if cost is None else round(cost * COST_SCALE),
-            None if premium is None else round(premium * PREMIUM_SCALE), usage.model,
-            usage.provider if provider is None else provider, usage.source, trace, span,
-            request_id, rowid,
-        )  # fmt: skip
+            self._next_lid,
+            ts,
+            usage.input_tokens,
+            usage.output_tokens,
+            usage.cache_read_tokens,
+            usage.cache_write_tokens,
+            usage.reasoning_tokens,
+            cost,
+            premium,
+            None if cost is None else round(cost * COST_SCALE),
+            None if premium is None else round(premium * PREMIUM_SCALE),
+            usage.model,
+            usage.provider if provider is None else provider,
+            usage.source,
+            trace,
+            span,
+            request_id,
+            rowid,
+        )
         self._next_lid += 1
         recent = self._recent
         recent.append(row)
@@ -247,9 +277,17 @@ class UsageLedger:
             lid = row[0]
             self._pending[lid] = [
                 request_id if request_id is not None else f"{self._id_prefix}{lid:x}",
-                ts, usage.model, row[12], usage.source, *row[2:7], cost, premium,
-                f"{trace:032x}" if trace else None, f"{span:016x}" if span else None, 1,
-            ]  # fmt: skip
+                ts,
+                usage.model,
+                row[12],
+                usage.source,
+                *row[2:7],
+                cost,
+                premium,
+                f"{trace:032x}" if trace else None,
+                f"{span:016x}" if span else None,
+                1,
+            ]
         h = self._history
         index = self._evicted + len(h.lid) - h._start + len(recent) - 1  # evictions keep it
         if len(recent) >= _FOLD_AT:
@@ -263,30 +301,62 @@ class UsageLedger:
         rows = self._recent
         if not rows:
             return
-        (lid, ts, i, o, cr, cw, r, cost, premium, scaled_cost, scaled_premium, model, provider,
-         source, trace, span, request_ids, rowid) = zip(*rows)  # fmt: skip
+        (
+            lid,
+            ts,
+            i,
+            o,
+            cr,
+            cw,
+            r,
+            cost,
+            premium,
+            scaled_cost,
+            scaled_premium,
+            model,
+            provider,
+            source,
+            trace,
+            span,
+            request_ids,
+            rowid,
+        ) = zip(*rows)
         h = self._history
         n = len(rows)
         # each figure's known sum and None count: the history's columns hold None alike (a
         # scaled amount is None exactly when its amount is)
         sums, unknown = column_totals((i, o, cr, cw, r, scaled_cost, scaled_premium), n)
-        h.extend(lid, ts, (i, o, cr, cw, r), cost, premium, model, provider, source, trace, span,
-                 request_ids, rowid, unknown)  # fmt: skip
+        h.extend(
+            lid,
+            ts,
+            (i, o, cr, cw, r),
+            cost,
+            premium,
+            model,
+            provider,
+            source,
+            trace,
+            span,
+            request_ids,
+            rowid,
+            unknown,
+        )
         self._recent = []
         self._cumulative.add_columns(n, sums, unknown)
         self._add_model_costs(model, scaled_cost, None if unknown[5] else sums[5])
         excess = len(h) - self.max_history if self.max_history is not None else 0
         if excess > 0:
             first = h.start
-            newest = max(h.ts[first:first + excess])
+            newest = max(h.ts[first : first + excess])
             if newest > self._evicted_last_ts:
                 self._evicted_last_ts = newest
             self._evicted_last_lid = h.lid[first + excess - 1]
             h.evict_front(excess)
             self._evicted += excess
 
-    def _add_model_costs(self, models: tuple[str | None, ...], scaled: tuple[int | None, ...],
-                         total: int | None) -> None:  # fmt: skip
+    def _add_model_costs(
+        self, models: tuple[str | None, ...], scaled: tuple[int | None, ...], total: int | None
+    ) -> None:
         """Each model's scaled cost and count of priced rows (:meth:`cost_by_model`); when the
         rows are all priced (``total``: their sum) and of one model, an agent's usual fold, one
         addition."""
@@ -631,8 +701,12 @@ class UsageLedger:
             self._fold_locked()
             h = self._history
             newest = max((h.ts[p] for p in h.positions()), default=self._evicted_last_ts)
-            return (_packed(self._cumulative), _packed(self._discarded),
-                    tuple((m, c, n) for m, (c, n) in self._model_cost.items()), newest)  # fmt: skip
+            return (
+                _packed(self._cumulative),
+                _packed(self._discarded),
+                tuple((m, c, n) for m, (c, n) in self._model_cost.items()),
+                newest,
+            )
 
     def restore_totals(self, kept: tuple[Any, ...]) -> None:
         """Start from :meth:`dormant_totals`: its requests count as evicted history."""
@@ -711,10 +785,16 @@ class UsageLedger:
             )
         try:
             return Usage(
-                input_tokens=row[5], output_tokens=row[6], cache_read_tokens=row[7],
-                cache_write_tokens=row[8], reasoning_tokens=row[9], premium_requests=row[11],
-                model=row[2], provider=row[3], source=source,
-            )  # fmt: skip
+                input_tokens=row[5],
+                output_tokens=row[6],
+                cache_read_tokens=row[7],
+                cache_write_tokens=row[8],
+                reasoning_tokens=row[9],
+                premium_requests=row[11],
+                model=row[2],
+                provider=row[3],
+                source=source,
+            )
         except ValueError as exc:
             raise LedgerPersistenceError(
                 f"usage ledger {self.path!r}: row {rowid} is invalid: {exc}"
@@ -728,8 +808,16 @@ class UsageLedger:
             raise LedgerPersistenceError(
                 f"usage ledger {self.path!r}: row {rowid} is invalid: {exc}"
             ) from None
-        self._append_locked(usage, cost, row[1], row[0], _as_id(row[12], 128, "trace_id"),
-                            _as_id(row[13], 64, "span_id"), rowid=rowid, persist=False)  # fmt: skip
+        self._append_locked(
+            usage,
+            cost,
+            row[1],
+            row[0],
+            _as_id(row[12], 128, "trace_id"),
+            _as_id(row[13], 64, "span_id"),
+            rowid=rowid,
+            persist=False,
+        )
         if persist is not None:  # recorded by this process, not written yet: still pending
             self._pending[self._next_lid - 1] = persist
 
@@ -793,4 +881,3 @@ class _Loaded:
 
     def __exit__(self, *exc: object) -> None:
         self._ledger._lock.release()
-

@@ -76,9 +76,19 @@ class History:
         self.labels: list[str | None] = [None]
         self._label_codes: dict[str | None, int] = {None: 0}
         self._columns = (
-            self.lid, self.ts, *self.tokens, self.cost, self.premium, self.model,
-            self.provider, self.source, self.trace_hi, self.trace_lo, self.span, self.rowid,
-        )  # fmt: skip
+            self.lid,
+            self.ts,
+            *self.tokens,
+            self.cost,
+            self.premium,
+            self.model,
+            self.provider,
+            self.source,
+            self.trace_hi,
+            self.trace_lo,
+            self.span,
+            self.rowid,
+        )
 
     def __len__(self) -> int:
         return len(self.lid) - self._start
@@ -115,15 +125,21 @@ class History:
         if _SWAP:
             traces.byteswap()
         new = (
-            _array("q", lid, n), _array("d", ts, n),
+            _array("q", lid, n),
+            _array("d", ts, n),
             *(_column("q", c, -1, k) for c, k in zip(tokens, unknown)),
-            _column("d", cost, _NAN, unknown[5]), _column("d", premium, _NAN, unknown[6]),
-            self._codes(model), self._codes(provider),
-            array("b", (_SOURCE_CODES[source[0]],)) * n if _same(source)
+            _column("d", cost, _NAN, unknown[5]),
+            _column("d", premium, _NAN, unknown[6]),
+            self._codes(model),
+            self._codes(provider),
+            array("b", (_SOURCE_CODES[source[0]],)) * n
+            if _same(source)
             else _array("b", map(_SOURCE_CODES.__getitem__, source), n),
-            traces[1::2], traces[::2], _array("Q", span_id, n),
+            traces[1::2],
+            traces[::2],
+            _array("Q", span_id, n),
             array("q", rowid[:1]) * n if _same(rowid) else _array("q", rowid, n),
-        )  # fmt: skip
+        )
         for column, values in zip(self._columns, new):
             column.extend(values)
         self.request_ids.extend(request_id)

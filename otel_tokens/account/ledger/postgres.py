@@ -44,36 +44,73 @@ from ... import faults, threads
 from ..pg_schema import ensure_schema
 from .spool import Journal, Segment, Spool, default_folder
 
-__all__ = ["COLUMNS", "ERROR_TYPE_MAX", "FleetWriter", "connect", "fleet_writer", "original_text",
-           "stored_text"]  # fmt: skip
+__all__ = [
+    "COLUMNS",
+    "ERROR_TYPE_MAX",
+    "FleetWriter",
+    "connect",
+    "fleet_writer",
+    "original_text",
+    "stored_text",
+]
 
 #: the columns of a row, in the order :meth:`FleetWriter.put` is given them
 COLUMNS = (
-    "row_id", "ledger", "request_id", "ts", "model", "provider", "source", "input_tokens",
-    "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "cost_usd",
-    "premium_requests", "trace_id", "span_id", "active", "user_id", "tenant_id",
-    "conversation_id", "service", "host", "error_type",
-)  # fmt: skip
+    "row_id",
+    "ledger",
+    "request_id",
+    "ts",
+    "model",
+    "provider",
+    "source",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+    "cost_usd",
+    "premium_requests",
+    "trace_id",
+    "span_id",
+    "active",
+    "user_id",
+    "tenant_id",
+    "conversation_id",
+    "service",
+    "host",
+    "error_type",
+)
 #: characters of a failed call's error type kept (a class's qualified name is far shorter; the
 #: value may be any text a backend or an agent CLI sent)
 ERROR_TYPE_MAX = 256
 
-_INCOMING = ("CREATE TEMP TABLE IF NOT EXISTS otel_tokens_incoming "
-             "(LIKE otel_tokens_requests INCLUDING DEFAULTS) ON COMMIT DELETE ROWS")
+_INCOMING = (
+    "CREATE TEMP TABLE IF NOT EXISTS otel_tokens_incoming "
+    "(LIKE otel_tokens_requests INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+)
 _COPY = f"COPY otel_tokens_incoming ({', '.join(COLUMNS)}) FROM STDIN"
 _MOVED = ", ".join(  # a row rolled back before it could be written is stored inactive
     "CASE WHEN EXISTS (SELECT 1 FROM otel_tokens_rollbacks r WHERE r.host=i.host AND "
     "r.ledger=i.ledger AND r.request_id=i.request_id AND r.ts=i.ts) THEN 0 ELSE i.active END"
-    if c == "active" else f"i.{c}" for c in COLUMNS)  # fmt: skip
-_MOVE = (f"INSERT INTO otel_tokens_requests ({', '.join(COLUMNS)}) SELECT {_MOVED} "
-         "FROM otel_tokens_incoming i ON CONFLICT (row_id) DO NOTHING")
+    if c == "active"
+    else f"i.{c}"
+    for c in COLUMNS
+)
+_MOVE = (
+    f"INSERT INTO otel_tokens_requests ({', '.join(COLUMNS)}) SELECT {_MOVED} "
+    "FROM otel_tokens_incoming i ON CONFLICT (row_id) DO NOTHING"
+)
 _ROWS_LOCK = 0x6F74_6F6B_726F_7773  # rows take it shared, rollbacks exclusive
-_TOMBSTONES = ("INSERT INTO otel_tokens_rollbacks (host, ledger, request_id, ts) SELECT %s, %s, "
-               "r.id, r.ts FROM unnest(%s::text[], %s::float8[]) AS r(id, ts) "
-               "ON CONFLICT DO NOTHING")
-_DEACTIVATE = ("UPDATE otel_tokens_requests t SET active=0 FROM unnest(%s::text[], %s::float8[]) "
-               "AS r(id, ts) WHERE t.host=%s AND t.ledger=%s AND t.request_id=r.id AND t.ts=r.ts "
-               "AND t.active=1")
+_TOMBSTONES = (
+    "INSERT INTO otel_tokens_rollbacks (host, ledger, request_id, ts) SELECT %s, %s, "
+    "r.id, r.ts FROM unnest(%s::text[], %s::float8[]) AS r(id, ts) "
+    "ON CONFLICT DO NOTHING"
+)
+_DEACTIVATE = (
+    "UPDATE otel_tokens_requests t SET active=0 FROM unnest(%s::text[], %s::float8[]) "
+    "AS r(id, ts) WHERE t.host=%s AND t.ledger=%s AND t.request_id=r.id AND t.ts=r.ts "
+    "AND t.active=1"
+)
 ROLLBACK = "rollback"  # first item of a queued rollback: (ROLLBACK, host, ledger, [[id, ts], ...])
 
 BATCH = 500  # rows per INSERT transaction
@@ -87,8 +124,16 @@ RETRY_MAX = 5.0  # seconds between attempts while the database is down (doubling
 _ESCAPE = re.compile(r"[\x00\ud800-\udfff]|\\(?=[\\\x00\ud800-\udfff]|x00|ud[89a-f][0-9a-f]{2})")
 _UNESCAPE = re.compile(r"\\(\\|x00|ud[89a-f][0-9a-f]{2})")
 _POISON = re.compile(r"[\x00\ud800-\udfff]")
-_COUNTS = frozenset(("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-                     "reasoning_tokens", "active"))  # BIGINT / SMALLINT columns
+_COUNTS = frozenset(
+    (
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "reasoning_tokens",
+        "active",
+    )
+)  # BIGINT / SMALLINT columns
 _NUMBERS = frozenset(("ts", "cost_usd", "premium_requests"))  # DOUBLE PRECISION columns
 _INT64 = 2**63
 
@@ -131,9 +176,13 @@ def _cleaned(row: Sequence[Any]) -> tuple[Any, ...]:
     cleaned = tuple(_column_value(c, v) for c, v in zip(COLUMNS, row, strict=True))
     for column, value, kept in zip(COLUMNS, row, cleaned):
         if kept is not value and kept != value and (kept is None or _POISON.search(str(value))):
-            faults.report("ledger_fleet_value", detail=(
-                f"fleet ledger column {column}: a value PostgreSQL cannot hold, stored "
-                "escaped (text) or NULL (number)"))  # fmt: skip
+            faults.report(
+                "ledger_fleet_value",
+                detail=(
+                    f"fleet ledger column {column}: a value PostgreSQL cannot hold, stored "
+                    "escaped (text) or NULL (number)"
+                ),
+            )
     return cleaned
 
 
@@ -173,23 +222,37 @@ def _number(value: Any) -> float | None:
 def _cleaned_rollback(item: Sequence[Any]) -> tuple[Any, ...]:
     """A queued rollback with its texts as the rows they name were stored."""
     _, host, ledger, undone = item
-    return (ROLLBACK, stored_text(str(host)), stored_text(str(ledger)),
-            [[stored_text(str(rid)), _number(ts)] for rid, ts in undone])  # fmt: skip
+    return (
+        ROLLBACK,
+        stored_text(str(host)),
+        stored_text(str(ledger)),
+        [[stored_text(str(rid)), _number(ts)] for rid, ts in undone],
+    )
 
 
 def connect(url: str, autocommit: bool = False) -> Any:
     """A psycopg connection to ``url`` with short connect and statement timeouts."""
     import psycopg
 
-    return psycopg.connect(url, connect_timeout=CONNECT_TIMEOUT, autocommit=autocommit,
-                           options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}")  # fmt: skip
+    return psycopg.connect(
+        url,
+        connect_timeout=CONNECT_TIMEOUT,
+        autocommit=autocommit,
+        options=f"-c statement_timeout={STATEMENT_TIMEOUT_MS}",
+    )
 
 
 class FleetWriter:
     """This process's writer to one fleet database: a bounded queue and a writing thread."""
 
-    def __init__(self, url: str, spool: Spool, queue_max: int = 10_000,
-                 service: str | None = None, exit_timeout: float = 1.5) -> None:  # fmt: skip
+    def __init__(
+        self,
+        url: str,
+        spool: Spool,
+        queue_max: int = 10_000,
+        service: str | None = None,
+        exit_timeout: float = 1.5,
+    ) -> None:
         self.url, self.spool, self.queue_max = url, spool, queue_max
         self.service, self.host = service, socket.gethostname()
         self.exit_timeout = exit_timeout
@@ -220,9 +283,18 @@ class FleetWriter:
         self._first_at = 0.0  # when the oldest queued row was queued
 
     # -- the call path: never blocks on the database, never raises ---------------------------
-    def put(self, ledger: str, request_id: str | None, ts: float, usage: Any, cost: float | None,
-            trace: int, span: int, who: Sequence[str | None] | None,
-            error_type: str | None = None) -> None:  # fmt: skip
+    def put(
+        self,
+        ledger: str,
+        request_id: str | None,
+        ts: float,
+        usage: Any,
+        cost: float | None,
+        trace: int,
+        span: int,
+        who: Sequence[str | None] | None,
+        error_type: str | None = None,
+    ) -> None:
         """Queue one row (what :meth:`UsageLedger.append` recorded; ``error_type``: a failed
         call's, its first :data:`ERROR_TYPE_MAX` characters)."""
         try:
@@ -232,11 +304,31 @@ class FleetWriter:
             if error_type is not None:
                 error_type = str(error_type)[:ERROR_TYPE_MAX]
             row_id = self._row_id()
-            row = (row_id, ledger, request_id or row_id, ts, usage.model, usage.provider,
-                   usage.source, usage.input_tokens, usage.output_tokens, usage.cache_read_tokens,
-                   usage.cache_write_tokens, usage.reasoning_tokens, cost, usage.premium_requests,
-                   f"{trace:032x}" if trace else None, f"{span:016x}" if span else None, 1,
-                   user, tenant, conversation, self.service, self.host, error_type)  # fmt: skip
+            row = (
+                row_id,
+                ledger,
+                request_id or row_id,
+                ts,
+                usage.model,
+                usage.provider,
+                usage.source,
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens,
+                usage.reasoning_tokens,
+                cost,
+                usage.premium_requests,
+                f"{trace:032x}" if trace else None,
+                f"{span:016x}" if span else None,
+                1,
+                user,
+                tenant,
+                conversation,
+                self.service,
+                self.host,
+                error_type,
+            )
             self._enqueue(row)
         except Exception as exc:  # never the host's problem
             faults.report("ledger_fleet", exc)
@@ -340,8 +432,12 @@ class FleetWriter:
             self._close()
             self._spool(batch)
             if not self._down:
-                faults.report("ledger_fleet", exc, f"{unusable('fleet ledger', exc)}; rows are "
-                              "spooled to disk and written when it can be")  # fmt: skip
+                faults.report(
+                    "ledger_fleet",
+                    exc,
+                    f"{unusable('fleet ledger', exc)}; rows are "
+                    "spooled to disk and written when it can be",
+                )
             self._down = True
             self._retry_at = time.monotonic() + self._delay
             self._delay = min(RETRY_MAX, self._delay * 2)
@@ -365,13 +461,18 @@ class FleetWriter:
         """One transaction, in order: rows COPied into a temporary table (little work per row
         in this process, which shares the interpreter with the host's calls), then those not
         stored yet moved in; rollbacks kept and applied."""
-        items = [_cleaned_rollback(item) if item[0] == ROLLBACK else _cleaned(item)
-                 for item in items]  # fmt: skip
+        items = [
+            _cleaned_rollback(item) if item[0] == ROLLBACK else _cleaned(item) for item in items
+        ]
         rolls = any(item[0] == ROLLBACK for item in items)
         written = 0
         with conn.transaction(), conn.cursor() as cur:
-            cur.execute("SELECT pg_advisory_xact_lock(%s)" if rolls else
-                        "SELECT pg_advisory_xact_lock_shared(%s)", (_ROWS_LOCK,))  # fmt: skip
+            cur.execute(
+                "SELECT pg_advisory_xact_lock(%s)"
+                if rolls
+                else "SELECT pg_advisory_xact_lock_shared(%s)",
+                (_ROWS_LOCK,),
+            )
             start = 0
             while start < len(items):
                 if items[start][0] == ROLLBACK:
@@ -414,12 +515,18 @@ class FleetWriter:
         """Rows the database refused: kept in a ``*.failed`` spool file, never replayed."""
         self.rejected += len(items)
         try:
-            kept = (f"set aside in {self.spool.folder}/*.failed" if self.spool.set_aside(items)
-                    else "lost: the spool is full")  # fmt: skip
+            kept = (
+                f"set aside in {self.spool.folder}/*.failed"
+                if self.spool.set_aside(items)
+                else "lost: the spool is full"
+            )
         except Exception as error:
             kept = f"lost: {_reason(error)}"
-        faults.report("ledger_fleet_rejected", exc, f"fleet ledger refused a row "
-                      f"({type(exc).__name__}: {_reason(exc)}); {kept}")  # fmt: skip
+        faults.report(
+            "ledger_fleet_rejected",
+            exc,
+            f"fleet ledger refused a row ({type(exc).__name__}: {_reason(exc)}); {kept}",
+        )
 
     def _replay(self, conn: Any) -> None:
         """Every spooled batch of this host for this database, written (each claimed by one
@@ -431,8 +538,12 @@ class FleetWriter:
                 rows = self.spool.read(path)
             except Exception as exc:
                 self.spool.move_aside(path)
-                faults.report("ledger_fleet_rejected", exc, f"fleet ledger spool {path.name} "
-                              f"unreadable ({_reason(exc)}): moved aside as .failed")  # fmt: skip
+                faults.report(
+                    "ledger_fleet_rejected",
+                    exc,
+                    f"fleet ledger spool {path.name} "
+                    f"unreadable ({_reason(exc)}): moved aside as .failed",
+                )
                 continue
             try:
                 for start in range(0, len(rows), BATCH):
@@ -452,9 +563,13 @@ class FleetWriter:
         try:
             if rows and not self.spool.save(rows):
                 self.lost += len(rows)
-                faults.report("ledger_fleet_spool_full", detail=(
-                    f"fleet ledger spool {self.spool.folder} is full "
-                    f"(OTEL_TOKENS_LEDGER_SPOOL_MAX_MB): {len(rows)} rows lost"))  # fmt: skip
+                faults.report(
+                    "ledger_fleet_spool_full",
+                    detail=(
+                        f"fleet ledger spool {self.spool.folder} is full "
+                        f"(OTEL_TOKENS_LEDGER_SPOOL_MAX_MB): {len(rows)} rows lost"
+                    ),
+                )
         except Exception as exc:
             self.lost += len(rows)
             faults.report("ledger_fleet_spool", exc)
@@ -507,7 +622,8 @@ def _refused(exc: BaseException) -> bool:
     if isinstance(exc, psycopg.Error):
         refused = (psycopg.DataError, psycopg.IntegrityError, psycopg.errors.ProgramLimitExceeded)
         return isinstance(exc, refused) or (
-            isinstance(exc, psycopg.ProgrammingError) and exc.sqlstate is None)  # fmt: skip
+            isinstance(exc, psycopg.ProgrammingError) and exc.sqlstate is None
+        )
     return isinstance(exc, (ValueError, TypeError, LookupError, OverflowError))
 
 
@@ -547,15 +663,20 @@ _inherited: list[Any] = []
 _hooked = False
 
 
-def fleet_writer(url: str, spool_folder: str | None, spool_max_bytes: int, queue_max: int,
-                 service: str | None, exit_timeout: float) -> FleetWriter:  # fmt: skip
+def fleet_writer(
+    url: str,
+    spool_folder: str | None,
+    spool_max_bytes: int,
+    queue_max: int,
+    service: str | None,
+    exit_timeout: float,
+) -> FleetWriter:
     """The process's writer for ``url`` (one per database, shared by every agent)."""
     with _writers_lock:
         writer = _writers.get(url)
         if writer is None:
             spool = Spool.for_database(spool_folder or default_folder(), url, spool_max_bytes)
-            writer = FleetWriter(url, spool, queue_max, service,
-                                 exit_timeout)  # fmt: skip
+            writer = FleetWriter(url, spool, queue_max, service, exit_timeout)
             _writers[url] = writer
         return writer
 

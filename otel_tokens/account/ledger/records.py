@@ -165,8 +165,9 @@ class TotalsAccumulator:
         )
 
 
-def column_totals(columns: tuple[tuple[int | None, ...], ...],
-                  n: int) -> tuple[list[int], list[int]]:  # fmt: skip
+def column_totals(
+    columns: tuple[tuple[int | None, ...], ...], n: int
+) -> tuple[list[int], list[int]]:
     """(the sum of each column's known values, how many it holds unknown) of ``n`` requests'
     scaled values (:meth:`TotalsAccumulator.add_columns`): a column usually has no None, and
     then one sum counts it, no compare per value."""

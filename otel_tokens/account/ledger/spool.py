@@ -32,8 +32,15 @@ from typing import Any
 
 from ... import faults
 
-__all__ = ["Journal", "Segment", "Spool", "SpoolUnsafe", "database_folder", "database_name",
-           "default_folder"]  # fmt: skip
+__all__ = [
+    "Journal",
+    "Segment",
+    "Spool",
+    "SpoolUnsafe",
+    "database_folder",
+    "database_name",
+    "default_folder",
+]
 
 _READY = ".rows"
 _CLAIMED = ".claimed"
@@ -41,8 +48,14 @@ _JOURNAL = ".journal"
 _FAILED = ".failed"
 _MARKERS = (_READY, _CLAIMED, _JOURNAL, _FAILED)
 FAILED_MAX = 100  # files of set-aside rows kept (the oldest go first)
-_OPEN_FLAGS = (os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND
-               | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0))  # fmt: skip
+_OPEN_FLAGS = (
+    os.O_WRONLY
+    | os.O_CREAT
+    | os.O_EXCL
+    | os.O_APPEND
+    | getattr(os, "O_NOFOLLOW", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+)
 
 
 class SpoolUnsafe(OSError):
@@ -101,8 +114,9 @@ def _safe_folder(path: Path, create: bool) -> bool:
     except FileNotFoundError:
         return False
     if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
-        raise SpoolUnsafe(f"fleet ledger spool {path} is a symlink, not a folder, or not this "
-                          "user's: not used")  # fmt: skip
+        raise SpoolUnsafe(
+            f"fleet ledger spool {path} is a symlink, not a folder, or not this user's: not used"
+        )
     return True
 
 
@@ -365,8 +379,11 @@ class Journal:
         except Exception as exc:
             self._off = True
             self.failures += 1
-            faults.report("ledger_fleet_journal", exc, "fleet ledger journal not written "
-                          f"({exc}): queued rows are kept in memory only")  # fmt: skip
+            faults.report(
+                "ledger_fleet_journal",
+                exc,
+                f"fleet ledger journal not written ({exc}): queued rows are kept in memory only",
+            )
             return None
         segment.pending += 1
         return segment

@@ -19,8 +19,14 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from ...errors import LedgerPersistenceError
 
-__all__ = ["ERROR_COLUMN", "SCHEMA_VERSION", "SqliteStore", "StoredRow", "WHO_COLUMNS",
-           "checkpoint_all"]  # fmt: skip
+__all__ = [
+    "ERROR_COLUMN",
+    "SCHEMA_VERSION",
+    "SqliteStore",
+    "StoredRow",
+    "WHO_COLUMNS",
+    "checkpoint_all",
+]
 
 #: 2: user_id, tenant_id, conversation_id; 3: error_type (older files are migrated)
 SCHEMA_VERSION = 3
@@ -66,11 +72,15 @@ WHO_COLUMNS = ("user_id", "tenant_id", "conversation_id")
 #: a failed call's ``error.type`` (None: the call succeeded); read by ``otel-tokens report``
 ERROR_COLUMN = "error_type"
 _ADD = "ALTER TABLE otel_tokens_requests ADD COLUMN {} TEXT"
-_MIGRATIONS = {"1": [_ADD.format(c) for c in (*WHO_COLUMNS, ERROR_COLUMN)],
-               "2": [_ADD.format(ERROR_COLUMN)]}  # fmt: skip
+_MIGRATIONS = {
+    "1": [_ADD.format(c) for c in (*WHO_COLUMNS, ERROR_COLUMN)],
+    "2": [_ADD.format(ERROR_COLUMN)],
+}
 
-_INSERT = (f"INSERT INTO otel_tokens_requests (ledger, {_COLUMNS}, {', '.join(WHO_COLUMNS)}, "
-           f"{ERROR_COLUMN}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)")
+_INSERT = (
+    f"INSERT INTO otel_tokens_requests (ledger, {_COLUMNS}, {', '.join(WHO_COLUMNS)}, "
+    f"{ERROR_COLUMN}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
 
 #: (request_id, ts, model, provider, source, 5 token counts, cost, premium, trace, span, active,
 #: user, tenant, conversation, error type); ``load`` returns the first 15
@@ -83,7 +93,13 @@ class _Shared:
     __slots__ = ("conn", "lock", "users", "pid", "path")
 
     def __init__(self, path: str, conn: sqlite3.Connection) -> None:
-        self.conn, self.lock, self.users, self.pid, self.path = conn, threading.RLock(), 0, os.getpid(), path
+        self.conn, self.lock, self.users, self.pid, self.path = (
+            conn,
+            threading.RLock(),
+            0,
+            os.getpid(),
+            path,
+        )
 
 
 _shared: dict[str, _Shared] = {}  # real path -> this process's connection to it
@@ -162,8 +178,9 @@ class SqliteStore:
 
     def _connect(self) -> sqlite3.Connection:
         try:
-            conn = sqlite3.connect(self.path, timeout=self._busy_timeout, isolation_level=None,
-                                   check_same_thread=False)  # fmt: skip
+            conn = sqlite3.connect(
+                self.path, timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
+            )
         except sqlite3.Error as exc:
             raise self._error("cannot open", exc) from exc
         try:
@@ -201,11 +218,15 @@ class SqliteStore:
         recent only when given (the rest is summed by :meth:`totals`)."""
         where = "WHERE ledger=? AND active=1"
         if newest is None:
-            rows = self._query(f"SELECT id, {_COLUMNS} FROM otel_tokens_requests {where} ORDER BY id",
-                               (self.ledger,))  # fmt: skip
+            rows = self._query(
+                f"SELECT id, {_COLUMNS} FROM otel_tokens_requests {where} ORDER BY id",
+                (self.ledger,),
+            )
         else:
-            rows = self._query(f"SELECT id, {_COLUMNS} FROM otel_tokens_requests {where} "
-                               "ORDER BY id DESC LIMIT ?", (self.ledger, newest))[::-1]  # fmt: skip
+            rows = self._query(
+                f"SELECT id, {_COLUMNS} FROM otel_tokens_requests {where} ORDER BY id DESC LIMIT ?",
+                (self.ledger, newest),
+            )[::-1]
         for row in rows:
             yield row[0], row[1:]
 
@@ -214,12 +235,16 @@ class SqliteStore:
         ``before`` when given: ``[count, (sum, known) per token class, cost (picodollars),
         premium (1e-9)]``; None when a sum is past SQLite's 64-bit integers (read row by row)."""
         sums = ", ".join(f"SUM({c}), COUNT({c})" for c in _SUMMED)
-        sql = (f"SELECT COUNT(*), {sums}, SUM(CAST(ROUND(cost_usd * 1e12) AS INTEGER)), COUNT(cost_usd), "
-               "SUM(CAST(ROUND(premium_requests * 1e9) AS INTEGER)), COUNT(premium_requests) "
-               "FROM otel_tokens_requests WHERE ledger=? AND active=? AND id<?")
+        sql = (
+            f"SELECT COUNT(*), {sums}, SUM(CAST(ROUND(cost_usd * 1e12) AS INTEGER)), COUNT(cost_usd), "
+            "SUM(CAST(ROUND(premium_requests * 1e9) AS INTEGER)), COUNT(premium_requests) "
+            "FROM otel_tokens_requests WHERE ledger=? AND active=? AND id<?"
+        )
         try:
             with self._share.lock:
-                row = self._conn.execute(sql, (self.ledger, int(active), before or 2**63 - 1)).fetchone()
+                row = self._conn.execute(
+                    sql, (self.ledger, int(active), before or 2**63 - 1)
+                ).fetchone()
         except sqlite3.OperationalError as exc:
             if "overflow" in str(exc):
                 return None
@@ -230,27 +255,38 @@ class SqliteStore:
 
     def cost_by_model(self, before: int | None = None) -> list[tuple[str | None, int, int]]:
         """(model, picodollars, priced rows) over active rows with an id below ``before``."""
-        return [tuple(r) for r in self._query(
-            "SELECT model, SUM(CAST(ROUND(cost_usd * 1e12) AS INTEGER)), COUNT(cost_usd) "
-            "FROM otel_tokens_requests WHERE ledger=? AND active=1 AND id<? GROUP BY model",
-            (self.ledger, before or 2**63 - 1))]  # fmt: skip
+        return [
+            tuple(r)
+            for r in self._query(
+                "SELECT model, SUM(CAST(ROUND(cost_usd * 1e12) AS INTEGER)), COUNT(cost_usd) "
+                "FROM otel_tokens_requests WHERE ledger=? AND active=1 AND id<? GROUP BY model",
+                (self.ledger, before or 2**63 - 1),
+            )
+        ]
 
     def newest_ts(self, before: int) -> float | None:
         """The latest timestamp of the active rows with an id below ``before``."""
-        row = self._query("SELECT MAX(ts) FROM otel_tokens_requests WHERE ledger=? AND active=1 "
-                          "AND id<?", (self.ledger, before))  # fmt: skip
+        row = self._query(
+            "SELECT MAX(ts) FROM otel_tokens_requests WHERE ledger=? AND active=1 AND id<?",
+            (self.ledger, before),
+        )
         return row[0][0] if row else None
 
     def has_request(self, request_id: str) -> bool:
         """A row with this request id is in the file, under any ledger, active or rolled
         back (a batch result read again by another process: recorded already)."""
-        return bool(self._query("SELECT 1 FROM otel_tokens_requests WHERE request_id=? LIMIT 1",
-                                (request_id,)))  # fmt: skip
+        return bool(
+            self._query(
+                "SELECT 1 FROM otel_tokens_requests WHERE request_id=? LIMIT 1", (request_id,)
+            )
+        )
 
     def rows(self, active: bool, before: int | None = None) -> Iterator[StoredRow]:
         """Rows one by one (the fallback of :meth:`totals`)."""
-        for row in self._query(f"SELECT {_COLUMNS} FROM otel_tokens_requests WHERE ledger=? "
-                               "AND active=? AND id<?", (self.ledger, int(active), before or 2**63 - 1)):
+        for row in self._query(
+            f"SELECT {_COLUMNS} FROM otel_tokens_requests WHERE ledger=? AND active=? AND id<?",
+            (self.ledger, int(active), before or 2**63 - 1),
+        ):
             yield row
 
     def write(self, rows: Sequence[StoredRow], deactivate: Iterable[int]) -> list[int]:
@@ -264,7 +300,8 @@ class SqliteStore:
                 ids = []
                 for row in rows:
                     cur = conn.execute(
-                        _INSERT, (self.ledger, *row, *(None,) * (19 - len(row))),
+                        _INSERT,
+                        (self.ledger, *row, *(None,) * (19 - len(row))),
                     )
                     ids.append(cur.lastrowid)
                 conn.executemany(
@@ -294,8 +331,13 @@ class SqliteStore:
         shared.conn.close()
 
 
-_SUMMED = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens",
-           "reasoning_tokens")  # fmt: skip
+_SUMMED = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "reasoning_tokens",
+)
 
 
 def _create_or_migrate(conn: sqlite3.Connection, path: str) -> None:
@@ -305,12 +347,15 @@ def _create_or_migrate(conn: sqlite3.Connection, path: str) -> None:
             conn.execute(statement)
     row = conn.execute("SELECT value FROM otel_tokens_meta WHERE key='schema_version'").fetchone()
     if row is None:
-        conn.execute("INSERT INTO otel_tokens_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        conn.execute(
+            "INSERT INTO otel_tokens_meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+        )
     elif row[0] in _MIGRATIONS:  # an older file: brought up to date in place
         for statement in _MIGRATIONS[row[0]]:
             conn.execute(statement)
-        conn.execute("UPDATE otel_tokens_meta SET value=? WHERE key='schema_version'",
-                     (str(SCHEMA_VERSION),))  # fmt: skip
+        conn.execute(
+            "UPDATE otel_tokens_meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),)
+        )
     elif row[0] != str(SCHEMA_VERSION):
         raise LedgerPersistenceError(
             f"usage ledger {path!r} has schema version {row[0]}, "

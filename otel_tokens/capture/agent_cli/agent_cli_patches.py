@@ -34,7 +34,9 @@ _SUFFIXES = (".exe", ".cmd", ".bat", ".ps1", ".js", ".mjs", ".cjs", ".sh")
 _LAUNCHERS = ("node", "npx", "bunx", "pnpx")
 _TRIVIAL = frozenset(("--version", "-v", "-V", "--help", "-h", "help", "version"))
 
-_via_run: contextvars.ContextVar[bool] = contextvars.ContextVar("otel_tokens_via_run", default=False)
+_via_run: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "otel_tokens_via_run", default=False
+)
 _names: dict[str, str] = {}
 
 
@@ -48,8 +50,11 @@ def cli_names(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     names.update(current().cli_names)
     for name, parser in (extra or {}).items():
         if parser not in PARSERS:
-            faults.report("config", detail=f"cli_names: {name}={parser!r} names no known parser "
-                          f"({', '.join(PARSERS)}); left out")  # fmt: skip
+            faults.report(
+                "config",
+                detail=f"cli_names: {name}={parser!r} names no known parser "
+                f"({', '.join(PARSERS)}); left out",
+            )
             continue
         names[name] = parser
     return names
@@ -167,10 +172,16 @@ _TARGETS: tuple[tuple[str, str, Any], ...] = (
     ("subprocess", "Popen.wait", _tracked("_wait")),
     ("subprocess", "Popen.poll", _tracked("_wait")),
     ("subprocess", "run", _run_wrapper),
-    *(("asyncio.subprocess", f"SubprocessStreamProtocol.{method}", _tracked(f"_{method}"))
-      for method in ("connection_made", "pipe_data_received", "pipe_connection_lost",
-                     "process_exited")),
-)  # fmt: skip
+    *(
+        ("asyncio.subprocess", f"SubprocessStreamProtocol.{method}", _tracked(f"_{method}"))
+        for method in (
+            "connection_made",
+            "pipe_data_received",
+            "pipe_connection_lost",
+            "process_exited",
+        )
+    ),
+)
 
 
 def install(**kwargs: Any) -> None:

@@ -23,7 +23,9 @@ _FLAGS: dict[str, tuple[str, ...]] = {
 _ALIASES = frozenset(("auto", "default"))
 
 
-def request_model(cli: str, argv: Sequence[str], env: Mapping[str, str] | None = None) -> str | None:
+def request_model(
+    cli: str, argv: Sequence[str], env: Mapping[str, str] | None = None
+) -> str | None:
     """The model ``argv`` (and the CLI's configuration in ``env``) asks for, or None."""
     env = os.environ if env is None else env
     model = _flag(argv, _FLAGS.get(cli, ()))
@@ -59,11 +61,16 @@ def _codex_config(argv: Sequence[str], env: Mapping[str, str]) -> str | None:
             key, _, raw = value.partition("=")
             if key.strip() == "model":
                 return raw.strip().strip("'\"") or None
-    config = _toml(os.path.join(env.get("CODEX_HOME") or os.path.expanduser("~/.codex"),
-                                "config.toml"))  # fmt: skip
+    config = _toml(
+        os.path.join(env.get("CODEX_HOME") or os.path.expanduser("~/.codex"), "config.toml")
+    )
     profile = _flag(argv, ("--profile", "-p")) or config.get("profile")
     profiles = config.get("profiles")
-    if isinstance(profile, str) and isinstance(profiles, dict) and isinstance(profiles.get(profile), dict):
+    if (
+        isinstance(profile, str)
+        and isinstance(profiles, dict)
+        and isinstance(profiles.get(profile), dict)
+    ):
         model = profiles[profile].get("model")
         if isinstance(model, str) and model:
             return model

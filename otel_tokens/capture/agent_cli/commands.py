@@ -32,8 +32,15 @@ from ... import faults
 from ...call import Call
 from ...handler import get_handler
 from .agent_cli_patches import (  # noqa: F401 (install, uninstall, cli_names: re-exported)
-    DEPENDENCIES, _argv, _bind, _recognize, _via_run, cli_names, install, uninstall,
-)  # fmt: skip
+    DEPENDENCIES,
+    _argv,
+    _bind,
+    _recognize,
+    _via_run,
+    cli_names,
+    install,
+    uninstall,
+)
 from .runs import CLI_OUTPUT_REWRITTEN, CLI_USAGE_FILE, report_run, start_run
 from .args import request_model
 from .parsers import PARSERS, AgentRun
@@ -124,8 +131,9 @@ class _Tee(wrapt.ObjectProxy):  # type: ignore[misc]
 class _Run:
     """One instrumented child: its call, the output seen so far, and how it ends."""
 
-    def __init__(self, call: Call, parser: str, rewrite: bool, usage_file: str | None,
-                 own_file: bool = True) -> None:  # fmt: skip
+    def __init__(
+        self, call: Call, parser: str, rewrite: bool, usage_file: str | None, own_file: bool = True
+    ) -> None:
         self.call = call
         self.parser = parser
         self.rewrite = rewrite
@@ -302,7 +310,9 @@ def _popen_init(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict
     return result
 
 
-def _plan(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Run, tuple[Any, ...], dict[str, Any]] | None:
+def _plan(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[_Run, tuple[Any, ...], dict[str, Any]] | None:
     bound = _bind(args, kwargs)
     if "args" not in bound:
         return None
@@ -327,8 +337,9 @@ def _plan(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[_Run, tuple[An
     return run, args, kwargs
 
 
-def _copilot_plan(argv: list[str], bound: dict[str, Any],
-                  editable: bool) -> tuple[list[str], bool, str | None, bool]:  # fmt: skip
+def _copilot_plan(
+    argv: list[str], bound: dict[str, Any], editable: bool
+) -> tuple[list[str], bool, str | None, bool]:
     """(argv to run, rewritten for -s, the usage file to read, whether it is ours)."""
     new_argv, rewrite = list(argv), False
     given = _flag_value(argv, "--usage-output-file")
@@ -389,7 +400,12 @@ def _communicate(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dic
         run.returncode = instance.returncode
         prefix_out, prefix_err = run._joined(run.chunks[0]), run._joined(run.chunks[1])
         parsed = run.finish(_concat(prefix_out, out), _concat(prefix_err, err))
-        if run.rewrite and parsed is not None and out is not None and parsed.output_format == "jsonl":
+        if (
+            run.rewrite
+            and parsed is not None
+            and out is not None
+            and parsed.output_format == "jsonl"
+        ):
             text = silent_output(parsed.raw)  # what -s would have printed, byte for byte
             result = (text if isinstance(out, str) else text.encode("utf-8"), err)
     except Exception as exc:
@@ -426,7 +442,9 @@ def _protocol_run(protocol: Any) -> _Run | None:
     return run if isinstance(run, _Run) and not run.finished else None
 
 
-def _connection_made(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _connection_made(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
     result = wrapped(*args, **kwargs)
     try:
         transport = args[0] if args else kwargs.get("transport")
@@ -449,7 +467,9 @@ def _connection_made(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs:
     return result
 
 
-def _pipe_data_received(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _pipe_data_received(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
     run = _protocol_run(instance)
     if run is not None:
         try:
@@ -461,7 +481,9 @@ def _pipe_data_received(wrapped: Any, instance: Any, args: tuple[Any, ...], kwar
     return wrapped(*args, **kwargs)
 
 
-def _pipe_connection_lost(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _pipe_connection_lost(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
     run = _protocol_run(instance)
     result = wrapped(*args, **kwargs)
     if run is not None and run.async_fds is not None:
@@ -473,7 +495,9 @@ def _pipe_connection_lost(wrapped: Any, instance: Any, args: tuple[Any, ...], kw
     return result
 
 
-def _process_exited(wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def _process_exited(
+    wrapped: Any, instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
     run = _protocol_run(instance)
     if run is not None:
         try:

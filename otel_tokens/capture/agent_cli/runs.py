@@ -64,9 +64,12 @@ def flag_names(argv: Sequence[str]) -> tuple[str, ...]:
 
 
 def start_run(
-    cli: str, executable: str | None = None, argv: Sequence[str] | None = None,
-    attributes: dict[str, Any] | None = None, request_model: str | None = None,
-) -> Call:  # fmt: skip
+    cli: str,
+    executable: str | None = None,
+    argv: Sequence[str] | None = None,
+    attributes: dict[str, Any] | None = None,
+    request_model: str | None = None,
+) -> Call:
     """Open the ``invoke_agent {cli}`` call (its span starts now); ``request_model``: the
     model the command line (or the CLI's own configuration) asks for, when it names one."""
     handler = get_handler()
@@ -80,9 +83,12 @@ def start_run(
     if attributes:
         attrs.update(attributes)
     return handler.start(
-        operation="invoke_agent", provider=PROVIDERS.get(cli, cli), request_model=request_model,
-        span_name=f"invoke_agent {cli}", attributes=attrs,
-    )  # fmt: skip
+        operation="invoke_agent",
+        provider=PROVIDERS.get(cli, cli),
+        request_model=request_model,
+        span_name=f"invoke_agent {cli}",
+        attributes=attrs,
+    )
 
 
 def _error_type(run: AgentRun) -> str:
@@ -94,9 +100,12 @@ def _error_type(run: AgentRun) -> str:
 
 
 def report_run(
-    call: Call, run: AgentRun | None, *, exception: BaseException | None = None,
+    call: Call,
+    run: AgentRun | None,
+    *,
+    exception: BaseException | None = None,
     attributes: dict[str, Any] | None = None,
-) -> None:  # fmt: skip
+) -> None:
     """End ``call`` with what ``run`` says (or as failed with ``exception``); never raises."""
     try:
         attrs: dict[str, Any] = dict(attributes or {})
@@ -107,11 +116,14 @@ def report_run(
         for _ in range(run.parse_errors):
             faults.report("parse", None, f"{run.cli}: unreadable output")
         optional = {
-            CLI_EXIT_CODE: run.exit_code, CLI_TOOL_CALLS: run.tool_calls,
-            CLI_MODEL_CALLS: run.model_calls, CLI_TURNS: run.turns,
-            CLI_DURATION_MS: run.duration_ms, CLI_API_DURATION_MS: run.api_duration_ms,
+            CLI_EXIT_CODE: run.exit_code,
+            CLI_TOOL_CALLS: run.tool_calls,
+            CLI_MODEL_CALLS: run.model_calls,
+            CLI_TURNS: run.turns,
+            CLI_DURATION_MS: run.duration_ms,
+            CLI_API_DURATION_MS: run.api_duration_ms,
             CONVERSATION_ID: run.session_id,
-        }  # fmt: skip
+        }
         attrs.update({k: v for k, v in optional.items() if v is not None})
         attrs[CLI_OUTPUT_FORMAT] = run.output_format
         attrs[CLI_PARSE_ERRORS] = run.parse_errors
@@ -127,12 +139,18 @@ def report_run(
         if run.cumulative and run.session_id:
             call.cumulative_key = f"{run.cli}:{run.session_id}"
         # a run cut before its result reports its input but not its output: estimated from text
-        text = run.text if total is not None and total.input_tokens is not None and (
-            total.output_tokens is None) else None  # fmt: skip
+        text = (
+            run.text
+            if total is not None
+            and total.input_tokens is not None
+            and (total.output_tokens is None)
+            else None
+        )
         if exception is not None or run.failed:
             error: BaseException | str = exception if exception is not None else _error_type(run)
-            call.fail(error, total, response_model=model, attributes=attrs, parts=parts,
-                      output_text=text)  # fmt: skip
+            call.fail(
+                error, total, response_model=model, attributes=attrs, parts=parts, output_text=text
+            )
         else:
             call.stop(total, response_model=model, attributes=attrs, parts=parts, output_text=text)
     except Exception as exc:

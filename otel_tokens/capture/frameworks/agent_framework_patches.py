@@ -44,8 +44,9 @@ def _stream(result: Any, scope: Callable[[], Any]) -> Any:
     return pull(scope) if pull is not None else result
 
 
-_SCOPES = RunScopes("agent_framework", [("agent_framework._agents", "RawAgent", "run", _run)],
-                    _stream)
+_SCOPES = RunScopes(
+    "agent_framework", [("agent_framework._agents", "RawAgent", "run", _run)], _stream
+)
 
 
 def install(**_: Any) -> bool:

@@ -36,11 +36,14 @@ def _run(agent: Any, _args: tuple, kwargs: dict) -> FrameworkRun | None:
     return FrameworkRun(name, session if isinstance(session, str) else None)
 
 
-_SCOPES = RunScopes("agno", [
-    (module, cls, method, _run)
-    for module, cls in (("agno.agent.agent", "Agent"), ("agno.team.team", "Team"))
-    for method in ("run", "arun")
-])  # fmt: skip
+_SCOPES = RunScopes(
+    "agno",
+    [
+        (module, cls, method, _run)
+        for module, cls in (("agno.agent.agent", "Agent"), ("agno.team.team", "Team"))
+        for method in ("run", "arun")
+    ],
+)
 
 
 def install(**_: Any) -> bool:

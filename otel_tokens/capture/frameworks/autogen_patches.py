@@ -50,13 +50,18 @@ def _run(agent: Any, _args: tuple, _kwargs: dict) -> FrameworkRun | None:
     return FrameworkRun(name, _team())
 
 
-_SCOPES = RunScopes("autogen_agentchat", [
-    (_AGENTS + module, cls, method, _run)
-    for module, cls in (("_assistant_agent", "AssistantAgent"),
-                        ("_code_executor_agent", "CodeExecutorAgent"),
-                        ("_society_of_mind_agent", "SocietyOfMindAgent"))
-    for method in ("on_messages", "on_messages_stream")
-])  # fmt: skip
+_SCOPES = RunScopes(
+    "autogen_agentchat",
+    [
+        (_AGENTS + module, cls, method, _run)
+        for module, cls in (
+            ("_assistant_agent", "AssistantAgent"),
+            ("_code_executor_agent", "CodeExecutorAgent"),
+            ("_society_of_mind_agent", "SocietyOfMindAgent"),
+        )
+        for method in ("on_messages", "on_messages_stream")
+    ],
+)
 
 
 def install(**_: Any) -> bool:

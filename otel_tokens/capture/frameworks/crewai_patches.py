@@ -39,14 +39,17 @@ def _run(agent: Any, _args: tuple, _kwargs: dict) -> FrameworkRun | None:
     return FrameworkRun(role.strip() or None, run_id if isinstance(run_id, str) else None)
 
 
-_SCOPES = RunScopes("crewai", [
-    ("crewai.agent.core", "Agent", "execute_task", _run),
-    ("crewai.agent.core", "Agent", "aexecute_task", _run),
-    ("crewai.agent.core", "Agent", "kickoff", _run),
-    ("crewai.agent.core", "Agent", "kickoff_async", _run),
-    ("crewai.lite_agent", "LiteAgent", "kickoff", _run),
-    ("crewai.lite_agent", "LiteAgent", "kickoff_async", _run),
-])  # fmt: skip
+_SCOPES = RunScopes(
+    "crewai",
+    [
+        ("crewai.agent.core", "Agent", "execute_task", _run),
+        ("crewai.agent.core", "Agent", "aexecute_task", _run),
+        ("crewai.agent.core", "Agent", "kickoff", _run),
+        ("crewai.agent.core", "Agent", "kickoff_async", _run),
+        ("crewai.lite_agent", "LiteAgent", "kickoff", _run),
+        ("crewai.lite_agent", "LiteAgent", "kickoff_async", _run),
+    ],
+)
 
 
 def install(**_: Any) -> bool:

@@ -32,8 +32,16 @@ from typing import Any, Callable
 from ...account.agents import FrameworkRun, add_framework_source, remove_framework_source
 from ..patching import Backend, SdkPatches
 
-__all__ = ["BACKEND", "DEPENDENCIES", "AgentSpans", "current_run", "install", "traced_by_others",
-           "uninstall", "watch"]
+__all__ = [
+    "BACKEND",
+    "DEPENDENCIES",
+    "AgentSpans",
+    "current_run",
+    "install",
+    "traced_by_others",
+    "uninstall",
+    "watch",
+]
 
 BACKEND = Backend(
     "GenAIAgentSpansInstrumentor",
@@ -186,7 +194,7 @@ def _agent_name(span: Any) -> str | None:
     title = getattr(span, "name", None)  # "invoke_agent {gen_ai.agent.name}"
     if not isinstance(title, str) or not title.startswith(INVOKE_AGENT):
         return None
-    return title[len(INVOKE_AGENT):].strip() or None
+    return title[len(INVOKE_AGENT) :].strip() or None
 
 
 def _conversation(agent: Any) -> str | None:

@@ -38,10 +38,13 @@ def _run(agent: Any, args: tuple, kwargs: dict) -> FrameworkRun | None:
     return FrameworkRun(name, session if isinstance(session, str) else None)
 
 
-_SCOPES = RunScopes("google.adk", [
-    ("google.adk.agents.base_agent", "BaseAgent", method, _run)
-    for method in ("run_async", "run_live")
-])  # fmt: skip
+_SCOPES = RunScopes(
+    "google.adk",
+    [
+        ("google.adk.agents.base_agent", "BaseAgent", method, _run)
+        for method in ("run_async", "run_live")
+    ],
+)
 
 
 def install(**_: Any) -> bool:

@@ -41,11 +41,14 @@ def _run(agent: Any, _args: tuple, _kwargs: dict) -> FrameworkRun | None:
     return FrameworkRun(name.strip() or None, run_id if isinstance(run_id, str) else None)
 
 
-_SCOPES = RunScopes("llama_index", [
-    (_AGENTS + "function_agent", "FunctionAgent", "take_step", _run),
-    (_AGENTS + "react_agent", "ReActAgent", "take_step", _run),
-    (_AGENTS + "codeact_agent", "CodeActAgent", "take_step", _run),
-])  # fmt: skip
+_SCOPES = RunScopes(
+    "llama_index",
+    [
+        (_AGENTS + "function_agent", "FunctionAgent", "take_step", _run),
+        (_AGENTS + "react_agent", "ReActAgent", "take_step", _run),
+        (_AGENTS + "codeact_agent", "CodeActAgent", "take_step", _run),
+    ],
+)
 
 
 def install(**_: Any) -> bool:

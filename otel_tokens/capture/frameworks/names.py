@@ -110,8 +110,9 @@ def _scope(run: FrameworkRun) -> Iterator[None]:
         _leave(token)
 
 
-def run_wrapper(describe: Describe, adapt: Adapt | None = None
-                ) -> Callable[[bool], Callable[..., Any]]:  # fmt: skip
+def run_wrapper(
+    describe: Describe, adapt: Adapt | None = None
+) -> Callable[[bool], Callable[..., Any]]:
     """A wrapper factory making the agent run ``describe`` tells of current while the wrapped
     method runs: sync or coroutine, and what it returns when that is a coroutine or a generator
     (sync or async: current during each step, so nothing leaks into the consumer between items)
@@ -203,8 +204,12 @@ class RunScopes:
     (module, class, method, describe); each module is patched when the application imports it
     (the class is looked up on whatever ``sys.modules`` holds under that name)."""
 
-    def __init__(self, package: str, targets: Iterable[tuple[str, str, str, Describe]],
-                 adapt: Adapt | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        package: str,
+        targets: Iterable[tuple[str, str, str, Describe]],
+        adapt: Adapt | None = None,
+    ) -> None:
         self.package = package
         self.targets = tuple(targets)
         self.adapt = adapt

@@ -38,8 +38,10 @@ def current_run() -> FrameworkRun | None:
         return None
     name = getattr(getattr(context, "agent", None), "name", None)
     conversation = getattr(context, "conversation_id", None)
-    return FrameworkRun(name if isinstance(name, str) else None,
-                        conversation if isinstance(conversation, str) else None)  # fmt: skip
+    return FrameworkRun(
+        name if isinstance(name, str) else None,
+        conversation if isinstance(conversation, str) else None,
+    )
 
 
 _NAMES = FrameworkNames(_RUN_CONTEXT, current_run)

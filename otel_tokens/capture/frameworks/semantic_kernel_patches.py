@@ -39,13 +39,18 @@ def _run(agent: Any, _args: tuple, kwargs: dict) -> FrameworkRun | None:
     return FrameworkRun(name, thread if isinstance(thread, str) else None)
 
 
-_SCOPES = RunScopes("semantic_kernel", [
-    (_AGENTS + module, cls, method, _run)
-    for module, cls in (("chat_completion.chat_completion_agent", "ChatCompletionAgent"),
-                        ("open_ai.openai_responses_agent", "OpenAIResponsesAgent"),
-                        ("open_ai.openai_assistant_agent", "OpenAIAssistantAgent"))
-    for method in ("get_response", "invoke", "invoke_stream")
-])  # fmt: skip
+_SCOPES = RunScopes(
+    "semantic_kernel",
+    [
+        (_AGENTS + module, cls, method, _run)
+        for module, cls in (
+            ("chat_completion.chat_completion_agent", "ChatCompletionAgent"),
+            ("open_ai.openai_responses_agent", "OpenAIResponsesAgent"),
+            ("open_ai.openai_assistant_agent", "OpenAIAssistantAgent"),
+        )
+        for method in ("get_response", "invoke", "invoke_stream")
+    ],
+)
 
 
 def install(**_: Any) -> bool:

@@ -141,9 +141,14 @@ def _polled(known: tuple[Method, tuple], message: Any) -> None:
         again = method.once and answer.response_id
         if answer.pending or (again and handler.counted_before(method.once, answer.response_id)):
             return
-        call = handler.start(operation=method.operation, provider=method.provider,
-                             request_model=answer.model, server_address=address,
-                             server_port=port, spent=True)  # fmt: skip
+        call = handler.start(
+            operation=method.operation,
+            provider=method.provider,
+            request_model=answer.model,
+            server_address=address,
+            server_port=port,
+            spent=True,
+        )
     except Exception as exc:
         faults.report("internal", exc)
         return

@@ -87,8 +87,9 @@ def _parse(parser: ParserArg, name: str, result: Any) -> AgentRun | None:
         raise TypeError(f"backend parser returned {type(got).__name__}, not AgentRun/Usage/None")
     out, err, code = _fields(result)
     if isinstance(out, (str, bytes, bytearray)) or out is None:
-        return get_parser(parser)(out, stderr=err if isinstance(err, (str, bytes)) else None,
-                                  exit_code=code)  # fmt: skip
+        return get_parser(parser)(
+            out, stderr=err if isinstance(err, (str, bytes)) else None, exit_code=code
+        )
     raise TypeError(f"backend result's stdout is {type(out).__name__}, not text")
 
 
@@ -139,8 +140,9 @@ def instrument_backend(
     try:
         _wrap(target, parser, enrich_result, name)
     except (ImportError, AttributeError, ValueError, TypeError) as exc:
-        faults.report("argument", exc, f"instrument_backend({target!r}): not wrapped: {exc}",
-                      each=True)
+        faults.report(
+            "argument", exc, f"instrument_backend({target!r}): not wrapped: {exc}", each=True
+        )
         return False
     return True
 

@@ -47,7 +47,6 @@ from ..wire.anthropic import MessagesAccumulator, messages_request, messages_res
 __all__ = ["DEPENDENCIES", "install", "uninstall", "wrapper"]
 
 
-
 # -- reading requests and responses --------------------------------------------------------
 _get = sdk_field
 
@@ -81,8 +80,15 @@ def _server(instance: Any) -> tuple[str | None, int | None]:
     return server_of(getattr(_client(instance), "base_url", None))
 
 
-_MESSAGES = Operation("chat", _provider, _server, messages_request, messages_response,
-                      MessagesAccumulator, client=_endpoint)  # fmt: skip
+_MESSAGES = Operation(
+    "chat",
+    _provider,
+    _server,
+    messages_request,
+    messages_response,
+    MessagesAccumulator,
+    client=_endpoint,
+)
 
 
 # -- one GenAI span per call: the SDK's own span (anthropic >= 2) routed off ---------------
@@ -95,10 +101,12 @@ _twins_lock = threading.Lock()
 def _signature(client: Any) -> tuple[Any, ...]:
     """What a copy of the client inherits and the application may assign to afterwards."""
     return (
-        getattr(client, "api_key", None), getattr(client, "auth_token", None),
-        getattr(client, "base_url", None), getattr(client, "max_retries", None),
+        getattr(client, "api_key", None),
+        getattr(client, "auth_token", None),
+        getattr(client, "base_url", None),
+        getattr(client, "max_retries", None),
         getattr(client, "timeout", None),
-    )  # fmt: skip
+    )
 
 
 def _untraced(instance: Any) -> Any:
@@ -119,7 +127,9 @@ def _untraced(instance: Any) -> Any:
     signature = _signature(client)
     entry = _twins.get(client)
     if entry is None or entry[0] != signature:
-        twin = client.with_options(open_telemetry={**options, "traces": {**traces, "enabled": False}})
+        twin = client.with_options(
+            open_telemetry={**options, "traces": {**traces, "enabled": False}}
+        )
         entry = (signature, twin, {})
         with _twins_lock:
             _twins[client] = entry

@@ -113,8 +113,14 @@ def record(
     provider, address, port = client
     model = answer.model if isinstance(answer.model, str) else None
     try:  # spent already: over an enforced budget it is still recorded, never refused
-        call = handler.start(operation=operation, provider=provider, request_model=model,
-                             server_address=address, server_port=port, spent=True)  # fmt: skip
+        call = handler.start(
+            operation=operation,
+            provider=provider,
+            request_model=model,
+            server_address=address,
+            server_port=port,
+            spent=True,
+        )
     except Exception as exc:
         faults.report("internal", exc)
         return

@@ -43,8 +43,12 @@ __all__ = ["wrapper"]
 _get = sdk_field
 PROVIDER = "aws.bedrock"
 #: the operations recorded -> whether they stream
-_STREAMED = {"Converse": False, "ConverseStream": True, "InvokeModel": False,
-             "InvokeModelWithResponseStream": True}  # fmt: skip
+_STREAMED = {
+    "Converse": False,
+    "ConverseStream": True,
+    "InvokeModel": False,
+    "InvokeModelWithResponseStream": True,
+}
 
 
 # -- usage ---------------------------------------------------------------------------------
@@ -52,10 +56,18 @@ def converse_usage(usage: Any) -> Usage | None:
     """Converse's ``usage`` (and Nova's body): cache classes inside input."""
     if not isinstance(usage, dict):
         return None
-    fresh, read, write = usage.get("inputTokens"), usage.get("cacheReadInputTokens"), usage.get("cacheWriteInputTokens")
+    fresh, read, write = (
+        usage.get("inputTokens"),
+        usage.get("cacheReadInputTokens"),
+        usage.get("cacheWriteInputTokens"),
+    )
     inp = fresh if fresh is None or (read is None and write is None) else _add(fresh, read, write)
-    return Usage(input_tokens=inp, output_tokens=usage.get("outputTokens"), cache_read_tokens=read,
-                 cache_write_tokens=write)  # fmt: skip
+    return Usage(
+        input_tokens=inp,
+        output_tokens=usage.get("outputTokens"),
+        cache_read_tokens=read,
+        cache_write_tokens=write,
+    )
 
 
 def _add(*values: Any) -> Any:
@@ -82,8 +94,12 @@ def converse_billing(usage: Any) -> Billing | None:
     return Billing.of(None, units) if units.get("cache_write_1h_tokens") else None
 
 
-_HEADERS = ("x-amzn-bedrock-input-token-count", "x-amzn-bedrock-output-token-count",
-            "x-amzn-bedrock-cache-read-input-token-count", "x-amzn-bedrock-cache-write-input-token-count")  # fmt: skip
+_HEADERS = (
+    "x-amzn-bedrock-input-token-count",
+    "x-amzn-bedrock-output-token-count",
+    "x-amzn-bedrock-cache-read-input-token-count",
+    "x-amzn-bedrock-cache-write-input-token-count",
+)
 
 
 def _header_usage(result: Any) -> Usage | None:
@@ -97,8 +113,14 @@ def _header_usage(result: Any) -> Usage | None:
     except ValueError as exc:
         faults.report("usage_invalid", exc)
         return Usage()
-    return converse_usage({"inputTokens": fresh, "outputTokens": out,
-                           "cacheReadInputTokens": read, "cacheWriteInputTokens": write})  # fmt: skip
+    return converse_usage(
+        {
+            "inputTokens": fresh,
+            "outputTokens": out,
+            "cacheReadInputTokens": read,
+            "cacheWriteInputTokens": write,
+        }
+    )
 
 
 def _body_usage(body: Any) -> tuple[Usage | None, Billing | None, tuple[str, ...]]:
@@ -112,14 +134,24 @@ def _body_usage(body: Any) -> tuple[Usage | None, Billing | None, tuple[str, ...
         fields = usage_fields(usage)
         found = fields_usage(fields, None, None)
         reason = body.get("stop_reason")
-        return (found.replace(provider=None) if found else None), fields_billing(fields), ((str(reason),) if reason else ())
+        return (
+            (found.replace(provider=None) if found else None),
+            fields_billing(fields),
+            ((str(reason),) if reason else ()),
+        )
     if isinstance(usage, dict):  # Nova: Converse's shape
         reason = body.get("stopReason")
         return converse_usage(usage), converse_billing(usage), ((str(reason),) if reason else ())
     if "prompt_token_count" in body or "generation_token_count" in body:  # Llama
         reason = body.get("stop_reason")
-        return (Usage(input_tokens=body.get("prompt_token_count"), output_tokens=body.get("generation_token_count")),
-                None, ((str(reason),) if reason else ()))  # fmt: skip
+        return (
+            Usage(
+                input_tokens=body.get("prompt_token_count"),
+                output_tokens=body.get("generation_token_count"),
+            ),
+            None,
+            ((str(reason),) if reason else ()),
+        )
     return None, None, ()
 
 
@@ -129,18 +161,28 @@ def _request(operation: str, params: dict[str, Any]) -> Request | None:
     model = params.get("modelId")
     if operation.startswith("Converse"):
         tools = _get(params.get("toolConfig"), "tools") or ()
-        return Request("bedrock_converse", model, params.get("messages") or (),
-                       system=params.get("system"), tools=tools, max_output_tokens=output_limit(
-                           _get(params.get("inferenceConfig"), "maxTokens")))  # fmt: skip
+        return Request(
+            "bedrock_converse",
+            model,
+            params.get("messages") or (),
+            system=params.get("system"),
+            tools=tools,
+            max_output_tokens=output_limit(_get(params.get("inferenceConfig"), "maxTokens")),
+        )
     body = params.get("body")
     try:
         payload = json.loads(body) if isinstance(body, (str, bytes, bytearray)) else None
     except ValueError:
         return None
     if isinstance(payload, dict) and isinstance(payload.get("messages"), list):
-        return Request("anthropic_messages", model, payload["messages"], system=payload.get("system"),
-                       tools=payload.get("tools") or (),
-                       max_output_tokens=output_limit(payload.get("max_tokens")))  # fmt: skip
+        return Request(
+            "anthropic_messages",
+            model,
+            payload["messages"],
+            system=payload.get("system"),
+            tools=payload.get("tools") or (),
+            max_output_tokens=output_limit(payload.get("max_tokens")),
+        )
     return None
 
 
@@ -193,13 +235,19 @@ class _ChunkAccumulator(Accumulator):
             self._anthropic.add(payload)
             self.text, self.finish_reasons = self._anthropic.text, self._anthropic.finish_reasons
             found = self._anthropic.usage
-            self.usage = found.replace(provider=None, model=None) if found is not None else self.usage
+            self.usage = (
+                found.replace(provider=None, model=None) if found is not None else self.usage
+            )
             self.billing = self._anthropic.billing
         if isinstance(metrics, dict):
-            self.usage = converse_usage({"inputTokens": metrics.get("inputTokenCount"),
-                                         "outputTokens": metrics.get("outputTokenCount"),
-                                         "cacheReadInputTokens": metrics.get("cacheReadInputTokenCount"),
-                                         "cacheWriteInputTokens": metrics.get("cacheWriteInputTokenCount")})  # fmt: skip
+            self.usage = converse_usage(
+                {
+                    "inputTokens": metrics.get("inputTokenCount"),
+                    "outputTokens": metrics.get("outputTokenCount"),
+                    "cacheReadInputTokens": metrics.get("cacheReadInputTokenCount"),
+                    "cacheWriteInputTokens": metrics.get("cacheWriteInputTokenCount"),
+                }
+            )
         return True
 
 
@@ -252,8 +300,12 @@ def _end_body(call: Call, data: bytes) -> None:
         except ValueError:
             body = None
         usage, billing, reasons = _body_usage(body)
-        call.stop(usage, finish_reasons=reasons or None, billing=billing,
-                  attributes={STREAM_END: "exhausted"})  # fmt: skip
+        call.stop(
+            usage,
+            finish_reasons=reasons or None,
+            billing=billing,
+            attributes={STREAM_END: "exhausted"},
+        )
     except Exception as exc:
         unusable(call, exc)
 
@@ -277,21 +329,30 @@ def _open(instance: Any, args: tuple, kwargs: dict) -> tuple[Call, tuple, dict, 
     try:
         operation = args[0] if args else kwargs.get("operation_name")
         params = args[1] if len(args) > 1 else kwargs.get("api_params")
-        if operation not in _STREAMED or not isinstance(params, dict) \
-                or instance._service_model.service_name != "bedrock-runtime":  # fmt: skip
+        if (
+            operation not in _STREAMED
+            or not isinstance(params, dict)
+            or instance._service_model.service_name != "bedrock-runtime"
+        ):
             return None
         model = params.get("modelId")
         address, port = _server(instance)
         if operation == "Converse":  # its usage as sent, before botocore's parser (see .sent)
-            instance.meta.events.register(_AFTER_CONVERSE, check_converse,
-                                          unique_id=_AFTER_CONVERSE)  # fmt: skip
+            instance.meta.events.register(
+                _AFTER_CONVERSE, check_converse, unique_id=_AFTER_CONVERSE
+            )
     except Exception:
         return None
     call = open_call(
-        lambda given: _request(operation, given), params, operation="chat", provider=PROVIDER,
-        request_model=model if isinstance(model, str) else None, stream=_STREAMED[operation],
-        server_address=address, server_port=port,
-    )  # fmt: skip
+        lambda given: _request(operation, given),
+        params,
+        operation="chat",
+        provider=PROVIDER,
+        request_model=model if isinstance(model, str) else None,
+        stream=_STREAMED[operation],
+        server_address=address,
+        server_port=port,
+    )
     return None if call is None else (call, args, kwargs, operation)
 
 
@@ -308,8 +369,12 @@ def _read(call: Call, result: Any, operation: str) -> Any:
         if exc is not None:  # a count botocore made an integer of: unusable as sent
             faults.report("usage_invalid", exc)
             usage = None
-        call.stop(converse_usage(usage) if exc is None else Usage(), response_id=response_id, finish_reasons=(str(reason),) if reason else None,
-                  billing=converse_billing(usage))  # fmt: skip
+        call.stop(
+            converse_usage(usage) if exc is None else Usage(),
+            response_id=response_id,
+            finish_reasons=(str(reason),) if reason else None,
+            billing=converse_billing(usage),
+        )
     elif operation == "ConverseStream":
         acc = _ConverseAccumulator()
         acc.response_id = response_id

@@ -22,9 +22,17 @@ BACKEND = Backend(
 )
 DEPENDENCIES: tuple[str, ...] = BACKEND.requirements
 
-_PATCHES = SdkPatches("botocore", (
-    ("botocore.client", "BaseClient", "_make_api_call", deferred("otel_tokens.capture.sdk.bedrock", "api_call")),
-))  # fmt: skip
+_PATCHES = SdkPatches(
+    "botocore",
+    (
+        (
+            "botocore.client",
+            "BaseClient",
+            "_make_api_call",
+            deferred("otel_tokens.capture.sdk.bedrock", "api_call"),
+        ),
+    ),
+)
 
 
 def install(**_: Any) -> bool:

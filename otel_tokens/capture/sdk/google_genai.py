@@ -31,8 +31,12 @@ from typing import Any, Callable
 from ...endpoints import server_of
 from ..lifecycle import Operation, operation_wrapper, sdk_field
 from ..wire.gemini import (
-    GenerateAccumulator, contents_request, embed_content_request, embed_content_response,
-    error_status, generate_response,
+    GenerateAccumulator,
+    contents_request,
+    embed_content_request,
+    embed_content_response,
+    error_status,
+    generate_response,
 )
 
 __all__ = ["wrapper"]
@@ -42,7 +46,11 @@ _get = sdk_field
 
 # -- the client ---------------------------------------------------------------------------
 def _provider(instance: Any) -> str:
-    return "gcp.vertex_ai" if getattr(getattr(instance, "_api_client", None), "vertexai", False) else "gcp.gemini"
+    return (
+        "gcp.vertex_ai"
+        if getattr(getattr(instance, "_api_client", None), "vertexai", False)
+        else "gcp.gemini"
+    )
 
 
 def _server(instance: Any) -> tuple[str | None, int | None]:
@@ -52,17 +60,32 @@ def _server(instance: Any) -> tuple[str | None, int | None]:
     return server_of(url) if isinstance(url, str) else (None, None)
 
 
-
 def _always(_kwargs: dict[str, Any]) -> bool:
     return True
 
 
 _OPERATIONS = {
-    "generate": Operation("chat", _provider, _server, contents_request, generate_response, failure=error_status),
-    "generate_stream": Operation("chat", _provider, _server, contents_request, generate_response, GenerateAccumulator,
-                                 is_stream=_always, failure=error_status),  # fmt: skip
-    "embed": Operation("embeddings", _provider, _server, embed_content_request, embed_content_response,
-                       failure=error_status),  # fmt: skip
+    "generate": Operation(
+        "chat", _provider, _server, contents_request, generate_response, failure=error_status
+    ),
+    "generate_stream": Operation(
+        "chat",
+        _provider,
+        _server,
+        contents_request,
+        generate_response,
+        GenerateAccumulator,
+        is_stream=_always,
+        failure=error_status,
+    ),
+    "embed": Operation(
+        "embeddings",
+        _provider,
+        _server,
+        embed_content_request,
+        embed_content_response,
+        failure=error_status,
+    ),
 }
 
 

@@ -39,16 +39,23 @@ _TARGETS: tuple[tuple[str, str, str, Any], ...] = (
     ("google.genai.models", "Models", "_embed_content", _EMBED),
     ("google.genai.models", "AsyncModels", "_embed_content", _EMBED),
     # every response and chunk, as sent, where the SDK makes its object of it (see .sent)
-    ("google.genai.types", "GenerateContentResponse", "_from_response",
-     deferred("otel_tokens.capture.sent", "genai")),
+    (
+        "google.genai.types",
+        "GenerateContentResponse",
+        "_from_response",
+        deferred("otel_tokens.capture.sent", "genai"),
+    ),
     # Live sessions (websockets): each message with usage_metadata a call (see .google_genai_live)
     ("google.genai.live", "AsyncLive", "connect", deferred(_LIVE, "connect")),
     ("google.genai.live", "AsyncSession", "_receive", deferred(_LIVE, "receive")),
     # ... each message's JSON as sent, before the SDK makes numbers of its counts
-    ("google.genai._live_converters", "", "_LiveServerMessage_from_mldev",
-     deferred(_LIVE, "sent")),
-    ("google.genai._live_converters", "", "_LiveServerMessage_from_vertex",
-     deferred(_LIVE, "sent")),
+    ("google.genai._live_converters", "", "_LiveServerMessage_from_mldev", deferred(_LIVE, "sent")),
+    (
+        "google.genai._live_converters",
+        "",
+        "_LiveServerMessage_from_vertex",
+        deferred(_LIVE, "sent"),
+    ),
 )
 
 _PATCHES = SdkPatches("google.genai", _TARGETS)

@@ -26,9 +26,17 @@ from ...request import Request
 from ...usage import Usage
 from ..lifecycle import Response, async_wrapper, open_call, stop_with, sync_wrapper
 from ..wire.openai import (
-    chat_request, chat_response, ChatAccumulator, completions_request,
-    completions_response, CompletionsAccumulator, embeddings_request, embeddings_response,
-    responses_request, responses_response, ResponsesAccumulator,
+    chat_request,
+    chat_response,
+    ChatAccumulator,
+    completions_request,
+    completions_response,
+    CompletionsAccumulator,
+    embeddings_request,
+    embeddings_response,
+    responses_request,
+    responses_response,
+    ResponsesAccumulator,
 )
 from ..sent import RawEvents, Sent, inside_gateway
 from ..stream import not_an_event_stream, wrap_stream
@@ -36,12 +44,25 @@ from ..stream import not_an_event_stream, wrap_stream
 __all__ = ["wrapper"]
 
 #: litellm's provider names -> ``gen_ai.provider.name``
-_PROVIDERS = {"bedrock": "aws.bedrock", "bedrock_converse": "aws.bedrock", "vertex_ai": "gcp.vertex_ai",
-              "vertex_ai_beta": "gcp.vertex_ai", "gemini": "gcp.gemini", "azure": "azure.ai.openai",
-              "azure_ai": "azure.ai.inference", "mistral": "mistral_ai", "groq": "groq",
-              "deepseek": "deepseek", "xai": "x_ai", "cohere": "cohere", "cohere_chat": "cohere",
-              "perplexity": "perplexity", "watsonx": "ibm.watsonx.ai",
-              "text-completion-openai": "openai", "text-completion-codestral": "mistral_ai"}  # fmt: skip
+_PROVIDERS = {
+    "bedrock": "aws.bedrock",
+    "bedrock_converse": "aws.bedrock",
+    "vertex_ai": "gcp.vertex_ai",
+    "vertex_ai_beta": "gcp.vertex_ai",
+    "gemini": "gcp.gemini",
+    "azure": "azure.ai.openai",
+    "azure_ai": "azure.ai.inference",
+    "mistral": "mistral_ai",
+    "groq": "groq",
+    "deepseek": "deepseek",
+    "xai": "x_ai",
+    "cohere": "cohere",
+    "cohere_chat": "cohere",
+    "perplexity": "perplexity",
+    "watsonx": "ibm.watsonx.ai",
+    "text-completion-openai": "openai",
+    "text-completion-codestral": "mistral_ai",
+}
 
 
 def _route(kwargs: dict[str, Any]) -> tuple[str, str | None]:
@@ -51,7 +72,10 @@ def _route(kwargs: dict[str, Any]) -> tuple[str, str | None]:
     model = kwargs.get("model")
     try:
         routed, provider, _key, _base = litellm.get_llm_provider(
-            model=model, custom_llm_provider=kwargs.get("custom_llm_provider"), api_base=kwargs.get("api_base"))
+            model=model,
+            custom_llm_provider=kwargs.get("custom_llm_provider"),
+            api_base=kwargs.get("api_base"),
+        )
     except Exception:  # litellm raises the same error in the call itself
         return "litellm", model if isinstance(model, str) else None
     return _PROVIDERS.get(provider, provider or "litellm"), routed
@@ -84,8 +108,9 @@ class _Kind(NamedTuple):
     accumulator: Callable[..., Any] | None
 
 
-def _open(kind: _Kind, instance: Any, args: tuple,
-          kwargs: dict[str, Any]) -> tuple[Call, tuple, dict, _Gateway] | None:  # fmt: skip
+def _open(
+    kind: _Kind, instance: Any, args: tuple, kwargs: dict[str, Any]
+) -> tuple[Call, tuple, dict, _Gateway] | None:
     """Open the call as litellm routes it (:data:`.lifecycle.Start`)."""
     try:
         provider, model = _route(kwargs)
@@ -93,9 +118,16 @@ def _open(kind: _Kind, instance: Any, args: tuple,
     except Exception as exc:
         faults.report("internal", exc)
         return None
-    call = open_call(kind.request, {**kwargs, "model": model}, operation=kind.operation,
-                     provider=provider, request_model=model, stream=kwargs.get("stream") is True,
-                     server_address=address, server_port=port)  # fmt: skip
+    call = open_call(
+        kind.request,
+        {**kwargs, "model": model},
+        operation=kind.operation,
+        provider=provider,
+        request_model=model,
+        stream=kwargs.get("stream") is True,
+        server_address=address,
+        server_port=port,
+    )
     return None if call is None else (call, args, kwargs, _Gateway(kwargs))
 
 
@@ -113,8 +145,13 @@ class _Held:
     def final_text(self) -> Any:
         return None if self.silent else super().final_text()
 
-    def end_call(self, call: Call, how: str, error: BaseException | str | None = None,
-                 once: str | None = None) -> None:  # fmt: skip
+    def end_call(
+        self,
+        call: Call,
+        how: str,
+        error: BaseException | str | None = None,
+        once: str | None = None,
+    ) -> None:
         sent = self.gateway
         if self.inner is not None and not sent.seen and not self.text:  # no event, no text:
             # any usage is litellm's own (text without an event seen: litellm read the
@@ -126,8 +163,13 @@ class _Held:
             if not self.invalid:  # (seen by the SDK's decoder or litellm's own HTTP client)
                 faults.report("usage_invalid", sent.error)
                 self.invalid = True
-        elif error is None and self.inner is not None and sent.seen and not sent.usage \
-                and self.usage is not None:  # litellm's own count  # fmt: skip
+        elif (
+            error is None
+            and self.inner is not None
+            and sent.seen
+            and not sent.usage
+            and self.usage is not None
+        ):  # litellm's own count
             self.usage = self.usage.replace(source="estimated")
         if self.usage is not None and self.usage.provider is not None:
             self.usage = self.usage.replace(provider=None)
@@ -162,12 +204,14 @@ def _held(answer: Response, sent: Sent) -> Response:
 def _within(gateway: _Gateway, make_call: Callable[..., Any], is_async: bool) -> Callable[..., Any]:
     """``make_call`` run as part of the call: with :data:`.sent.inside_gateway` set."""
     if is_async:
+
         async def opened(*args: Any, **kwargs: Any) -> Any:
             token = inside_gateway.set(gateway)
             try:
                 return await make_call(*args, **kwargs)
             finally:
                 inside_gateway.reset(token)
+
         return opened
 
     def opened_sync(*args: Any, **kwargs: Any) -> Any:
@@ -176,6 +220,7 @@ def _within(gateway: _Gateway, make_call: Callable[..., Any], is_async: bool) ->
             return make_call(*args, **kwargs)
         finally:
             inside_gateway.reset(token)
+
     return opened_sync
 
 
@@ -228,8 +273,11 @@ async def _gated_async(steps: AsyncIterator[Any], gateway: _Gateway) -> AsyncIte
 
 def _read(kind: _Kind, is_async: bool, call: Call, result: Any, gateway: _Gateway) -> Any:
     """End the call from litellm's answer, or hand its stream to the proxy."""
-    if call.stream and kind.accumulator is not None and hasattr(
-            result, "__anext__" if is_async else "__next__"):  # fmt: skip
+    if (
+        call.stream
+        and kind.accumulator is not None
+        and hasattr(result, "__anext__" if is_async else "__next__")
+    ):
         try:
             _lazy(result, gateway, is_async)
         except Exception as exc:
@@ -242,11 +290,12 @@ def _read(kind: _Kind, is_async: bool, call: Call, result: Any, gateway: _Gatewa
 
 _KINDS = {
     "completion": _Kind("chat", chat_request, chat_response, _Accumulator),
-    "text_completion": _Kind("text_completion", completions_request, completions_response,
-                             _TextAccumulator),
+    "text_completion": _Kind(
+        "text_completion", completions_request, completions_response, _TextAccumulator
+    ),
     "embedding": _Kind("embeddings", embeddings_request, embeddings_response, None),
     "responses": _Kind("chat", responses_request, responses_response, _EventsAccumulator),
-}  # fmt: skip
+}
 
 
 def _wrapper(kind: _Kind, is_async: bool) -> Callable[..., Any]:
@@ -256,8 +305,11 @@ def _wrapper(kind: _Kind, is_async: bool) -> Callable[..., Any]:
 
 
 #: (name, is_async) -> its wrapper, built once
-_WRAPPERS = {(name, is_async): _wrapper(kind, is_async) for name, kind in _KINDS.items()
-             for is_async in (False, True)}  # fmt: skip
+_WRAPPERS = {
+    (name, is_async): _wrapper(kind, is_async)
+    for name, kind in _KINDS.items()
+    for is_async in (False, True)
+}
 
 
 def wrapper(name: str, is_async: bool) -> Callable[..., Any]:

@@ -30,8 +30,12 @@ __all__ = ["provider_usage", "wrapper"]
 #: Vertex (``usageMetadata``), Cohere v1 (``meta``: ``billed_units``, ``tokens``), the billed
 #: counts closing a Bedrock InvokeModel stream (``amazon-bedrock-invocationMetrics``)
 _USAGE_KEYS = (
-    "usage", "usageMetadata", "usage_metadata", "meta", "amazon-bedrock-invocationMetrics",
-)  # fmt: skip
+    "usage",
+    "usageMetadata",
+    "usage_metadata",
+    "meta",
+    "amazon-bedrock-invocationMetrics",
+)
 #: ... or one level down: Anthropic's ``message_start`` event, Responses events
 _WRAPPERS = ("message", "response")
 _MAX_LINE = 8 * 1024 * 1024  # bytes of one streamed line kept while it is incomplete
@@ -87,11 +91,11 @@ class _Lines:
                 self.parts.append(chunk[:first])
                 self._line(b"".join(self.parts))
             if first < last:  # whole lines: read only when a token count may be among them
-                middle = chunk[first + 1:last]
+                middle = chunk[first + 1 : last]
                 if b"oken" in middle:
                     for line in middle.split(b"\n"):
                         self._line(line)
-            rest = chunk[last + 1:]
+            rest = chunk[last + 1 :]
             self.parts, self.size = [rest], len(rest)
         except Exception as exc:
             faults.report("internal", exc)

@@ -27,20 +27,26 @@ DEPENDENCIES: tuple[str, ...] = BACKEND.requirements
 _SDK = "otel_tokens.capture.sdk.litellm"
 _CALL, _TEXT = deferred(_SDK, "completion"), deferred(_SDK, "text_completion")
 _EMBED, _RESPONSES = deferred(_SDK, "embedding"), deferred(_SDK, "responses")
-_HTTP, _POST = "litellm.llms.custom_httpx.http_handler", deferred("otel_tokens.capture.sdk.litellm_http", "post")
+_HTTP, _POST = (
+    "litellm.llms.custom_httpx.http_handler",
+    deferred("otel_tokens.capture.sdk.litellm_http", "post"),
+)
 
-_PATCHES = SdkPatches("litellm", (
-    ("litellm", "", "completion", _CALL),
-    ("litellm", "", "acompletion", _CALL),
-    ("litellm", "", "text_completion", _TEXT),
-    ("litellm", "", "atext_completion", _TEXT),
-    ("litellm", "", "embedding", _EMBED),
-    ("litellm", "", "aembedding", _EMBED),
-    ("litellm", "", "responses", _RESPONSES),
-    ("litellm", "", "aresponses", _RESPONSES),
-    (_HTTP, "HTTPHandler", "post", _POST),  # the provider's answer as sent (see .litellm_http)
-    (_HTTP, "AsyncHTTPHandler", "post", _POST),
-))  # fmt: skip
+_PATCHES = SdkPatches(
+    "litellm",
+    (
+        ("litellm", "", "completion", _CALL),
+        ("litellm", "", "acompletion", _CALL),
+        ("litellm", "", "text_completion", _TEXT),
+        ("litellm", "", "atext_completion", _TEXT),
+        ("litellm", "", "embedding", _EMBED),
+        ("litellm", "", "aembedding", _EMBED),
+        ("litellm", "", "responses", _RESPONSES),
+        ("litellm", "", "aresponses", _RESPONSES),
+        (_HTTP, "HTTPHandler", "post", _POST),  # the provider's answer as sent (see .litellm_http)
+        (_HTTP, "AsyncHTTPHandler", "post", _POST),
+    ),
+)
 
 
 def install(**_: Any) -> bool:

@@ -33,13 +33,28 @@ from ...settings import current
 from ...handler import get_handler
 from .openai_patches import DEPENDENCIES, install, uninstall
 from ..lifecycle import (
-    Operation, Response, operation_wrapper, sdk_field,
+    Operation,
+    Response,
+    operation_wrapper,
+    sdk_field,
 )
 from ..wire.openai import (
-    ChatAccumulator, CompletionsAccumulator, ResponsesAccumulator, RetrievedAccumulator,
-    RunAccumulator, TranscriptionAccumulator, chat_request, chat_response, completions_request,
-    completions_response, embeddings_request, embeddings_response, responses_request,
-    responses_response, run_response, transcription_response,
+    ChatAccumulator,
+    CompletionsAccumulator,
+    ResponsesAccumulator,
+    RetrievedAccumulator,
+    RunAccumulator,
+    TranscriptionAccumulator,
+    chat_request,
+    chat_response,
+    completions_request,
+    completions_response,
+    embeddings_request,
+    embeddings_response,
+    responses_request,
+    responses_response,
+    run_response,
+    transcription_response,
 )
 from ..managers import managed
 from ..sent import expect_cost, note_header_cost, take_cost
@@ -72,8 +87,13 @@ def _client(instance: Any) -> tuple[str, str | None, int | None]:
             _clients.clear()
         # holding the URL keeps its id from being reused; a provider's own API (its URL
         # pattern matched) adds no gateway's cost header: none is read (see sent.expect_cost)
-        hit = _clients[id(url)] = (url, type(client), overrides, found.provider,
-                                   found.price_id is None)  # fmt: skip
+        hit = _clients[id(url)] = (
+            url,
+            type(client),
+            overrides,
+            found.provider,
+            found.price_id is None,
+        )
     expect_cost(gateway=hit[4])  # a cost noted for an earlier response is not this call's
     return hit[3], address, port
 
@@ -120,35 +140,85 @@ def _conversation(kwargs: dict[str, Any]) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-
-
 def _run_request(kwargs: dict[str, Any]) -> None:
     return None  # the thread's messages live on the server: no estimate
 
 
 #: every openai operation's: its client read in one step, a raw response's cost header read
 _OPENAI: dict[str, Any] = {"client": _client, "raw_headers": note_header_cost}
-_CHAT = Operation("chat", _provider, _server, chat_request, _costed(chat_response),
-                  ChatAccumulator, prepare=_with_stream_usage, **_OPENAI)  # fmt: skip
-_RESPONSES = Operation("chat", _provider, _server, responses_request,
-                       _costed(responses_response), ResponsesAccumulator, once="openai.responses",
-                       conversation=_conversation, **_OPENAI)  # fmt: skip
-_RETRIEVE = Operation("chat", _provider, _server, _run_request, responses_response,
-                      RetrievedAccumulator, once="openai.responses", **_OPENAI)  # fmt: skip
-_EMBEDDINGS = Operation("embeddings", _provider, _server, embeddings_request,
-                        _costed(embeddings_response), **_OPENAI)  # fmt: skip
-_COMPLETIONS = Operation("text_completion", _provider, _server, completions_request,
-                         _costed(completions_response), CompletionsAccumulator,
-                         prepare=_with_stream_usage, **_OPENAI)  # fmt: skip
-_TRANSCRIPTIONS = Operation("transcription", _provider, _server, _run_request,
-                            transcription_response, TranscriptionAccumulator, **_OPENAI)  # fmt: skip
-_RUNS = Operation("invoke_agent", _provider, _server, _run_request, run_response, RunAccumulator,
-                  once="openai.runs", **_OPENAI)  # fmt: skip
+_CHAT = Operation(
+    "chat",
+    _provider,
+    _server,
+    chat_request,
+    _costed(chat_response),
+    ChatAccumulator,
+    prepare=_with_stream_usage,
+    **_OPENAI,
+)
+_RESPONSES = Operation(
+    "chat",
+    _provider,
+    _server,
+    responses_request,
+    _costed(responses_response),
+    ResponsesAccumulator,
+    once="openai.responses",
+    conversation=_conversation,
+    **_OPENAI,
+)
+_RETRIEVE = Operation(
+    "chat",
+    _provider,
+    _server,
+    _run_request,
+    responses_response,
+    RetrievedAccumulator,
+    once="openai.responses",
+    **_OPENAI,
+)
+_EMBEDDINGS = Operation(
+    "embeddings", _provider, _server, embeddings_request, _costed(embeddings_response), **_OPENAI
+)
+_COMPLETIONS = Operation(
+    "text_completion",
+    _provider,
+    _server,
+    completions_request,
+    _costed(completions_response),
+    CompletionsAccumulator,
+    prepare=_with_stream_usage,
+    **_OPENAI,
+)
+_TRANSCRIPTIONS = Operation(
+    "transcription",
+    _provider,
+    _server,
+    _run_request,
+    transcription_response,
+    TranscriptionAccumulator,
+    **_OPENAI,
+)
+_RUNS = Operation(
+    "invoke_agent",
+    _provider,
+    _server,
+    _run_request,
+    run_response,
+    RunAccumulator,
+    once="openai.runs",
+    **_OPENAI,
+)
 
 _OPERATIONS = {
-    "chat": _CHAT, "responses": _RESPONSES, "retrieve": _RETRIEVE, "embeddings": _EMBEDDINGS,
-    "completions": _COMPLETIONS, "transcriptions": _TRANSCRIPTIONS, "runs": _RUNS,
-}  # fmt: skip
+    "chat": _CHAT,
+    "responses": _RESPONSES,
+    "retrieve": _RETRIEVE,
+    "embeddings": _EMBEDDINGS,
+    "completions": _COMPLETIONS,
+    "transcriptions": _TRANSCRIPTIONS,
+    "runs": _RUNS,
+}
 
 
 def _runs_stream_wrapper(is_async: bool) -> Any:
@@ -157,7 +227,9 @@ def _runs_stream_wrapper(is_async: bool) -> Any:
     inner = operation_wrapper(_RUNS, is_async)
 
     def run_stream(wrapped: Any, instance: Any, args: tuple, kwargs: dict) -> Any:
-        return managed(wrapped(*args, **kwargs), inner, instance, {**kwargs, "stream": True}, is_async)
+        return managed(
+            wrapped(*args, **kwargs), inner, instance, {**kwargs, "stream": True}, is_async
+        )
 
     return run_stream
 

@@ -103,12 +103,27 @@ def _finish(op: Operation, call: Call, parsed: Any) -> None:
 #: every openai operation's: its client read in one step, a raw response's cost header read
 _OPENAI: dict[str, Any] = {"client": _client, "raw_headers": note_header_cost}
 _OPERATIONS = {
-    "images": Operation("generate_content", _provider, _server, _run_request,
-                        _costed(images_response), ImagesAccumulator, **_OPENAI),
-    "speech": Operation("generate_content", _provider, _server, _run_request,
-                        _costed(_speech_response), SpeechAccumulator, is_stream=_as_events,
-                        billed=speech_characters, **_OPENAI),
-}  # fmt: skip
+    "images": Operation(
+        "generate_content",
+        _provider,
+        _server,
+        _run_request,
+        _costed(images_response),
+        ImagesAccumulator,
+        **_OPENAI,
+    ),
+    "speech": Operation(
+        "generate_content",
+        _provider,
+        _server,
+        _run_request,
+        _costed(_speech_response),
+        SpeechAccumulator,
+        is_stream=_as_events,
+        billed=speech_characters,
+        **_OPENAI,
+    ),
+}
 
 
 def wrapper(name: str, is_async: bool) -> Callable[..., Any]:
@@ -117,5 +132,6 @@ def wrapper(name: str, is_async: bool) -> Callable[..., Any]:
     if name != "speech":
         return operation_wrapper(op, is_async)
     wrap = async_wrapper if is_async else sync_wrapper
-    return wrap(partial(_open, op, is_async), partial(_speech_read, op, is_async), op.failure,
-                sdk=True)  # fmt: skip
+    return wrap(
+        partial(_open, op, is_async), partial(_speech_read, op, is_async), op.failure, sdk=True
+    )

@@ -95,8 +95,7 @@ def _setup(_is_async: bool) -> Callable[..., Any]:
     """``_setup_connection(ws)``: before its listener starts, the session opens and its
     event queue is read."""
 
-    async def setup(wrapped: Callable[..., Any], instance: Any, args: tuple,
-                    kwargs: dict) -> Any:  # fmt: skip
+    async def setup(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
         try:
             attach(instance, _stt_session(instance))
             _hook(instance)

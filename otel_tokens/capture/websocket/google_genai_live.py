@@ -55,9 +55,11 @@ def _usage(meta: Any) -> Usage:
     thoughts, answer = _get(meta, "thoughts_token_count"), _get(meta, "response_token_count")
     prompt, tool = _get(meta, "prompt_token_count"), _get(meta, "tool_use_prompt_token_count")
     return Usage(
-        input_tokens=add_counts(prompt, tool), output_tokens=add_counts(answer, thoughts),
-        cache_read_tokens=_get(meta, "cached_content_token_count"), reasoning_tokens=thoughts,
-    )  # fmt: skip
+        input_tokens=add_counts(prompt, tool),
+        output_tokens=add_counts(answer, thoughts),
+        cache_read_tokens=_get(meta, "cached_content_token_count"),
+        reasoning_tokens=thoughts,
+    )
 
 
 def _by_modality(details: Any) -> dict[str, int]:
@@ -75,8 +77,9 @@ def _billing(meta: Any) -> Billing | None:
     """Audio, image and video tokens of each breakdown, each at its own rate; with cache
     reads, the cached share of each input modality is said (genai-prices needs it, 0 too)."""
     units: dict[str, Any] = {}
-    for column, details in enumerate(("prompt_tokens_details", "cache_tokens_details",
-                                      "response_tokens_details")):  # fmt: skip
+    for column, details in enumerate(
+        ("prompt_tokens_details", "cache_tokens_details", "response_tokens_details")
+    ):
         for modality, count in _by_modality(_get(meta, details)).items():
             units[_UNITS[modality][column]] = count
     found = Billing.of(None, units)
@@ -147,8 +150,7 @@ def _receive(_is_async: bool) -> Callable[..., Any]:
     """``AsyncSession._receive()``: each message; an error (the connection dropped) ends the
     turn still open, and goes on unchanged."""
 
-    async def receive(wrapped: Callable[..., Any], instance: Any, args: tuple,
-                      kwargs: dict) -> Any:  # fmt: skip
+    async def receive(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
         session = session_of(instance)
         verdicts: list[ValueError] = []
         token = _SENT.set(verdicts)

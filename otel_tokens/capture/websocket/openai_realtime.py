@@ -54,10 +54,12 @@ def _usage(usage: Any, model: str | None, response_id: str | None) -> Usage | No
     if usage is None:
         return None
     return Usage(
-        input_tokens=_get(usage, "input_tokens"), output_tokens=_get(usage, "output_tokens"),
+        input_tokens=_get(usage, "input_tokens"),
+        output_tokens=_get(usage, "output_tokens"),
         cache_read_tokens=_get(_get(usage, "input_token_details"), "cached_tokens"),
-        model=model, response_id=response_id,
-    )  # fmt: skip
+        model=model,
+        response_id=response_id,
+    )
 
 
 def _billing(usage: Any) -> Billing | None:
@@ -66,13 +68,16 @@ def _billing(usage: Any) -> Billing | None:
         return None
     heard, spoken = _get(usage, "input_token_details"), _get(usage, "output_token_details")
     cached = _get(heard, "cached_tokens_details")
-    found = Billing.of(None, {
-        "input_audio_tokens": _get(heard, "audio_tokens"),
-        "cache_audio_read_tokens": _get(cached, "audio_tokens"),
-        "input_image_tokens": _get(heard, "image_tokens"),
-        "cache_image_read_tokens": _get(cached, "image_tokens"),
-        "output_audio_tokens": _get(spoken, "audio_tokens"),
-    })  # fmt: skip
+    found = Billing.of(
+        None,
+        {
+            "input_audio_tokens": _get(heard, "audio_tokens"),
+            "cache_audio_read_tokens": _get(cached, "audio_tokens"),
+            "input_image_tokens": _get(heard, "image_tokens"),
+            "cache_image_read_tokens": _get(cached, "image_tokens"),
+            "output_audio_tokens": _get(spoken, "audio_tokens"),
+        },
+    )
     if found is None or not _get(heard, "cached_tokens"):
         return found
     return found._replace(units=_cached_modalities(dict(found.units)))
@@ -98,9 +103,14 @@ def _done(session: Session, response: Any) -> None:
     except ValueError as exc:  # not token counts: recorded as reported but unusable
         faults.report("usage_invalid", exc)
         found, billing = Usage(), None
-    session.finish(rid, found, response_id=rid, billing=billing,
-                   reasons=(status,) if isinstance(status, str) and status else (),
-                   once=_ONCE)  # fmt: skip
+    session.finish(
+        rid,
+        found,
+        response_id=rid,
+        billing=billing,
+        reasons=(status,) if isinstance(status, str) and status else (),
+        once=_ONCE,
+    )
 
 
 def _transcribed(session: Session, event: Any) -> None:
@@ -114,9 +124,14 @@ def _transcribed(session: Session, event: Any) -> None:
         answer = Response(Usage())
     item, index = _get(event, "item_id"), _get(event, "content_index")
     key = f"{item}:{index}" if isinstance(item, str) and item else None
-    session.bill(answer.usage, answer.billing, operation="transcription",
-                 model=session.models.get("transcription"), response_id=key,
-                 once=_ONCE_TRANSCRIPTION)  # fmt: skip
+    session.bill(
+        answer.usage,
+        answer.billing,
+        operation="transcription",
+        model=session.models.get("transcription"),
+        response_id=key,
+        once=_ONCE_TRANSCRIPTION,
+    )
 
 
 def _configured(session: Session, config: Any) -> None:
@@ -127,7 +142,8 @@ def _configured(session: Session, config: Any) -> None:
     if isinstance(model, str) and model:
         session.response_model = model
     transcription = _get(_get(_get(config, "audio"), "input"), "transcription") or _get(
-        config, "input_audio_transcription")  # fmt: skip
+        config, "input_audio_transcription"
+    )
     transcriber = _get(transcription, "model")
     if isinstance(transcriber, str) and transcriber:
         session.models["transcription"] = transcriber
@@ -158,8 +174,9 @@ def observed(session: Session | None, event: Any, data: Any = None) -> None:
 
 
 # -- the openai SDK -------------------------------------------------------------------------
-def _url_session(base_url: str, socket_url: str | None, model: Any,
-                 platform: str | None) -> Session:  # fmt: skip
+def _url_session(
+    base_url: str, socket_url: str | None, model: Any, platform: str | None
+) -> Session:
     """A session of a client whose REST URL ``base_url`` names the provider and whose
     websocket URL (``socket_url``, else the REST URL's host) is the server."""
     host = server_of(base_url)[0]
@@ -175,16 +192,20 @@ def client_session(client: Any, model: Any) -> Session:
     REST URL's host) for ``model``; the Agents SDK's speech-to-text session uses it too."""
     platform = "azure.ai.openai" if type(client).__name__ in _AZURE else None
     socket_url = getattr(client, "websocket_base_url", None)
-    return _url_session(str(getattr(client, "_base_url", "")),
-                        str(socket_url) if socket_url is not None else None,
-                        model, platform)  # fmt: skip
+    return _url_session(
+        str(getattr(client, "_base_url", "")),
+        str(socket_url) if socket_url is not None else None,
+        model,
+        platform,
+    )
 
 
 def _manager_session(manager: Any) -> Session:
     """The session of a connection manager (``realtime.connect(...)``'s) being entered."""
     prefix = f"_{type(manager).__name__}__"  # its client and model are name-mangled
-    return client_session(getattr(manager, prefix + "client", None),
-                          getattr(manager, prefix + "model", None))  # fmt: skip
+    return client_session(
+        getattr(manager, prefix + "client", None), getattr(manager, prefix + "model", None)
+    )
 
 
 def _opened(manager: Any, connection: Any) -> None:
@@ -199,8 +220,9 @@ def _enter(is_async: bool) -> Callable[..., Any]:
     opens in the caller's context."""
     if is_async:
 
-        async def enter_async(wrapped: Callable[..., Any], instance: Any, args: tuple,
-                              kwargs: dict) -> Any:  # fmt: skip
+        async def enter_async(
+            wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict
+        ) -> Any:
             connection = await wrapped(*args, **kwargs)
             _opened(instance, connection)
             return connection
@@ -254,8 +276,9 @@ def _receive(is_async: bool) -> Callable[..., Any]:
     goes on unchanged: the SDK may reconnect)."""
     if is_async:
 
-        async def receive_async(wrapped: Callable[..., Any], instance: Any, args: tuple,
-                                kwargs: dict) -> Any:  # fmt: skip
+        async def receive_async(
+            wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict
+        ) -> Any:
             try:
                 return await wrapped(*args, **kwargs)
             except Exception as exc:
@@ -278,8 +301,9 @@ def _close(is_async: bool) -> Callable[..., Any]:
     """A connection's ``close()``: its open responses end (never billed now)."""
     if is_async:
 
-        async def close_async(wrapped: Callable[..., Any], instance: Any, args: tuple,
-                              kwargs: dict) -> Any:  # fmt: skip
+        async def close_async(
+            wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict
+        ) -> Any:
             try:
                 return await wrapped(*args, **kwargs)
             finally:
@@ -325,8 +349,7 @@ def _agents_connect(_is_async: bool) -> Callable[..., Any]:
     """``OpenAIRealtimeWebSocketModel.connect(options)``: the session opens in the context
     of the ``RealtimeSession`` being entered; its listener task runs in a copy of it."""
 
-    async def connect(wrapped: Callable[..., Any], instance: Any, args: tuple,
-                      kwargs: dict) -> Any:  # fmt: skip
+    async def connect(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
         try:
             options = args[0] if args else kwargs.get("options")
             session = attach(instance, _agents_session(instance, options))
@@ -341,8 +364,7 @@ def _agents_connect(_is_async: bool) -> Callable[..., Any]:
 def _agents_event(_is_async: bool) -> Callable[..., Any]:
     """``_handle_ws_event(event)``: each server event, a dict as the server sent it."""
 
-    async def handle(wrapped: Callable[..., Any], instance: Any, args: tuple,
-                     kwargs: dict) -> Any:  # fmt: skip
+    async def handle(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
         observed(session_of(instance), args[0] if args else kwargs.get("event"))
         return await wrapped(*args, **kwargs)
 
@@ -353,8 +375,7 @@ def _agents_listen(_is_async: bool) -> Callable[..., Any]:
     """``_listen_for_messages``: when the listener ends (closed or dropped), so does every
     response still open."""
 
-    async def listen(wrapped: Callable[..., Any], instance: Any, args: tuple,
-                     kwargs: dict) -> Any:  # fmt: skip
+    async def listen(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs: dict) -> Any:
         try:
             return await wrapped(*args, **kwargs)
         finally:
@@ -364,10 +385,14 @@ def _agents_listen(_is_async: bool) -> Callable[..., Any]:
 
 
 _WRAPPERS: dict[str, Callable[[bool], Callable[..., Any]]] = {
-    "enter": _enter, "parse": _parse, "receive": _receive, "close": _close,
-    "agents_connect": _agents_connect, "agents_event": _agents_event,
+    "enter": _enter,
+    "parse": _parse,
+    "receive": _receive,
+    "close": _close,
+    "agents_connect": _agents_connect,
+    "agents_event": _agents_event,
     "agents_listen": _agents_listen,
-}  # fmt: skip
+}
 
 
 def wrapper(name: str, is_async: bool) -> Callable[..., Any]:

@@ -35,7 +35,8 @@ MAX_OPEN = 16
 
 #: the agent a framework says runs the session's response being opened (see _framework_run)
 _FRAMEWORK_AGENT: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "otel_tokens_realtime_agent", default=None)  # fmt: skip
+    "otel_tokens_realtime_agent", default=None
+)
 
 
 def _framework_run() -> FrameworkRun | None:
@@ -54,8 +55,14 @@ def _no_request(_given: Any) -> None:
 class Session:
     """The billed responses of one websocket session (``operation``: ``gen_ai.operation.name``)."""
 
-    def __init__(self, provider: str, address: str | None, port: int | None,
-                 model: str | None, operation: str = "chat") -> None:  # fmt: skip
+    def __init__(
+        self,
+        provider: str,
+        address: str | None,
+        port: int | None,
+        model: str | None,
+        operation: str = "chat",
+    ) -> None:
         self.context = contextvars.copy_context()  # who the session's calls are for
         self.provider, self.address, self.port = provider, address, port
         self.request_model = model
@@ -82,9 +89,16 @@ class Session:
         if evicted is not None:
             evicted.fail("response_not_done")
 
-    def finish(self, key: Any, usage: Usage | None, *, response_id: str | None = None,
-               reasons: tuple[str, ...] = (), billing: Billing | None = None,
-               once: str | None = None) -> None:  # fmt: skip
+    def finish(
+        self,
+        key: Any,
+        usage: Usage | None,
+        *,
+        response_id: str | None = None,
+        reasons: tuple[str, ...] = (),
+        billing: Billing | None = None,
+        once: str | None = None,
+    ) -> None:
         """Response ``key`` is billed: its call (opened now if its start went unseen) ends
         with ``usage``."""
         with self._lock:
@@ -93,12 +107,25 @@ class Session:
             call = self._start()
             if call is None:
                 return
-        call.stop(usage, response_model=self.response_model, response_id=response_id,
-                  finish_reasons=reasons or None, billing=billing, once=once)  # fmt: skip
+        call.stop(
+            usage,
+            response_model=self.response_model,
+            response_id=response_id,
+            finish_reasons=reasons or None,
+            billing=billing,
+            once=once,
+        )
 
-    def bill(self, usage: Usage | None, billing: Billing | None, *, operation: str,
-             model: str | None, response_id: str | None = None,
-             once: str | None = None) -> None:  # fmt: skip
+    def bill(
+        self,
+        usage: Usage | None,
+        billing: Billing | None,
+        *,
+        operation: str,
+        model: str | None,
+        response_id: str | None = None,
+        once: str | None = None,
+    ) -> None:
         """A billed unit of the session other than a response (an input transcription, by
         its own model): one call, opened and ended now."""
         call = self._start(operation, model)
@@ -132,9 +159,15 @@ class Session:
             add_framework_source(_framework_run)
             _FRAMEWORK_AGENT.set(named)
         return open_call(
-            _no_request, None, operation=operation or self.operation, provider=self.provider,
-            request_model=model if operation else self.request_model, stream=operation is None,
-            server_address=self.address, server_port=self.port)  # fmt: skip
+            _no_request,
+            None,
+            operation=operation or self.operation,
+            provider=self.provider,
+            request_model=model if operation else self.request_model,
+            stream=operation is None,
+            server_address=self.address,
+            server_port=self.port,
+        )
 
     def _framework_agent(self) -> str | None:
         """The framework's agent name now (None: none, or its reader failed: counted)."""

@@ -16,14 +16,25 @@ from ..stream import Accumulator
 from .base import Wire
 
 __all__ = [
-    "SUFFIXES", "MessagesAccumulator", "fields_billing", "fields_usage", "messages_request",
-    "messages_response", "recognise", "usage_fields",
+    "SUFFIXES",
+    "MessagesAccumulator",
+    "fields_billing",
+    "fields_usage",
+    "messages_request",
+    "messages_response",
+    "recognise",
+    "usage_fields",
 ]
 
 _get = sdk_field
 
 
-_TOKEN_FIELDS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
+_TOKEN_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_read_input_tokens",
+    "cache_creation_input_tokens",
+)
 
 
 def usage_fields(usage: Any) -> dict[str, Any]:
@@ -31,11 +42,15 @@ def usage_fields(usage: Any) -> dict[str, Any]:
     counts, and what else is billed (web searches, 1-hour cache writes, the service tier and
     speed, the iterations billed apart)."""
     out: dict[str, Any] = {}
-    for name in _TOKEN_FIELDS:  # not a token count (a boolean, a string): ValueError, as for every SDK
+    for (
+        name
+    ) in _TOKEN_FIELDS:  # not a token count (a boolean, a string): ValueError, as for every SDK
         value = check_token_count(name, _get(usage, name))
         if value is not None:
             out[name] = value
-    thinking = check_token_count("thinking_tokens", _get(_get(usage, "output_tokens_details"), "thinking_tokens"))
+    thinking = check_token_count(
+        "thinking_tokens", _get(_get(usage, "output_tokens_details"), "thinking_tokens")
+    )
     if thinking is not None:
         out["thinking_tokens"] = thinking
     searches = _get(_get(usage, "server_tool_use"), "web_search_requests")
@@ -44,7 +59,9 @@ def usage_fields(usage: Any) -> dict[str, Any]:
     hour = _get(_get(usage, "cache_creation"), "ephemeral_1h_input_tokens")
     if hour:
         out["cache_write_1h_tokens"] = hour
-        out["cache_write_5m_tokens"] = _get(_get(usage, "cache_creation"), "ephemeral_5m_input_tokens") or 0
+        out["cache_write_5m_tokens"] = (
+            _get(_get(usage, "cache_creation"), "ephemeral_5m_input_tokens") or 0
+        )
     for name in ("service_tier", "speed"):
         value = _get(usage, name)
         if isinstance(value, str):
@@ -55,7 +72,9 @@ def usage_fields(usage: Any) -> dict[str, Any]:
     return out
 
 
-def fields_usage(fields: dict[str, Any], model: str | None, response_id: str | None) -> Usage | None:
+def fields_usage(
+    fields: dict[str, Any], model: str | None, response_id: str | None
+) -> Usage | None:
     """A Usage from Anthropic's fields: input reported inclusive of both cache classes."""
     fresh = fields.get("input_tokens")
     output = fields.get("output_tokens")
@@ -68,23 +87,33 @@ def fields_usage(fields: dict[str, Any], model: str | None, response_id: str | N
     if reasoning is not None and (output is None or reasoning > output):
         reasoning = None
     return Usage(
-        input_tokens=inp, output_tokens=output,
+        input_tokens=inp,
+        output_tokens=output,
         cache_read_tokens=read if inp is not None else None,
         cache_write_tokens=write if inp is not None else None,
-        reasoning_tokens=reasoning, model=model, provider=None, response_id=response_id,
-    )  # fmt: skip
+        reasoning_tokens=reasoning,
+        model=model,
+        provider=None,
+        response_id=response_id,
+    )
 
 
 #: a response's ``usage.service_tier``/``speed`` -> genai-prices' price context
-_CONTEXTS = {("service_tier", "batch"): ("processing", "batch"),
-             ("service_tier", "priority"): ("service_tier", "priority"),
-             ("speed", "fast"): ("speed", "fast")}  # fmt: skip
+_CONTEXTS = {
+    ("service_tier", "batch"): ("processing", "batch"),
+    ("service_tier", "priority"): ("service_tier", "priority"),
+    ("speed", "fast"): ("speed", "fast"),
+}
 _BILLED = ("web_searches", "cache_write_1h_tokens", "cache_write_5m_tokens")
 
 
 def fields_billing(fields: dict[str, Any]) -> Billing | None:
     """Billed beyond the token classes: web searches, 1-hour cache writes, batch/priority/fast."""
-    context = dict(_CONTEXTS[(k, fields[k])] for k in ("service_tier", "speed") if (k, fields.get(k)) in _CONTEXTS)
+    context = dict(
+        _CONTEXTS[(k, fields[k])]
+        for k in ("service_tier", "speed")
+        if (k, fields.get(k)) in _CONTEXTS
+    )
     units = {k: fields[k] for k in _BILLED if k in fields}
     return Billing.of(context, units) if context or units else None
 
@@ -93,8 +122,9 @@ def fields_billing(fields: dict[str, Any]) -> Billing | None:
 _APART = ("compaction", "advisor_message")
 
 
-def _parts(fields: dict[str, Any], usage: Usage | None, model: str | None,
-           response_id: str | None) -> tuple[Usage, ...]:  # fmt: skip
+def _parts(
+    fields: dict[str, Any], usage: Usage | None, model: str | None, response_id: str | None
+) -> tuple[Usage, ...]:
     """The response's usage and, after it, each iteration billed apart (compaction at the
     request's model, an advisor's sub-inference at the advisor's model); () when none."""
     extra = []
@@ -116,13 +146,16 @@ def messages_request(kwargs: dict[str, Any]) -> Request:
     if isinstance(servers, list) and isinstance(tools, list):
         tools = tools + [{"type": "mcp_server", **s} for s in servers if isinstance(s, dict)]
     return Request(
-        "anthropic_messages", _get(kwargs, "model"), _get(kwargs, "messages") or [],
-        system=_get(kwargs, "system"), tools=tools,
+        "anthropic_messages",
+        _get(kwargs, "model"),
+        _get(kwargs, "messages") or [],
+        system=_get(kwargs, "system"),
+        tools=tools,
         thinking=_get(thinking, "type") == "enabled",
         response_format=structured if isinstance(structured, dict) else None,
         max_output_tokens=output_limit(_get(kwargs, "max_tokens")),
         tool_choice=_get(kwargs, "tool_choice"),
-    )  # fmt: skip
+    )
 
 
 def messages_response(result: Any) -> Response:
@@ -133,14 +166,22 @@ def messages_response(result: Any) -> Response:
         return Response(None, model, rid, (str(reason),) if reason else ())
     fields = usage_fields(usage)
     parsed = fields_usage(fields, model, rid)
-    return Response(parsed, model, rid, (str(reason),) if reason else (), fields_billing(fields),
-                    _parts(fields, parsed, model, rid))  # fmt: skip
+    return Response(
+        parsed,
+        model,
+        rid,
+        (str(reason),) if reason else (),
+        fields_billing(fields),
+        _parts(fields, parsed, model, rid),
+    )
 
 
 class MessagesAccumulator(Accumulator):
     """Raw Messages stream events: running usage, model, id, stop reason and output text."""
 
-    def __init__(self, given: dict[str, Any] | None = None, sent: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self, given: dict[str, Any] | None = None, sent: dict[str, Any] | None = None
+    ) -> None:
         super().__init__()
         self._fields: dict[str, Any] = {}
 
@@ -209,7 +250,11 @@ class _RawUsageCheck:
     def _check(self, sse: Any) -> None:
         try:
             data = sse.json()
-            usage = (data.get("message") or {}).get("usage") if sse.event == "message_start" else data.get("usage")
+            usage = (
+                (data.get("message") or {}).get("usage")
+                if sse.event == "message_start"
+                else data.get("usage")
+            )
             check_sent_usage(usage)  # raises: a count in it is not a token count
         except ValueError as exc:
             if not self._acc.invalid:

@@ -33,12 +33,24 @@ from typing import Any
 from ...usage import Usage, check_token_count
 from ..lifecycle import sdk_field as _get
 
-__all__ = ["billed_units", "has_vendor_fields", "output_tokens", "unlisted_reasoning",
-           "vendor_usage"]
+__all__ = [
+    "billed_units",
+    "has_vendor_fields",
+    "output_tokens",
+    "unlisted_reasoning",
+    "vendor_usage",
+]
 
 #: top-level usage fields no OpenAI response has (their presence is the cue)
-_VENDOR_FIELDS = ("prompt_cache_hit_tokens", "cached_prompt_text_tokens", "cached_tokens",
-                  "reasoning_tokens", "citation_tokens", "cost", "num_search_queries")  # fmt: skip
+_VENDOR_FIELDS = (
+    "prompt_cache_hit_tokens",
+    "cached_prompt_text_tokens",
+    "cached_tokens",
+    "reasoning_tokens",
+    "citation_tokens",
+    "cost",
+    "num_search_queries",
+)
 #: top-level cache-read counts, by provider: DeepSeek, xAI's older shape, Moonshot/Together
 _CACHE_READ_FIELDS = ("prompt_cache_hit_tokens", "cached_prompt_text_tokens", "cached_tokens")
 
@@ -60,12 +72,21 @@ def _cost(usage: Any) -> float | None:
     cost = _get(usage, "cost")
     if cost is not None and not isinstance(cost, (int, float)):  # Perplexity: a breakdown
         cost = _get(cost, "total_cost")
-    if isinstance(cost, bool) or not isinstance(cost, (int, float)) or not math.isfinite(cost) or cost < 0:
+    if (
+        isinstance(cost, bool)
+        or not isinstance(cost, (int, float))
+        or not math.isfinite(cost)
+        or cost < 0
+    ):
         return None
     if _get(usage, "is_byok") is True:
         upstream = _get(_get(usage, "cost_details"), "upstream_inference_cost")
-        if isinstance(upstream, (int, float)) and not isinstance(upstream, bool) \
-                and math.isfinite(upstream) and upstream >= 0:  # fmt: skip
+        if (
+            isinstance(upstream, (int, float))
+            and not isinstance(upstream, bool)
+            and math.isfinite(upstream)
+            and upstream >= 0
+        ):
             cost += upstream
     return float(cost)
 
@@ -74,8 +95,13 @@ def output_tokens(usage: Any, prompt: Any, completion: Any, reasoning: Any) -> A
     """``completion_tokens``, plus the reasoning tokens when the provider counts them apart
     (xAI: ``total_tokens`` = prompt + completion + reasoning); called only with reasoning."""
     total = _get(usage, "total_tokens")
-    if type(total) is int and type(prompt) is int and type(completion) is int \
-            and type(reasoning) is int and total == prompt + completion + reasoning:  # fmt: skip
+    if (
+        type(total) is int
+        and type(prompt) is int
+        and type(completion) is int
+        and type(reasoning) is int
+        and total == prompt + completion + reasoning
+    ):
         return completion + reasoning
     return completion
 
@@ -85,8 +111,13 @@ def unlisted_reasoning(usage: Any, prompt: Any, completion: Any) -> int | None:
     when no reasoning is listed (Gemini's thought tokens); None when the total says nothing
     more or another provider field may explain it (:func:`vendor_usage` reads those)."""
     total = _get(usage, "total_tokens")
-    if type(total) is not int or type(prompt) is not int or type(completion) is not int \
-            or total <= prompt + completion or has_vendor_fields(usage):  # fmt: skip
+    if (
+        type(total) is not int
+        or type(prompt) is not int
+        or type(completion) is not int
+        or total <= prompt + completion
+        or has_vendor_fields(usage)
+    ):
         return None
     check_token_count("total_tokens", total)
     return total - prompt - completion

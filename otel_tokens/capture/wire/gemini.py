@@ -21,8 +21,16 @@ from ..stream import Accumulator
 from .base import Wire, embed_request
 
 __all__ = [
-    "SUFFIXES", "GenerateAccumulator", "add_counts", "contents_request", "embed_content_request",
-    "embed_content_response", "error_status", "generate_response", "model_name", "recognise",
+    "SUFFIXES",
+    "GenerateAccumulator",
+    "add_counts",
+    "contents_request",
+    "embed_content_request",
+    "embed_content_response",
+    "error_status",
+    "generate_response",
+    "model_name",
+    "recognise",
 ]
 
 SUFFIXES: tuple[str, ...] = ()  # recognised by the ``:method`` ending of the path instead
@@ -35,15 +43,24 @@ def contents_request(kwargs: dict[str, Any]) -> Request:
     """``contents`` and the config's system instruction, tools and response schema."""
     config = kwargs.get("config")
     contents = kwargs.get("contents")
-    if contents is None or isinstance(contents, (str, dict)) or not isinstance(contents, (list, tuple)):
+    if (
+        contents is None
+        or isinstance(contents, (str, dict))
+        or not isinstance(contents, (list, tuple))
+    ):
         contents = [] if contents is None else [contents]
     schema = _get(config, "response_json_schema") or _get(config, "response_schema")
     return Request(
-        "gemini_contents", model_name(kwargs.get("model")), contents,
-        system=_get(config, "system_instruction"), tools=_get(config, "tools") or (),
-        response_format={"type": "json_schema", "schema": schema} if isinstance(schema, dict) else None,
+        "gemini_contents",
+        model_name(kwargs.get("model")),
+        contents,
+        system=_get(config, "system_instruction"),
+        tools=_get(config, "tools") or (),
+        response_format={"type": "json_schema", "schema": schema}
+        if isinstance(schema, dict)
+        else None,
         max_output_tokens=output_limit(_get(config, "max_output_tokens")),
-    )  # fmt: skip
+    )
 
 
 def model_name(model: Any) -> str | None:
@@ -54,8 +71,9 @@ def model_name(model: Any) -> str | None:
 
 
 # -- the response --------------------------------------------------------------------------
-def _usage(meta: Any, model: str | None, response_id: str | None,
-           final: bool = True) -> Usage | None:  # fmt: skip
+def _usage(
+    meta: Any, model: str | None, response_id: str | None, final: bool = True
+) -> Usage | None:
     """Usage of one ``usage_metadata`` (None: the response had none). Of a stream chunk
     before the last (not ``final``: no finish reason yet), an absent output count is not yet
     known (the stream may be cut before its last chunk), not 0."""
@@ -63,15 +81,23 @@ def _usage(meta: Any, model: str | None, response_id: str | None,
         return None
     prompt, tool = _get(meta, "prompt_token_count"), _get(meta, "tool_use_prompt_token_count")
     candidates, thoughts = _get(meta, "candidates_token_count"), _get(meta, "thoughts_token_count")
-    if prompt is None and candidates is None and thoughts is None and _get(meta, "total_token_count") is None:
+    if (
+        prompt is None
+        and candidates is None
+        and thoughts is None
+        and _get(meta, "total_token_count") is None
+    ):
         return Usage(model=model, response_id=response_id)  # nothing reported
     known = final or candidates is not None or thoughts is not None
     output = add_counts(candidates, thoughts) if known else None
     return Usage(
-        input_tokens=add_counts(prompt, tool), output_tokens=output,
-        cache_read_tokens=_get(meta, "cached_content_token_count"), reasoning_tokens=thoughts,
-        model=model, response_id=response_id,  # the provider: the call's (Gemini API or Vertex)
-    )  # fmt: skip
+        input_tokens=add_counts(prompt, tool),
+        output_tokens=output,
+        cache_read_tokens=_get(meta, "cached_content_token_count"),
+        reasoning_tokens=thoughts,
+        model=model,
+        response_id=response_id,  # the provider: the call's (Gemini API or Vertex)
+    )
 
 
 def add_counts(a: Any, b: Any) -> Any:
@@ -104,8 +130,14 @@ def _billing(meta: Any) -> Billing | None:
     spoken = _audio(_get(meta, "candidates_tokens_details"))
     if not heard and not cached and not spoken:
         return None
-    return Billing.of(None, {"input_audio_tokens": heard, "cache_audio_read_tokens": cached,
-                             "output_audio_tokens": spoken})  # fmt: skip
+    return Billing.of(
+        None,
+        {
+            "input_audio_tokens": heard,
+            "cache_audio_read_tokens": cached,
+            "output_audio_tokens": spoken,
+        },
+    )
 
 
 def _reason(value: Any) -> str | None:
@@ -118,7 +150,11 @@ def _reason(value: Any) -> str | None:
 
 def generate_response(result: Any) -> Response:
     model, rid = _get(result, "model_version"), _get(result, "response_id")
-    reasons = tuple(r for r in (_reason(_get(c, "finish_reason")) for c in _get(result, "candidates") or ()) if r)
+    reasons = tuple(
+        r
+        for r in (_reason(_get(c, "finish_reason")) for c in _get(result, "candidates") or ())
+        if r
+    )
     meta = _get(result, "usage_metadata")
     return Response(_usage(meta, model, rid), model, rid, reasons, _billing(meta))
 
@@ -155,14 +191,25 @@ class GenerateAccumulator(Accumulator):
             self.billing = _billing(meta)
         return True
 
-    def end_call(self, call: Call, how: str, error: BaseException | str | None = None,
-                 once: str | None = None) -> None:  # fmt: skip
+    def end_call(
+        self,
+        call: Call,
+        how: str,
+        error: BaseException | str | None = None,
+        once: str | None = None,
+    ) -> None:
         """A stream's request is sent at its first read: an HTTP failure ends it here. A
         stream read to its end without a finish reason: its last usage is the whole."""
         if isinstance(error, BaseException):
             error = error_status(error)
-        elif error is None and how == "exhausted" and self._meta is not None and not self.invalid \
-                and self.usage is not None and self.usage.output_tokens is None:  # fmt: skip
+        elif (
+            error is None
+            and how == "exhausted"
+            and self._meta is not None
+            and not self.invalid
+            and self.usage is not None
+            and self.usage.output_tokens is None
+        ):
             self.usage = _usage(self._meta, self.model, self.response_id)
         super().end_call(call, how, error, once)
 
@@ -175,8 +222,9 @@ def embed_content_request(kwargs: dict[str, Any]) -> Request:
         contents = kwargs.get("batch_contents") or kwargs.get("content")
     if contents is None or not isinstance(contents, (list, tuple)):
         contents = [] if contents is None else [contents]
-    return Request("gemini_contents", model_name(kwargs.get("model")), list(contents),
-                   max_output_tokens=0)  # fmt: skip
+    return Request(
+        "gemini_contents", model_name(kwargs.get("model")), list(contents), max_output_tokens=0
+    )
 
 
 def embed_content_response(result: Any) -> Response:

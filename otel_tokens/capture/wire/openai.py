@@ -20,14 +20,31 @@ from ..sent import Sent, SentStream, note
 from ..stream import Accumulator, StreamObserver, finish_reasons
 from .base import Wire, by_suffix
 from .compatible import (
-    billed_units, has_vendor_fields, output_tokens, unlisted_reasoning, vendor_usage,
+    billed_units,
+    has_vendor_fields,
+    output_tokens,
+    unlisted_reasoning,
+    vendor_usage,
 )
 
 __all__ = [
-    "SUFFIXES", "ChatAccumulator", "CompletionsAccumulator", "ResponsesAccumulator",
-    "RetrievedAccumulator", "RunAccumulator", "TranscriptionAccumulator", "chat_request",
-    "chat_response", "completions_request", "completions_response", "embeddings_request",
-    "embeddings_response", "recognise", "responses_request", "responses_response", "run_response",
+    "SUFFIXES",
+    "ChatAccumulator",
+    "CompletionsAccumulator",
+    "ResponsesAccumulator",
+    "RetrievedAccumulator",
+    "RunAccumulator",
+    "TranscriptionAccumulator",
+    "chat_request",
+    "chat_response",
+    "completions_request",
+    "completions_response",
+    "embeddings_request",
+    "embeddings_response",
+    "recognise",
+    "responses_request",
+    "responses_response",
+    "run_response",
     "transcription_response",
 ]
 
@@ -40,18 +57,25 @@ def _chat_usage(usage: Any, model: str | None, response_id: str | None) -> Usage
     if not isinstance(usage, dict):
         try:  # an SDK object: plain attribute reads (kept for speed: docs/benchmarks.md)
             prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
-            reasoning, output = getattr(completion, "reasoning_tokens", None), usage.completion_tokens
+            reasoning, output = (
+                getattr(completion, "reasoning_tokens", None),
+                usage.completion_tokens,
+            )
             if reasoning:  # counted apart by some providers (xAI)
                 output = output_tokens(usage, usage.prompt_tokens, output, reasoning)
             elif usage.total_tokens is not None:  # Gemini's thoughts: in the total only
                 reasoning = unlisted_reasoning(usage, usage.prompt_tokens, output) or reasoning
                 output = output + reasoning if reasoning else output
             found = Usage(
-                input_tokens=usage.prompt_tokens, output_tokens=output,
+                input_tokens=usage.prompt_tokens,
+                output_tokens=output,
                 cache_read_tokens=getattr(prompt, "cached_tokens", None),
                 cache_write_tokens=getattr(prompt, "cache_write_tokens", None),
-                reasoning_tokens=reasoning, model=model, provider=None, response_id=response_id,
-            )  # fmt: skip
+                reasoning_tokens=reasoning,
+                model=model,
+                provider=None,
+                response_id=response_id,
+            )
             return vendor_usage(usage, found) if has_vendor_fields(usage) else found
         except AttributeError:
             pass  # another shape: field by field below
@@ -68,8 +92,10 @@ def _chat_usage(usage: Any, model: str | None, response_id: str | None) -> Usage
         cache_read_tokens=_get(_get(usage, "prompt_tokens_details"), "cached_tokens"),
         cache_write_tokens=_get(_get(usage, "prompt_tokens_details"), "cache_write_tokens"),
         reasoning_tokens=reasoning,
-        model=model, provider=None, response_id=response_id,
-    )  # fmt: skip
+        model=model,
+        provider=None,
+        response_id=response_id,
+    )
     return vendor_usage(usage, found) if has_vendor_fields(usage) else found
 
 
@@ -83,8 +109,10 @@ def _responses_usage(usage: Any, model: str | None, response_id: str | None) -> 
         cache_read_tokens=_get(details, "cached_tokens"),
         cache_write_tokens=_get(details, "cache_write_tokens"),
         reasoning_tokens=_get(_get(usage, "output_tokens_details"), "reasoning_tokens"),
-        model=model, provider=None, response_id=response_id,
-    )  # fmt: skip
+        model=model,
+        provider=None,
+        response_id=response_id,
+    )
 
 
 def chat_request(kwargs: dict[str, Any]) -> Request:
@@ -99,12 +127,22 @@ def chat_request(kwargs: dict[str, Any]) -> Request:
     # tests/core/test_positional_builds.py): api, model, messages, system, tools, response
     # format, thinking, chained, output limit, tool choice (read for Anthropic only),
     # reasoning mode (Responses only)
-    return tuple.__new__(Request, (
-        "openai_chat", model if isinstance(model, str) else None,
-        messages if messages and type(messages).__name__ not in _NOT_GIVEN else [],
-        None, tools or (), fmt if isinstance(fmt, dict) else None, False, None,
-        None if limit is None and legacy is None else output_limit(given(limit), given(legacy)),
-        None, None))
+    return tuple.__new__(
+        Request,
+        (
+            "openai_chat",
+            model if isinstance(model, str) else None,
+            messages if messages and type(messages).__name__ not in _NOT_GIVEN else [],
+            None,
+            tools or (),
+            fmt if isinstance(fmt, dict) else None,
+            False,
+            None,
+            None if limit is None and legacy is None else output_limit(given(limit), given(legacy)),
+            None,
+            None,
+        ),
+    )
 
 
 _STANDARD_TIERS = frozenset(("default", "auto", "standard"))
@@ -112,18 +150,28 @@ _STANDARD_TIERS = frozenset(("default", "auto", "standard"))
 
 def _tier(value: Any) -> dict[str, str] | None:
     """The price context of a response's ``service_tier`` (None for the standard tier)."""
-    return {"service_tier": value} if isinstance(value, str) and value not in _STANDARD_TIERS else None
+    return (
+        {"service_tier": value} if isinstance(value, str) and value not in _STANDARD_TIERS else None
+    )
 
 
 def _chat_billing(usage: Any, tier: Any) -> Billing | None:
     """Service tier and audio tokens of a chat completion (None when neither applies)."""
     context = _tier(tier)
-    heard = _get(_get(usage, "prompt_tokens_details"), "audio_tokens") if usage is not None else None
-    spoken = _get(_get(usage, "completion_tokens_details"), "audio_tokens") if usage is not None else None
+    heard = (
+        _get(_get(usage, "prompt_tokens_details"), "audio_tokens") if usage is not None else None
+    )
+    spoken = (
+        _get(_get(usage, "completion_tokens_details"), "audio_tokens")
+        if usage is not None
+        else None
+    )
     vendor = billed_units(usage) if usage is not None else {}
     if context is None and not heard and not spoken and not vendor:
         return None
-    return Billing.of(context, {"input_audio_tokens": heard, "output_audio_tokens": spoken, **vendor})
+    return Billing.of(
+        context, {"input_audio_tokens": heard, "output_audio_tokens": spoken, **vendor}
+    )
 
 
 def chat_response(result: Any) -> Response:
@@ -139,29 +187,49 @@ def chat_response(result: Any) -> Response:
             found = billing = None
             if usage is not None:  # _chat_usage's SDK-object reading, in place
                 prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
-                if (tier is not None and tier not in _STANDARD_TIERS) or getattr(
-                        prompt, "audio_tokens", None) or getattr(completion, "audio_tokens", None):
-                    billing = _chat_billing(usage, tier)  # fmt: skip
-                reasoning, output = getattr(completion, "reasoning_tokens", None), usage.completion_tokens
+                if (
+                    (tier is not None and tier not in _STANDARD_TIERS)
+                    or getattr(prompt, "audio_tokens", None)
+                    or getattr(completion, "audio_tokens", None)
+                ):
+                    billing = _chat_billing(usage, tier)
+                reasoning, output = (
+                    getattr(completion, "reasoning_tokens", None),
+                    usage.completion_tokens,
+                )
                 inp, total = usage.prompt_tokens, usage.total_tokens
                 if reasoning:  # counted apart by some providers (xAI)
                     output = output_tokens(usage, inp, output, reasoning)
-                elif total is not None and not (type(total) is int and type(inp) is int
-                                                and type(output) is int and total <= inp + output):
+                elif total is not None and not (
+                    type(total) is int
+                    and type(inp) is int
+                    and type(output) is int
+                    and total <= inp + output
+                ):
                     # Gemini's thoughts: in the total only (a total within input + output,
                     # OpenAI's, says nothing more: no call)
                     reasoning = unlisted_reasoning(usage, inp, output) or reasoning
                     output = output + reasoning if reasoning else output
                 found = Usage(  # by position: input, output, cache read and write, reasoning,
                     # premium requests, cost, model, provider, response id
-                    inp, output, getattr(prompt, "cached_tokens", None),
-                    getattr(prompt, "cache_write_tokens", None), reasoning, None, None, model,
-                    None, rid,
-                )  # fmt: skip
+                    inp,
+                    output,
+                    getattr(prompt, "cached_tokens", None),
+                    getattr(prompt, "cache_write_tokens", None),
+                    reasoning,
+                    None,
+                    None,
+                    model,
+                    None,
+                    rid,
+                )
                 # another provider's own fields (has_vendor_fields, for an SDK object: its
                 # extra fields, pydantic's ``__pydantic_extra__``; empty for OpenAI's own)
-                if has_vendor_fields(usage) if isinstance(usage, dict) else getattr(
-                        usage, "__pydantic_extra__", None):  # fmt: skip
+                if (
+                    has_vendor_fields(usage)
+                    if isinstance(usage, dict)
+                    else getattr(usage, "__pydantic_extra__", None)
+                ):
                     found, billing = vendor_usage(usage, found), _chat_billing(usage, tier)
             elif tier is not None and tier not in _STANDARD_TIERS:
                 billing = _chat_billing(usage, tier)
@@ -171,8 +239,13 @@ def chat_response(result: Any) -> Response:
             pass  # another shape: field by field below
     model, rid, usage = _get(result, "model"), _get(result, "id"), _get(result, "usage")
     reasons = finish_reasons([_get(c, "finish_reason") for c in _get(result, "choices") or ()])
-    return Response(_chat_usage(usage, model, rid), model, rid, tuple(reasons),
-                    _chat_billing(usage, _get(result, "service_tier")))  # fmt: skip
+    return Response(
+        _chat_usage(usage, model, rid),
+        model,
+        rid,
+        tuple(reasons),
+        _chat_billing(usage, _get(result, "service_tier")),
+    )
 
 
 _CHOICES, _DELTA = itemgetter("choices"), itemgetter("delta")
@@ -211,6 +284,7 @@ class ChatAccumulator(SentStream, Accumulator):
         (no choices, usage) is noted for the stream proxy to leave out."""
         append = self.made_data.append
         if not self.hide_usage_chunk:
+
             def process(*, data: Any, cast_to: Any, response: Any) -> Any:
                 chunk = own(data=data, cast_to=cast_to, response=response)
                 append(data)
@@ -244,9 +318,11 @@ class ChatAccumulator(SentStream, Accumulator):
             choices = list(chain.from_iterable(map(_CHOICES, batch)))
             deltas = list(map(_DELTA, choices))
             plain = count
-            if (any(map(dict.get, deltas, repeat("tool_calls")))
-                    or any(map(is_not, map(dict.get, batch, repeat("usage")), repeat(None)))
-                    or "x_groq" in batch[-1]):  # fmt: skip
+            if (
+                any(map(dict.get, deltas, repeat("tool_calls")))
+                or any(map(is_not, map(dict.get, batch, repeat("usage")), repeat(None)))
+                or "x_groq" in batch[-1]
+            ):
                 plain = _plain_prefix(batch)
         except (KeyError, TypeError):  # not a dict, no choices, a choice or delta not a dict
             plain = _plain_prefix(batch)
@@ -364,12 +440,17 @@ def responses_request(kwargs: dict[str, Any]) -> Request:
     text = _get(kwargs, "text")
     chained = _get(kwargs, "previous_response_id")
     mode = _get(_get(kwargs, "reasoning"), "mode")
-    return Request("openai_responses", _get(kwargs, "model"), _get(kwargs, "input") or [],
-                   system=_get(kwargs, "instructions"), tools=_get(kwargs, "tools") or [],
-                   response_format=text if isinstance(text, dict) else None,
-                   chained=chained if isinstance(chained, str) else None,
-                   max_output_tokens=output_limit(_get(kwargs, "max_output_tokens")),
-                   reasoning_mode=mode if isinstance(mode, str) else None)  # fmt: skip
+    return Request(
+        "openai_responses",
+        _get(kwargs, "model"),
+        _get(kwargs, "input") or [],
+        system=_get(kwargs, "instructions"),
+        tools=_get(kwargs, "tools") or [],
+        response_format=text if isinstance(text, dict) else None,
+        chained=chained if isinstance(chained, str) else None,
+        max_output_tokens=output_limit(_get(kwargs, "max_output_tokens")),
+        reasoning_mode=mode if isinstance(mode, str) else None,
+    )
 
 
 _PENDING = frozenset(("queued", "in_progress"))
@@ -394,8 +475,9 @@ def _responses_billing(result: Any) -> Billing | None:
     context = _tier(_get(result, "service_tier"))
     if context is None and not (web or files or images):
         return None
-    return Billing.of(context, {"web_searches": web, "storage_searches": files,
-                                "image_generation_tokens": images})  # fmt: skip
+    return Billing.of(
+        context, {"web_searches": web, "storage_searches": files, "image_generation_tokens": images}
+    )
 
 
 def responses_response(result: Any) -> Response:
@@ -403,8 +485,14 @@ def responses_response(result: Any) -> Response:
     status = _get(result, "status")
     reason = _get(_get(result, "incomplete_details"), "reason")
     reasons = (str(reason or status),) if (reason or status) else ()
-    return Response(_responses_usage(_get(result, "usage"), model, rid), model, rid, reasons,
-                    _responses_billing(result), pending=status in _PENDING)  # fmt: skip
+    return Response(
+        _responses_usage(_get(result, "usage"), model, rid),
+        model,
+        rid,
+        reasons,
+        _responses_billing(result),
+        pending=status in _PENDING,
+    )
 
 
 class ResponsesAccumulator(SentStream, Accumulator):
@@ -442,25 +530,30 @@ class RetrievedAccumulator(ResponsesAccumulator):
 def embeddings_request(kwargs: dict[str, Any]) -> Request:
     inputs = _get(kwargs, "input")
     # an embedding has no output tokens: nothing to reserve for them
-    return Request("openai_embeddings", _get(kwargs, "model"),
-                   [inputs] if isinstance(inputs, str) else inputs or [],
-                   max_output_tokens=0)  # fmt: skip
+    return Request(
+        "openai_embeddings",
+        _get(kwargs, "model"),
+        [inputs] if isinstance(inputs, str) else inputs or [],
+        max_output_tokens=0,
+    )
 
 
 def embeddings_response(result: Any) -> Response:
     usage = _get(result, "usage")
     model = _get(result, "model")
     tokens = _get(usage, "prompt_tokens") if usage is not None else None
-    return Response(Usage(input_tokens=tokens, model=model) if usage is not None
-                    else None, model)  # fmt: skip
+    return Response(Usage(input_tokens=tokens, model=model) if usage is not None else None, model)
 
 
 # -- legacy text completions ------------------------------------------------------------------
 def completions_request(kwargs: dict[str, Any]) -> Request:
     prompt = _get(kwargs, "prompt")
-    return Request("openai_completions", _get(kwargs, "model"),
-                   [prompt] if isinstance(prompt, str) else list(prompt or ()),
-                   max_output_tokens=output_limit(_get(kwargs, "max_tokens")))  # fmt: skip
+    return Request(
+        "openai_completions",
+        _get(kwargs, "model"),
+        [prompt] if isinstance(prompt, str) else list(prompt or ()),
+        max_output_tokens=output_limit(_get(kwargs, "max_tokens")),
+    )
 
 
 def completions_response(result: Any) -> Response:
@@ -501,9 +594,10 @@ def transcription_response(result: Any) -> Response:
     if _get(usage, "type") == "duration":
         return Response(None, billing=Billing.of(units={"audio_seconds": _get(usage, "seconds")}))
     audio = _get(_get(usage, "input_token_details"), "audio_tokens")
-    return Response(Usage(input_tokens=_get(usage, "input_tokens"),
-                          output_tokens=_get(usage, "output_tokens")),
-                    billing=Billing.of(units={"input_audio_tokens": audio}) if audio else None)  # fmt: skip
+    return Response(
+        Usage(input_tokens=_get(usage, "input_tokens"), output_tokens=_get(usage, "output_tokens")),
+        billing=Billing.of(units={"input_audio_tokens": audio}) if audio else None,
+    )
 
 
 class TranscriptionAccumulator(Accumulator):
@@ -530,8 +624,9 @@ def run_response(result: Any) -> Response:
     """A run: its usage once it reached a terminal state (null before), counted once per run."""
     model, rid, status = _get(result, "model"), _get(result, "id"), _get(result, "status")
     usage = _chat_usage(_get(result, "usage"), model, rid)
-    return Response(usage, model, rid, (str(status),) if status else (),
-                    pending=status in _RUN_PENDING)  # fmt: skip
+    return Response(
+        usage, model, rid, (str(status),) if status else (), pending=status in _RUN_PENDING
+    )
 
 
 class RunAccumulator(Accumulator):
@@ -606,9 +701,7 @@ _RESPONSES = Wire(
     _stream(ResponsesAccumulator),
     model=_model,
 )
-_EMBEDDINGS = Wire(
-    "embeddings", _described(embeddings_request), embeddings_response, model=_model
-)
+_EMBEDDINGS = Wire("embeddings", _described(embeddings_request), embeddings_response, model=_model)
 _COMPLETIONS = Wire(
     "text_completion",
     _described(completions_request),

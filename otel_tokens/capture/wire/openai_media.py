@@ -176,19 +176,36 @@ def _not_json(content_type: str) -> bool:
 def _images(form: bool) -> Wire:
     """An images endpoint's shape (``form``: it may be sent as a multipart form)."""
     return Wire(
-        "generate_content", _no_estimate, images_response, ImagesAccumulator,
-        streams=_form_stream, model=_model, form=form,
-    )  # fmt: skip
+        "generate_content",
+        _no_estimate,
+        images_response,
+        ImagesAccumulator,
+        streams=_form_stream,
+        model=_model,
+        form=form,
+    )
 
 
 _AUDIO_TEXT = Wire(
-    "transcription", _no_estimate, transcription_response, _stream(TranscriptionAccumulator),
-    streams=_form_stream, model=_model, form=True, unread=_not_json,
-)  # fmt: skip
+    "transcription",
+    _no_estimate,
+    transcription_response,
+    _stream(TranscriptionAccumulator),
+    streams=_form_stream,
+    model=_model,
+    form=True,
+    unread=_not_json,
+)
 _SPEECH = Wire(  # a whole speech answer is audio (unread): no JSON of it carries usage
-    "generate_content", _no_estimate, lambda answer: Response(None), SpeechAccumulator,
-    streams=_speech_stream, model=_model, unread=_not_events, billed=speech_characters,
-)  # fmt: skip
+    "generate_content",
+    _no_estimate,
+    lambda answer: Response(None),
+    SpeechAccumulator,
+    streams=_speech_stream,
+    model=_model,
+    unread=_not_events,
+    billed=speech_characters,
+)
 
 #: path suffix -> request shape
 _ROUTES = {

@@ -16,8 +16,14 @@ from ..rendering import Renderer, Rendering, as_json, field, items_of, structure
 from ..text import heuristic_tokens
 from .openai import ENCRYPTED_REASONING_CHARS_PER_TOKEN
 
-__all__ = ["ANTHROPIC_PER_MESSAGE", "ANTHROPIC_PER_TOOL_RESULT", "ANTHROPIC_PER_TOOL_USE",
-           "ANTHROPIC_REQUEST_OVERHEAD", "RENDERERS", "anthropic_blocks"]  # fmt: skip
+__all__ = [
+    "ANTHROPIC_PER_MESSAGE",
+    "ANTHROPIC_PER_TOOL_RESULT",
+    "ANTHROPIC_PER_TOOL_USE",
+    "ANTHROPIC_REQUEST_OVERHEAD",
+    "RENDERERS",
+    "anthropic_blocks",
+]
 
 ANTHROPIC_PER_MESSAGE = 4
 ANTHROPIC_REQUEST_OVERHEAD = 4
@@ -102,8 +108,10 @@ def _anthropic_message(message: Any, model: str | None) -> Rendering:
     out = Rendering(fixed=ANTHROPIC_PER_MESSAGE)
     content = field(message, "content")
     anthropic_blocks(content, out)
-    out.opens_turn = field(message, "role") == "user" and (isinstance(content, str) or any(
-        field(block, "type") != "tool_result" for block in items_of(content)))  # fmt: skip
+    out.opens_turn = field(message, "role") == "user" and (
+        isinstance(content, str)
+        or any(field(block, "type") != "tool_result" for block in items_of(content))
+    )
     return out
 
 
@@ -158,8 +166,11 @@ def _tools_loaded(messages: Any) -> bool:
     tools then needs no search (the tools are counted: deferred ones are), so its estimate
     is complete (9 of 10 such requests of the peer corpus within 6% of the bill; 15 of 16
     held out; the miss searched again: 0.45x)."""
-    return any(_loads_tools(block) for message in items_of(messages)
-               for block in items_of(field(message, "content")))  # fmt: skip
+    return any(
+        _loads_tools(block)
+        for message in items_of(messages)
+        for block in items_of(field(message, "content"))
+    )
 
 
 def _loads_tools(block: Any) -> bool:

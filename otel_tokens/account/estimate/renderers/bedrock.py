@@ -14,7 +14,7 @@ from .anthropic import (
     ANTHROPIC_PER_TOOL_RESULT,
     ANTHROPIC_PER_TOOL_USE,
     ANTHROPIC_REQUEST_OVERHEAD,
-)  # fmt: skip
+)
 
 __all__ = ["RENDERERS"]
 

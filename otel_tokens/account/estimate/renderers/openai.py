@@ -61,8 +61,12 @@ RESPONSES_ADDITIONAL_TOOLS = 80
 #: 148-160 below the 300 of the table below, which also holds the search's round that a
 #: first request, before any search, is billed within the call)
 RESPONSES_TOOL_SEARCH_LOADED = 145
-RESPONSES_HOSTED_TOOLS = {"web_search": 267, "web_search_preview": 267, "file_search": 800,
-                          "tool_search": 300}  # fmt: skip
+RESPONSES_HOSTED_TOOLS = {
+    "web_search": 267,
+    "web_search_preview": 267,
+    "file_search": 800,
+    "tool_search": 300,
+}
 
 
 def _openai_part(part: Any, out: Rendering, model: str | None) -> None:
@@ -339,8 +343,12 @@ def _preamble(request: Request, priming: int, saving: int, reasoning_tools: int)
 
 
 def chat_preamble(request: Request) -> Rendering:
-    return _preamble(request, OPENAI_REPLY_PRIMING, REASONING_PRIMING_SAVING["openai_chat"],
-                     OPENAI_REASONING_CHAT_TOOLS)  # fmt: skip
+    return _preamble(
+        request,
+        OPENAI_REPLY_PRIMING,
+        REASONING_PRIMING_SAVING["openai_chat"],
+        OPENAI_REASONING_CHAT_TOOLS,
+    )
 
 
 def responses_preamble(request: Request) -> Rendering:

@@ -55,4 +55,6 @@ def get_parser(name: str) -> Parser:
     try:
         return PARSERS[name]
     except KeyError:
-        raise ValueError(f"unknown agent-CLI parser {name!r}; known: {', '.join(PARSERS)}") from None
+        raise ValueError(
+            f"unknown agent-CLI parser {name!r}; known: {', '.join(PARSERS)}"
+        ) from None

@@ -59,8 +59,13 @@ def parse(
     if exit_code not in (None, 0) and run.error is None:
         message, kind = exit_failure(exit_code)
         run = run.replace(error=message, error_type=kind)
-    return run.replace(exit_code=exit_code, output_format=fmt, parse_errors=reader.errors,
-                       raw=raw, tool_calls=seen.tool_calls() if fmt == "stream-json" else None)  # fmt: skip
+    return run.replace(
+        exit_code=exit_code,
+        output_format=fmt,
+        parse_errors=reader.errors,
+        raw=raw,
+        tool_calls=seen.tool_calls() if fmt == "stream-json" else None,
+    )
 
 
 class _Events:
@@ -100,8 +105,10 @@ class _Events:
             self.order.append(msg_id)
             self.blocks[msg_id] = []
         model = message.get("model")
-        self.messages[msg_id] = (model if isinstance(model, str) else None,
-                                 dict_of(message.get("usage")))  # fmt: skip
+        self.messages[msg_id] = (
+            model if isinstance(model, str) else None,
+            dict_of(message.get("usage")),
+        )
         content = message.get("content")
         for block in content if isinstance(content, list) else ():
             block = dict_of(block)
@@ -118,8 +125,11 @@ class _Events:
     def last_text(self) -> str:
         """The last message that said something."""
         for msg_id in reversed(self.order):
-            said = "".join(b.get("text", "") for b in self.blocks[msg_id]
-                           if b.get("type") == "text" and isinstance(b.get("text"), str))  # fmt: skip
+            said = "".join(
+                b.get("text", "")
+                for b in self.blocks[msg_id]
+                if b.get("type") == "text" and isinstance(b.get("text"), str)
+            )
             if said.strip():
                 return said
         return ""
@@ -131,8 +141,11 @@ class _Events:
 
 def _from_result(reader: Reader, seen: _Events, result: dict[str, Any]) -> AgentRun:
     """The run as its final ``result`` event reports it."""
-    usage = [part for model, figures in dict_of(result.get("modelUsage")).items()
-             if (part := _model_usage(reader, str(model), dict_of(figures))) is not None]  # fmt: skip
+    usage = [
+        part
+        for model, figures in dict_of(result.get("modelUsage")).items()
+        if (part := _model_usage(reader, str(model), dict_of(figures))) is not None
+    ]
     if not usage:
         part = _api_usage(reader, seen.model, dict_of(result.get("usage")))
         if part is not None:
@@ -149,13 +162,18 @@ def _from_result(reader: Reader, seen: _Events, result: dict[str, Any]) -> Agent
         error_type = http_status(result.get("api_error_status")) or "agent_error"
     text = result["result"] if isinstance(result.get("result"), str) else seen.last_text()
     return AgentRun(
-        cli="claude", text=text, usage=tuple(usage), error=error, error_type=error_type,
+        cli="claude",
+        text=text,
+        usage=tuple(usage),
+        error=error,
+        error_type=error_type,
         cost_usd=reader.amount(result.get("total_cost_usd")),
         session_id=reader.string(result.get("session_id")) or seen.session_id,
-        turns=reader.count(result.get("num_turns")), model_calls=seen.model_calls(),
+        turns=reader.count(result.get("num_turns")),
+        model_calls=seen.model_calls(),
         duration_ms=reader.amount(result.get("duration_ms")),
         api_duration_ms=reader.amount(result.get("duration_api_ms")),
-    )  # fmt: skip
+    )
 
 
 def _from_messages(reader: Reader, seen: _Events) -> AgentRun:
@@ -171,9 +189,15 @@ def _from_messages(reader: Reader, seen: _Events) -> AgentRun:
             part = part.replace(source="estimated")
             key = part.model
             per_model[key] = sum_usage((per_model[key], part)) if key in per_model else part
-    return AgentRun(cli="claude", text=seen.last_text(), usage=tuple(per_model.values()),
-                    error="no result event (output cut)", error_type="truncated_output",
-                    session_id=seen.session_id, model_calls=seen.model_calls())  # fmt: skip
+    return AgentRun(
+        cli="claude",
+        text=seen.last_text(),
+        usage=tuple(per_model.values()),
+        error="no result event (output cut)",
+        error_type="truncated_output",
+        session_id=seen.session_id,
+        model_calls=seen.model_calls(),
+    )
 
 
 def _model_usage(reader: Reader, model: str, figures: dict[str, Any]) -> Usage | None:
@@ -189,11 +213,14 @@ def _model_usage(reader: Reader, model: str, figures: dict[str, Any]) -> Usage |
         return None  # a model listed without usage (a failed first call): nothing billed
     return reader.usage(
         input_tokens=add(add(fresh, read), write) if fresh is not None else None,
-        output_tokens=output, cache_read_tokens=read, cache_write_tokens=write,
+        output_tokens=output,
+        cache_read_tokens=read,
+        cache_write_tokens=write,
         # Claude Code prints thinkingTokens: 0 when the API sent no thinking figure: unknown
         reasoning_tokens=reader.count(figures.get("thinkingTokens")) or None,
-        cost_usd=reader.amount(figures.get("costUSD")), model=model,
-    )  # fmt: skip
+        cost_usd=reader.amount(figures.get("costUSD")),
+        model=model,
+    )
 
 
 def _api_usage(reader: Reader, model: str | None, figures: dict[str, Any]) -> Usage | None:
@@ -207,7 +234,9 @@ def _api_usage(reader: Reader, model: str | None, figures: dict[str, Any]) -> Us
         return None  # an all-zero block (a failed call, the <synthetic> message): nothing billed
     return reader.usage(
         input_tokens=add(add(fresh, read), write) if fresh is not None else None,
-        output_tokens=output, cache_read_tokens=read, cache_write_tokens=write,
+        output_tokens=output,
+        cache_read_tokens=read,
+        cache_write_tokens=write,
         reasoning_tokens=thinking if output is not None else None,
         model=None if model == SYNTHETIC else model,
-    )  # fmt: skip
+    )

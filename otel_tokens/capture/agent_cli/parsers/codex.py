@@ -54,12 +54,21 @@ def parse(
     if error is None and seen.usage is None:
         error, error_type = "no turn.completed event (output cut)", "truncated_output"
     return AgentRun(
-        cli="codex", text=seen.text or "\n".join(other), usage=usage, exit_code=exit_code,
-        error=error, error_type=error_type, session_id=seen.thread_id,
+        cli="codex",
+        text=seen.text or "\n".join(other),
+        usage=usage,
+        exit_code=exit_code,
+        error=error,
+        error_type=error_type,
+        session_id=seen.thread_id,
         cumulative=bool(usage) and seen.thread_id is not None,
-        tool_calls=len(seen.tool_ids) + seen.anonymous_tools, turns=seen.turns,
-        output_format="jsonl", notices=tuple(seen.notices), parse_errors=reader.errors, raw=raw,
-    )  # fmt: skip
+        tool_calls=len(seen.tool_ids) + seen.anonymous_tools,
+        turns=seen.turns,
+        output_format="jsonl",
+        notices=tuple(seen.notices),
+        parse_errors=reader.errors,
+        raw=raw,
+    )
 
 
 class _Events:
@@ -117,4 +126,4 @@ def _usage(reader: Reader, figures: dict[str, Any]) -> Usage | None:
         cache_read_tokens=reader.count(figures.get("cached_input_tokens")),
         cache_write_tokens=write or None,  # Codex prints 0 when the API sent no such figure
         reasoning_tokens=reader.count(figures.get("reasoning_output_tokens")),
-    )  # fmt: skip
+    )

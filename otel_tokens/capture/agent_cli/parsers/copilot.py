@@ -68,12 +68,23 @@ def _parse_jsonl(raw: str, reader: Reader, exit_code: int | None) -> AgentRun | 
     if error is None and seen.result is None:
         error, error_type = "no result event (output cut)", "truncated_output"
     return AgentRun(
-        cli="copilot", text=seen.text(), usage=seen.usage(), premium_requests=premium,
-        exit_code=code, error=error, error_type=error_type, session_id=session_id,
-        tool_calls=seen.tools or seen.tool_requests, model_calls=seen.model_calls(),
-        duration_ms=session_ms, api_duration_ms=api_ms, output_format="jsonl",
-        model=seen.model, parse_errors=reader.errors, raw=raw,
-    )  # fmt: skip
+        cli="copilot",
+        text=seen.text(),
+        usage=seen.usage(),
+        premium_requests=premium,
+        exit_code=code,
+        error=error,
+        error_type=error_type,
+        session_id=session_id,
+        tool_calls=seen.tools or seen.tool_requests,
+        model_calls=seen.model_calls(),
+        duration_ms=session_ms,
+        api_duration_ms=api_ms,
+        output_format="jsonl",
+        model=seen.model,
+        parse_errors=reader.errors,
+        raw=raw,
+    )
 
 
 class _Events:
@@ -120,7 +131,9 @@ class _Events:
 
     def _message(self, data: dict[str, Any]) -> None:
         content = data.get("content") if isinstance(data.get("content"), str) else ""
-        model = data.get("model") if isinstance(data.get("model"), str) and data.get("model") else None
+        model = (
+            data.get("model") if isinstance(data.get("model"), str) and data.get("model") else None
+        )
         entry = (content, model, self.reader.count(data.get("outputTokens")))
         if isinstance(data.get("toolRequests"), list):
             self.tool_requests += len(data["toolRequests"])
@@ -164,8 +177,11 @@ class _Events:
         if last is None:
             return "\n".join(p for p in self.pieces if p is not None)
         keep = self.slots[last]
-        return "\n".join(self.messages[last][0] if i == keep else p
-                         for i, p in enumerate(self.pieces) if p is not None or i == keep)  # fmt: skip
+        return "\n".join(
+            self.messages[last][0] if i == keep else p
+            for i, p in enumerate(self.pieces)
+            if p is not None or i == keep
+        )
 
     def usage(self) -> tuple[Usage, ...]:
         """Output tokens per model, from messages that carry them (older releases only)."""
@@ -191,20 +207,27 @@ def silent_output(jsonl: str | bytes | None) -> str:
 
 # -- the text-mode usage summary ------------------------------------------------------------
 _NUMBER = r"(\d[\d,]*(?:\.\d+)?\s*[kKmM]?)"
-_ITEM = re.compile(_NUMBER + r"\s+(in|input|out|output|cached|cache read|cache write|"
-                   r"cache written|written|reasoning)\b", re.IGNORECASE)  # fmt: skip
+_ITEM = re.compile(
+    _NUMBER + r"\s+(in|input|out|output|cached|cache read|cache write|"
+    r"cache written|written|reasoning)\b",
+    re.IGNORECASE,
+)
 _PREMIUM = re.compile(r"(?:Est\.\s*)?" + r"(\d+(?:\.\d+)?)\s+Premium request", re.IGNORECASE)
 _CURRENT_REQUESTS = re.compile(r"^\s*Requests\s+(\d+(?:\.\d+)?)\s+Premium", re.IGNORECASE)
-_CURRENT_TOKENS = re.compile(r"^\s*Tokens\s+↑\s*" + _NUMBER + r"(?:\s*\(([^)]*)\))?"
-                             r"(?:\s*•\s*↓\s*" + _NUMBER + r"(?:\s*\(([^)]*)\))?)?")  # fmt: skip
+_CURRENT_TOKENS = re.compile(
+    r"^\s*Tokens\s+↑\s*" + _NUMBER + r"(?:\s*\(([^)]*)\))?"
+    r"(?:\s*•\s*↓\s*" + _NUMBER + r"(?:\s*\(([^)]*)\))?)?"
+)
 _TOTAL_PREMIUM = re.compile(r"^\s*Total usage est:\s*(\d+(?:\.\d+)?)\s+Premium", re.IGNORECASE)
 _SECONDS = r"([\d.]+)\s*(ms|s|m|h)"
 _API_TIME = re.compile(r"^\s*(?:API time spent|Total duration \(API\)):\s*" + _SECONDS)
 _SESSION_TIME = re.compile(r"^\s*(?:Total session time|Total duration \(wall\)):\s*" + _SECONDS)
 _MODEL_LINE = re.compile(r"^\s+([A-Za-z0-9][\w.:/-]*)\s+(.*\d.*)$")
-_SUMMARY_START = re.compile(r"^\s*(Changes|Requests|Tokens|Resume|Total usage est:|API time spent|"
-                            r"Total session time|Total duration|Total code changes|"
-                            r"Breakdown by AI model|Usage by model)\b")  # fmt: skip
+_SUMMARY_START = re.compile(
+    r"^\s*(Changes|Requests|Tokens|Resume|Total usage est:|API time spent|"
+    r"Total session time|Total duration|Total code changes|"
+    r"Breakdown by AI model|Usage by model)\b"
+)
 _SCALE = {"k": 1_000, "m": 1_000_000}
 _UNIT_MS = {"ms": 1.0, "s": 1000.0, "m": 60_000.0, "h": 3_600_000.0}
 
@@ -227,24 +250,37 @@ def _items(text: str) -> dict[str, tuple[int, bool]]:
     found: dict[str, tuple[int, bool]] = {}
     for number, label in _ITEM.findall(text):
         label = label.lower()
-        key = {"in": "input", "out": "output", "cached": "cache read",
-               "cache written": "cache write", "written": "cache write"}.get(label, label)  # fmt: skip
+        key = {
+            "in": "input",
+            "out": "output",
+            "cached": "cache read",
+            "cache written": "cache write",
+            "written": "cache write",
+        }.get(label, label)
         found[key] = _figure(number)
     return found
 
 
-def _usage_of(reader: Reader, items: dict[str, tuple[int, bool]], model: str | None,
-              premium: float | None = None) -> Usage | None:  # fmt: skip
+def _usage_of(
+    reader: Reader,
+    items: dict[str, tuple[int, bool]],
+    model: str | None,
+    premium: float | None = None,
+) -> Usage | None:
     """A record of summary figures; ``estimated`` when any was rounded (``12.0k``), else
     ``parsed_text``."""
     rounded = any(approx for _value, approx in items.values())
     value = {key: number for key, (number, _approx) in items.items()}
     return reader.usage(
-        input_tokens=value.get("input"), output_tokens=value.get("output"),
-        cache_read_tokens=value.get("cache read"), cache_write_tokens=value.get("cache write"),
-        reasoning_tokens=value.get("reasoning"), premium_requests=premium, model=model,
+        input_tokens=value.get("input"),
+        output_tokens=value.get("output"),
+        cache_read_tokens=value.get("cache read"),
+        cache_write_tokens=value.get("cache write"),
+        reasoning_tokens=value.get("reasoning"),
+        premium_requests=premium,
+        model=model,
         source="estimated" if rounded else "parsed_text",
-    )  # fmt: skip
+    )
 
 
 def parse_summary(text: str | bytes | None) -> AgentRun:
@@ -293,8 +329,9 @@ class _Summary:
         items.update({k: v for k, v in _items(m.group(2) or "").items() if k != "input"})
         if m.group(3):
             items["output"] = _figure(m.group(3))
-            items.update({k: v for k, v in _items(m.group(4) or "").items()
-                          if k not in ("input", "output")})  # fmt: skip
+            items.update(
+                {k: v for k, v in _items(m.group(4) or "").items() if k not in ("input", "output")}
+            )
         self._add(_usage_of(self.reader, items, None))
 
     def _add(self, usage: Usage | None) -> None:
@@ -325,11 +362,19 @@ def _parse_text(out: str, err: str, reader: Reader, exit_code: int | None) -> Ag
             text_lines = text_lines[:summary_at]
     error, error_type = exit_failure(exit_code)
     return AgentRun(
-        cli="copilot", text="\n".join(text_lines).strip("\n"), usage=tuple(summary.usage),
-        premium_requests=summary.premium, exit_code=exit_code, error=error,
-        error_type=error_type, duration_ms=summary.session_ms, api_duration_ms=summary.api_ms,
-        output_format="text", parse_errors=reader.errors, raw=out,
-    )  # fmt: skip
+        cli="copilot",
+        text="\n".join(text_lines).strip("\n"),
+        usage=tuple(summary.usage),
+        premium_requests=summary.premium,
+        exit_code=exit_code,
+        error=error,
+        error_type=error_type,
+        duration_ms=summary.session_ms,
+        api_duration_ms=summary.api_ms,
+        output_format="text",
+        parse_errors=reader.errors,
+        raw=out,
+    )
 
 
 # -- the --usage-output-file JSON -----------------------------------------------------------
@@ -340,8 +385,9 @@ def parse_usage_file(data: str | bytes | None) -> AgentRun:
     raw = reader.text(data)
     doc = reader.load(raw)
     if type(doc) is not dict:
-        return AgentRun(cli="copilot", output_format="usage_file", raw=raw,
-                        parse_errors=1 if raw.strip() else 0)  # fmt: skip
+        return AgentRun(
+            cli="copilot", output_format="usage_file", raw=raw, parse_errors=1 if raw.strip() else 0
+        )
     usage: list[Usage] = []
     requests: int | None = None
     for model, metrics in dict_of(doc.get("modelMetrics")).items():
@@ -358,16 +404,21 @@ def parse_usage_file(data: str | bytes | None) -> AgentRun:
             # the file says 0 when the API sent no cache-write figure: unknown, not 0
             cache_write_tokens=reader.count(u.get("cacheWriteTokens")) or None,
             reasoning_tokens=reader.count(u.get("reasoningTokens")),
-            premium_requests=reader.amount(req.get("cost")), model=str(model),
-        )  # fmt: skip
+            premium_requests=reader.amount(req.get("cost")),
+            model=str(model),
+        )
         if part is not None:
             usage.append(part)
     return AgentRun(
-        cli="copilot", usage=tuple(usage),
+        cli="copilot",
+        usage=tuple(usage),
         premium_requests=reader.amount(doc.get("totalPremiumRequestCost")),
-        model_calls=requests, api_duration_ms=reader.amount(doc.get("totalApiDurationMs")),
-        output_format="usage_file", parse_errors=reader.errors, raw=raw,
-    )  # fmt: skip
+        model_calls=requests,
+        api_duration_ms=reader.amount(doc.get("totalApiDurationMs")),
+        output_format="usage_file",
+        parse_errors=reader.errors,
+        raw=raw,
+    )
 
 
 def merge_usage_file(run: AgentRun, data: str | bytes | None) -> AgentRun:

@@ -73,8 +73,10 @@ def _error(value: Any) -> tuple[str | None, str | None]:
         return None, None
     if isinstance(value, dict):
         message = value.get("message")
-        return (message if isinstance(message, str) and message else "error",
-                http_status(value.get("code")) or "agent_error")  # fmt: skip
+        return (
+            message if isinstance(message, str) and message else "error",
+            http_status(value.get("code")) or "agent_error",
+        )
     return str(value) or "error", "agent_error"
 
 
@@ -85,8 +87,13 @@ def _from_stderr(text: str, reader: Reader) -> AgentRun:
     message, kind = _error(dict_of(doc).get("error")) if type(doc) is dict else (None, None)
     if message is None and text.strip():
         message = text.strip().splitlines()[-1]
-    return AgentRun(cli="gemini", error=message, error_type=kind, output_format="json",
-                    session_id=reader.string(dict_of(doc).get("session_id")))  # fmt: skip
+    return AgentRun(
+        cli="gemini",
+        error=message,
+        error_type=kind,
+        output_format="json",
+        session_id=reader.string(dict_of(doc).get("session_id")),
+    )
 
 
 def _from_json(doc: dict[str, Any], reader: Reader) -> AgentRun:
@@ -105,11 +112,17 @@ def _from_json(doc: dict[str, Any], reader: Reader) -> AgentRun:
     error, error_type = _error(doc.get("error"))
     text = doc.get("response")
     return AgentRun(
-        cli="gemini", text=text if isinstance(text, str) else "", usage=tuple(usage),
-        error=error, error_type=error_type, session_id=reader.string(doc.get("session_id")),
+        cli="gemini",
+        text=text if isinstance(text, str) else "",
+        usage=tuple(usage),
+        error=error,
+        error_type=error_type,
+        session_id=reader.string(doc.get("session_id")),
         tool_calls=reader.count(dict_of(stats.get("tools")).get("totalCalls")),
-        model_calls=requests, api_duration_ms=latency, output_format="json",
-    )  # fmt: skip
+        model_calls=requests,
+        api_duration_ms=latency,
+        output_format="json",
+    )
 
 
 def _json_usage(reader: Reader, tokens: dict[str, Any], model: str) -> Usage | None:
@@ -121,10 +134,11 @@ def _json_usage(reader: Reader, tokens: dict[str, Any], model: str) -> Usage | N
     thoughts = reader.count(tokens.get("thoughts"))
     return reader.usage(
         input_tokens=add(prompt, reader.count(tokens.get("tool"))) if prompt is not None else None,
-        cache_read_tokens=cached, reasoning_tokens=thoughts,
+        cache_read_tokens=cached,
+        reasoning_tokens=thoughts,
         output_tokens=add(reader.count(tokens.get("candidates")), thoughts),
         model=None if model == AUTO else model,
-    )  # fmt: skip
+    )
 
 
 def _stream_usage(reader: Reader, stats: dict[str, Any], model: str | None) -> Usage | None:
@@ -142,8 +156,13 @@ def _stream_usage(reader: Reader, stats: dict[str, Any], model: str | None) -> U
             output, reasoning = total - prompt, total - prompt - candidates
         else:
             reader.errors += 1
-    return reader.usage(input_tokens=prompt, cache_read_tokens=cached, output_tokens=output,
-                        reasoning_tokens=reasoning, model=None if model == AUTO else model)  # fmt: skip
+    return reader.usage(
+        input_tokens=prompt,
+        cache_read_tokens=cached,
+        output_tokens=output,
+        reasoning_tokens=reasoning,
+        model=None if model == AUTO else model,
+    )
 
 
 def _from_stream(raw: str, reader: Reader) -> AgentRun:
@@ -172,9 +191,18 @@ def _from_stream(raw: str, reader: Reader) -> AgentRun:
             error = error or str(result.get("status"))
     elif error is None:
         error, error_type = "no result event (output cut)", "truncated_output"
-    return AgentRun(cli="gemini", text=seen.text(), usage=tuple(usage), error=error,
-                    error_type=error_type, session_id=seen.session_id, tool_calls=tools,
-                    duration_ms=duration, output_format="stream-json", notices=tuple(seen.notices))  # fmt: skip
+    return AgentRun(
+        cli="gemini",
+        text=seen.text(),
+        usage=tuple(usage),
+        error=error,
+        error_type=error_type,
+        session_id=seen.session_id,
+        tool_calls=tools,
+        duration_ms=duration,
+        output_format="stream-json",
+        notices=tuple(seen.notices),
+    )
 
 
 class _Stream:

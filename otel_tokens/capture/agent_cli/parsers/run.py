@@ -185,12 +185,17 @@ def sum_usage(parts: Any) -> Usage:
         try:
             total = total + part
         except ValueError:
-            merged = {name: add(getattr(total, name), getattr(part, name))
-                      for name in ("input_tokens", "output_tokens")}  # fmt: skip
-            total = Usage(**merged, premium_requests=add(total.premium_requests, part.premium_requests),
-                          cost_usd=add(total.cost_usd, part.cost_usd),
-                          model=total.model if total.model == part.model else None,
-                          source=max(total.source, part.source, key=USAGE_SOURCES.index))  # fmt: skip
+            merged = {
+                name: add(getattr(total, name), getattr(part, name))
+                for name in ("input_tokens", "output_tokens")
+            }
+            total = Usage(
+                **merged,
+                premium_requests=add(total.premium_requests, part.premium_requests),
+                cost_usd=add(total.cost_usd, part.cost_usd),
+                model=total.model if total.model == part.model else None,
+                source=max(total.source, part.source, key=USAGE_SOURCES.index),
+            )
     return total
 
 
@@ -227,5 +232,6 @@ def exit_failure(exit_code: int | None) -> tuple[str | None, str | None]:
 def plain_run(cli: str, raw: str, exit_code: int | None) -> AgentRun:
     """A run whose output held no event of the CLI's format: its text, its exit status."""
     error, kind = exit_failure(exit_code)
-    return AgentRun(cli=cli, text=raw.strip("\n"), exit_code=exit_code, error=error,
-                    error_type=kind, raw=raw)  # fmt: skip
+    return AgentRun(
+        cli=cli, text=raw.strip("\n"), exit_code=exit_code, error=error, error_type=kind, raw=raw
+    )
