@@ -147,20 +147,7 @@ class Handler:
             attributes,
             request,
         )
-        try:  # who the call is for, resolved once, here (see _from_baggage)
-            if agent is None:
-                tracking.agent, who = current_attribution()
-                if who is not None:
-                    tracking.user, tracking.tenant = who[0], who[1]
-                    tracking.conversation_id = conversation_id or who[2]
-            if tracking.user is None or tracking.tenant is None or tracking.conversation_id is None:
-                context = otel_context.get_current()
-                if context:  # an empty context holds no baggage (a quarter of get_all's cost)
-                    entries = baggage.get_all(context)
-                    if entries:
-                        _from_baggage(tracking, entries)
-        except Exception as exc:
-            faults.report("internal", exc)
+        _attribute(tracking, agent, conversation_id)
         try:  # estimate, budget, streaming state
             self.accountant.open(call, tracking, refuse=not spent)
         except BudgetExceeded as exc:
@@ -242,6 +229,25 @@ class _Owner(Tracking):
 
     def finish(self, call: Call) -> None:
         self.handler.finish(call, self)
+
+
+def _attribute(tracking: Tracking, agent: AgentEntry | None, conversation_id: str | None) -> None:
+    """Who the call is for, resolved once, at its start (see :func:`_from_baggage`): kept apart
+    from :meth:`Handler.start` so a fault here is reported and the call goes on unattributed."""
+    try:
+        if agent is None:
+            tracking.agent, who = current_attribution()
+            if who is not None:
+                tracking.user, tracking.tenant = who[0], who[1]
+                tracking.conversation_id = conversation_id or who[2]
+        if tracking.user is None or tracking.tenant is None or tracking.conversation_id is None:
+            context = otel_context.get_current()
+            if context:  # an empty context holds no baggage
+                entries = baggage.get_all(context)
+                if entries:
+                    _from_baggage(tracking, entries)
+    except Exception as exc:
+        faults.report("internal", exc)
 
 
 def _from_baggage(tracking: Tracking, entries: Any) -> None:
