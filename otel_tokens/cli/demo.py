@@ -492,20 +492,7 @@ def demo(
     as_json: bool,
 ) -> None:
     """Run an offline multi-agent scenario through the real clients, fully instrumented."""
-    if endpoint and not otlp:
-        raise click.UsageError("--endpoint needs --otlp")
-    if endpoint:
-        _check_endpoint(endpoint)
-    if serve and otlp:
-        raise click.UsageError("--serve serves /metrics; it cannot be combined with --otlp")
-    for module in ("openai", "anthropic"):
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            raise CliError(
-                f"demo: the {module!r} package is not installed "
-                f"(pip install otel-tokens[demo] or pip install {module})"
-            ) from None
+    _check_options(serve, otlp, endpoint)
     _prepare_environment(otlp, endpoint, ledger)
 
     import otel_tokens
@@ -545,6 +532,25 @@ def demo(
     progress.line(f"traces  -> {setup.traces}")
     _run_steps(scenario, progress, delay)
     _finish(tally, progress, setup, ledger, serve, as_json)
+
+
+def _check_options(serve: bool, otlp: bool, endpoint: str | None) -> None:
+    """Refuse, before anything is set up, options that cannot go together and a demo whose
+    client libraries are not installed: one clear line each rather than a traceback later."""
+    if endpoint and not otlp:
+        raise click.UsageError("--endpoint needs --otlp")
+    if endpoint:
+        _check_endpoint(endpoint)
+    if serve and otlp:
+        raise click.UsageError("--serve serves /metrics; it cannot be combined with --otlp")
+    for module in ("openai", "anthropic"):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            raise CliError(
+                f"demo: the {module!r} package is not installed "
+                f"(pip install otel-tokens[demo] or pip install {module})"
+            ) from None
 
 
 def _run_steps(scenario: dict[str, Any], progress: Progress, delay: float) -> None:

@@ -542,6 +542,16 @@ def print_report(data: dict[str, Any]) -> None:
     if not t["requests"] and not t["failed"]:
         return
     agents = [*((_cell(name), a) for name, a in data["agents"].items()), (Text("TOTAL"), t)]
+    _print_token_totals(console, agents)
+    _print_cost_totals(console, agents)
+    _print_statistics(console, data)
+    _print_models(console, data)
+    _print_failures(console, data)
+    _print_time_and_top(console, data)
+
+
+def _print_token_totals(console: Any, agents: list[tuple[Any, dict[str, Any]]]) -> None:
+    """The tokens per agent, by kind, one row each and the TOTAL row set apart below them."""
     last = len(agents) - 2
     table = _table(
         "totals by agent: tokens",
@@ -571,6 +581,11 @@ def print_report(data: dict[str, Any]) -> None:
             end_section=i == last,
         )
     console.print(table)
+
+
+def _print_cost_totals(console: Any, agents: list[tuple[Any, dict[str, Any]]]) -> None:
+    """The cost per agent, and what of it is estimated, in the rows of the tokens table."""
+    last = len(agents) - 2
     table = _table(
         "totals by agent: cost, and what of it is estimated",
         [
@@ -593,10 +608,6 @@ def print_report(data: dict[str, Any]) -> None:
             end_section=i == last,
         )
     console.print(table)
-    _print_statistics(console, data)
-    _print_models(console, data)
-    _print_failures(console, data)
-    _print_time_and_top(console, data)
 
 
 def _print_statistics(console: Any, data: dict[str, Any]) -> None:
