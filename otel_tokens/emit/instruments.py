@@ -206,30 +206,21 @@ class Instruments:
         cls, meter: Meter, utilization: Callable[[Any], Iterable[Observation]]
     ) -> Instruments:
         """Create the instruments; bucket advice applies even under a provider we did not set."""
-
-        def histogram(name: str, unit: str, description: str) -> Histogram:
-            return meter.create_histogram(
-                name,
-                unit=unit,
-                description=description,
-                explicit_bucket_boundaries_advisory=list(HISTOGRAM_BUCKETS[name]),
-            )
-
-        def counter(name: str, unit: str, description: str) -> CounterSums:
-            sums = CounterSums()
-            meter.create_observable_counter(
-                name, callbacks=[sums.observe], unit=unit, description=description
-            )
-            return sums
-
         return cls(
-            token_usage=histogram(TOKEN_USAGE, "{token}", "Input and output tokens per call."),
-            duration=histogram(OPERATION_DURATION, "s", "Duration of a GenAI client operation."),
-            time_to_first_chunk=histogram(
-                OPERATION_TTFC, "s", "Time from request to the first chunk of a streamed response."
+            token_usage=_histogram(
+                meter, TOKEN_USAGE, "{token}", "Input and output tokens per call."
             ),
-            estimate_error=histogram(
-                ESTIMATE_ERROR_METRIC, "1", "(estimate - actual) / actual of input tokens."
+            duration=_histogram(
+                meter, OPERATION_DURATION, "s", "Duration of a GenAI client operation."
+            ),
+            time_to_first_chunk=_histogram(
+                meter,
+                OPERATION_TTFC,
+                "s",
+                "Time from request to the first chunk of a streamed response.",
+            ),
+            estimate_error=_histogram(
+                meter, ESTIMATE_ERROR_METRIC, "1", "(estimate - actual) / actual of input tokens."
             ),
             context_utilization=meter.create_observable_gauge(
                 CONTEXT_UTILIZATION,
@@ -237,35 +228,58 @@ class Instruments:
                 unit="1",
                 description="Share of the context window in use, per agent (the displayed value).",
             ),
-            tokens=counter(
+            tokens=_counter(
+                meter,
                 TOKENS,
                 "{token}",
                 "Tokens by type (input, output, cache read, "
                 "cache write, reasoning) and usage source.",
             ),
-            cost=counter(COST, "USD", "Cost of calls in USD."),
-            premium_requests=counter(
-                PREMIUM, "{request}", "Premium requests (e.g. GitHub Copilot)."
+            cost=_counter(meter, COST, "USD", "Cost of calls in USD."),
+            premium_requests=_counter(
+                meter, PREMIUM, "{request}", "Premium requests (e.g. GitHub Copilot)."
             ),
-            anomalies=counter(ANOMALIES, "{event}", "Budget and spike anomalies detected."),
-            unpriced=counter(
+            anomalies=_counter(meter, ANOMALIES, "{event}", "Budget and spike anomalies detected."),
+            unpriced=_counter(
+                meter,
                 UNPRICED,
                 "{request}",
                 "Calls whose model, or a billed component "
                 "of whose response (otel_tokens.cost.unpriced), has no known price.",
             ),
-            usage_missing=counter(
+            usage_missing=_counter(
+                meter,
                 USAGE_MISSING,
                 "{request}",
                 "Successful calls whose backend "
                 "reported no usage (recorded as an estimate, when possible).",
             ),
-            errors=counter(
+            errors=_counter(
+                meter,
                 INSTRUMENTATION_ERRORS,
                 "{error}",
                 "Faults inside otel_tokens (caught; the host call was unaffected).",
             ),
         )
+
+
+def _histogram(meter: Meter, name: str, unit: str, description: str) -> Histogram:
+    """A histogram with the project's buckets for ``name`` as advice (see HISTOGRAM_BUCKETS)."""
+    return meter.create_histogram(
+        name,
+        unit=unit,
+        description=description,
+        explicit_bucket_boundaries_advisory=list(HISTOGRAM_BUCKETS[name]),
+    )
+
+
+def _counter(meter: Meter, name: str, unit: str, description: str) -> CounterSums:
+    """An observable counter over the sums the recorder adds to (see CounterSums)."""
+    sums = CounterSums()
+    meter.create_observable_counter(
+        name, callbacks=[sums.observe], unit=unit, description=description
+    )
+    return sums
 
 
 def record_signed(histogram: Histogram, value: float, attributes: dict[str, Any]) -> None:
