@@ -492,6 +492,69 @@ _ELSEWHERE = (
 )
 
 
+def _exporters(reader: _Reader) -> dict[str, Any]:
+    """Where the telemetry goes: the Prometheus endpoint and the OpenTelemetry exporters,
+    endpoints and protocols (the standard OTEL_* names, read here like our own)."""
+    exporters = ("otlp", "console", "none")
+    protocols = ("grpc", "http/protobuf")
+    return {
+        "prometheus_port": reader.number(
+            "OTEL_TOKENS_PROMETHEUS_PORT",
+            "OTEL_EXPORTER_PROMETHEUS_PORT",
+            default=9464,
+            low=0,
+            high=65535,
+            accepted="a port number 0-65535 (0: any free port)",
+        ),
+        "prometheus_host": reader.text(
+            "OTEL_TOKENS_PROMETHEUS_HOST", "OTEL_EXPORTER_PROMETHEUS_HOST"
+        )
+        or "127.0.0.1",
+        "prometheus_workers_dir": reader.text("OTEL_TOKENS_PROMETHEUS_WORKERS_DIR"),
+        "service_name": reader.text("OTEL_SERVICE_NAME"),
+        "resource_attributes": reader.text("OTEL_RESOURCE_ATTRIBUTES"),
+        "traces_exporter": reader.choice(("OTEL_TRACES_EXPORTER",), exporters),
+        "metrics_exporter": reader.choice(
+            ("OTEL_METRICS_EXPORTER",), ("otlp", "prometheus", "console", "none")
+        ),
+        "traces_endpoint": reader.text(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"
+        ),
+        "metrics_endpoint": reader.text(
+            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"
+        ),
+        "traces_protocol": reader.choice(
+            ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"), protocols
+        ),
+        "metrics_protocol": reader.choice(
+            ("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"), protocols
+        ),
+    }
+
+
+def _budget_limits(reader: _Reader) -> dict[str, Any]:
+    """Who else has budgets (tenants, users) and how a call's share is reserved against them."""
+    return {
+        "tenant_budgets": _who_budgets(reader, "OTEL_TOKENS_TENANT_BUDGETS"),
+        "user_budgets": _who_budgets(reader, "OTEL_TOKENS_USER_BUDGETS"),
+        "budget_reserve_output_tokens": reader.number(
+            "OTEL_TOKENS_BUDGET_RESERVE_OUTPUT_TOKENS",
+            default=4096,
+            low=1,
+            accepted="a positive integer",
+        ),
+        "budget_db_timeout": reader.number(
+            "OTEL_TOKENS_BUDGET_DB_TIMEOUT",
+            kind=float,
+            default=0.3,
+            above=0,
+            high=60,
+            accepted="seconds, a number above 0, <= 60",
+        ),
+        "budget_reserve": reader.choice(("OTEL_TOKENS_BUDGET_RESERVE",), _RESERVES) or "estimate",
+    }
+
+
 def _at_exit(reader: _Reader) -> dict[str, Any]:
     """The exit's settings. OTEL_TOKENS_SUMMARY_AT_EXIT unset is on for a program
     ``otel-tokens run`` started whose telemetry has nowhere else to show (no OTLP endpoint,
@@ -519,8 +582,6 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
     r = _Reader(os.environ if env is None else env)
     prices_file, overrides = _price_overrides(r)
     default_budget, agent_budgets, spike = _budgets(r)
-    exporters = ("otlp", "console", "none")
-    protocols = ("grpc", "http/protobuf")
     return Settings(
         ledger_path=r.text("OTEL_TOKENS_LEDGER_PATH"),
         ledger_max_history=r.number(
@@ -540,33 +601,7 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
             high=1_000_000,
             accepted="an integer 2-1000000",
         ),
-        prometheus_port=r.number(
-            "OTEL_TOKENS_PROMETHEUS_PORT",
-            "OTEL_EXPORTER_PROMETHEUS_PORT",
-            default=9464,
-            low=0,
-            high=65535,
-            accepted="a port number 0-65535 (0: any free port)",
-        ),
-        prometheus_host=r.text("OTEL_TOKENS_PROMETHEUS_HOST", "OTEL_EXPORTER_PROMETHEUS_HOST")
-        or "127.0.0.1",
-        prometheus_workers_dir=r.text("OTEL_TOKENS_PROMETHEUS_WORKERS_DIR"),
-        service_name=r.text("OTEL_SERVICE_NAME"),
-        resource_attributes=r.text("OTEL_RESOURCE_ATTRIBUTES"),
-        traces_exporter=r.choice(("OTEL_TRACES_EXPORTER",), exporters),
-        metrics_exporter=r.choice(
-            ("OTEL_METRICS_EXPORTER",), ("otlp", "prometheus", "console", "none")
-        ),
-        traces_endpoint=r.text("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"),
-        metrics_endpoint=r.text(
-            "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"
-        ),
-        traces_protocol=r.choice(
-            ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"), protocols
-        ),
-        metrics_protocol=r.choice(
-            ("OTEL_EXPORTER_OTLP_METRICS_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"), protocols
-        ),
+        **_exporters(r),
         **_at_exit(r),
         exemplars=r.boolean("OTEL_TOKENS_EXEMPLARS", default=True),
         reuse_genai_span=r.boolean("OTEL_TOKENS_REUSE_GENAI_SPAN", default=False),
@@ -575,23 +610,7 @@ def read(env: Mapping[str, str] | None = None) -> Settings:
         ),
         default_budget=default_budget,
         agent_budgets=agent_budgets,
-        tenant_budgets=_who_budgets(r, "OTEL_TOKENS_TENANT_BUDGETS"),
-        user_budgets=_who_budgets(r, "OTEL_TOKENS_USER_BUDGETS"),
-        budget_reserve_output_tokens=r.number(
-            "OTEL_TOKENS_BUDGET_RESERVE_OUTPUT_TOKENS",
-            default=4096,
-            low=1,
-            accepted="a positive integer",
-        ),
-        budget_db_timeout=r.number(
-            "OTEL_TOKENS_BUDGET_DB_TIMEOUT",
-            kind=float,
-            default=0.3,
-            above=0,
-            high=60,
-            accepted="seconds, a number above 0, <= 60",
-        ),
-        budget_reserve=r.choice(("OTEL_TOKENS_BUDGET_RESERVE",), _RESERVES) or "estimate",
+        **_budget_limits(r),
         spike=spike,
         capture_content=r.boolean("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"),
         openai_include_usage=r.boolean("OTEL_TOKENS_OPENAI_INCLUDE_USAGE"),
