@@ -91,6 +91,46 @@ def _timestamp(value: Any) -> float:
     return float(value)
 
 
+def _checked_record(
+    usage: Usage,
+    cost_usd: float | None,
+    timestamp: float | None,
+    request_id: str | None,
+    trace_id: int | str | None,
+    span_id: int | str | None,
+    provider: str | None,
+) -> tuple[float | None, float, int, int, str | None]:
+    """The arguments of :meth:`UsageLedger.append` checked, in order, before anything is kept:
+    (cost, timestamp, trace id, span id, provider), each defaulted as ``append`` says."""
+    if type(usage) is not Usage:
+        raise TypeError(f"usage must be a Usage, got {type(usage).__name__}")
+    if cost_usd is None:
+        cost = usage.cost_usd
+    elif type(cost_usd) is float and 0.0 <= cost_usd < math.inf:
+        cost = cost_usd
+    else:
+        cost = check_amount("cost_usd", cost_usd)
+    timestamp = time.time() if timestamp is None else _timestamp(timestamp)
+    if request_id is not None and not isinstance(request_id, str):
+        raise ValueError(f"request_id must be a string or None, got {request_id!r}")
+    # ids as the recorder gives them (ints in range) need no call of _as_id
+    trace = (
+        trace_id
+        if type(trace_id) is int and 0 <= trace_id < _TRACE_ID_LIMIT
+        else (_as_id(trace_id, 128, "trace_id") if trace_id is not None else 0)
+    )
+    span = (
+        span_id
+        if type(span_id) is int and 0 <= span_id < _SPAN_ID_LIMIT
+        else (_as_id(span_id, 64, "span_id") if span_id is not None else 0)
+    )
+    if provider is None or usage.provider is not None:
+        provider = usage.provider
+    elif not isinstance(provider, str):
+        raise ValueError(f"provider must be a string or None, got {provider!r}")
+    return cost, timestamp, trace, span, provider
+
+
 class UsageLedger:
     """History and totals of one agent's requests; thread-safe.
 
@@ -170,32 +210,9 @@ class UsageLedger:
         backend reported in ``usage``. With persistence on, a write failure raises
         :class:`LedgerPersistenceError` *after* the record is kept in memory and queued.
         """
-        if type(usage) is not Usage:
-            raise TypeError(f"usage must be a Usage, got {type(usage).__name__}")
-        if cost_usd is None:
-            cost = usage.cost_usd
-        elif type(cost_usd) is float and 0.0 <= cost_usd < math.inf:
-            cost = cost_usd
-        else:
-            cost = check_amount("cost_usd", cost_usd)
-        timestamp = time.time() if timestamp is None else _timestamp(timestamp)
-        if request_id is not None and not isinstance(request_id, str):
-            raise ValueError(f"request_id must be a string or None, got {request_id!r}")
-        # ids as the recorder gives them (ints in range) need no call of _as_id
-        trace = (
-            trace_id
-            if type(trace_id) is int and 0 <= trace_id < _TRACE_ID_LIMIT
-            else (_as_id(trace_id, 128, "trace_id") if trace_id is not None else 0)
+        cost, timestamp, trace, span, provider = _checked_record(
+            usage, cost_usd, timestamp, request_id, trace_id, span_id, provider
         )
-        span = (
-            span_id
-            if type(span_id) is int and 0 <= span_id < _SPAN_ID_LIMIT
-            else (_as_id(span_id, 64, "span_id") if span_id is not None else 0)
-        )
-        if provider is None or usage.provider is not None:
-            provider = usage.provider
-        elif not isinstance(provider, str):
-            raise ValueError(f"provider must be a string or None, got {provider!r}")
         lock = self._lock
         lock.acquire()  # not ``with``: its __enter__/__exit__ lookups cost twice as much (per call)
         try:
