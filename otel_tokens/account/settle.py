@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .agents import AgentEntry
     from .anomalies import Anomaly
     from .estimate import Estimator
-    from .state import Estimate
+    from .state import Estimate, StateFigures
 
 __all__ = ["Accountant"]
 
@@ -165,29 +165,18 @@ class Accountant:
         reservation = tracking.reservation
         if reservation is not None:  # the fleet's budgets: the call's actual spend
             settle_reservation(self.fleet, reservation, usage, price, failed)
-        entry = tracking.agent
-        state = None
-        anomalies: tuple = ()
-        if entry is not None:
-            # a poll of work still under way, or a response counted before: no turn, no row
-            idle = (call.pending or again) and not _has_tokens(usage)
-            try:
-                if failed or idle:
-                    entry.state.fail(tracking.stream_handle)
-                else:  # the agent's figures after the call, read with it
-                    state = entry.state.complete(usage, tracking.stream_handle)
-            except Exception as exc:
-                faults.report("state", exc)
-            if not idle:
-                self._write_ledger(
-                    entry, call, tracking, usage, parts, prices, price, default_model, failed
-                )
-            anomalies = self._anomalies(entry.name, tracking, usage, price, response_model)
-            if state is None:  # no turn (or a state fault): the figures as they are
-                try:
-                    state = entry.state.figures()
-                except Exception as exc:
-                    faults.report("state", exc)
+        state, anomalies = self._update_agent(
+            call,
+            tracking,
+            usage,
+            parts,
+            prices,
+            price,
+            default_model,
+            response_model,
+            failed,
+            again,
+        )
         ended = call.ended_at if call.ended_at is not None else call.started
         error = call.error
         return _new(
@@ -213,6 +202,46 @@ class Accountant:
                 missing,
             ),
         )
+
+    def _update_agent(
+        self,
+        call: Call,
+        tracking: Tracking,
+        usage: Usage,
+        parts: tuple[Usage, ...],
+        prices: list[PriceResult],
+        price: PriceResult,
+        default_model: str | None,
+        response_model: str | None,
+        failed: bool,
+        again: bool,
+    ) -> tuple[StateFigures | None, tuple[Anomaly, ...]]:
+        """The agent's part of settling a call: its state (a turn, unless the call failed or was
+        idle), its ledger row and its anomalies; returns its figures after the call and those."""
+        entry = tracking.agent
+        if entry is None:
+            return None, ()
+        # a poll of work still under way, or a response counted before: no turn, no row
+        idle = (call.pending or again) and not _has_tokens(usage)
+        state = None
+        try:
+            if failed or idle:
+                entry.state.fail(tracking.stream_handle)
+            else:  # the agent's figures after the call, read with it
+                state = entry.state.complete(usage, tracking.stream_handle)
+        except Exception as exc:
+            faults.report("state", exc)
+        if not idle:
+            self._write_ledger(
+                entry, call, tracking, usage, parts, prices, price, default_model, failed
+            )
+        anomalies = self._anomalies(entry.name, tracking, usage, price, response_model)
+        if state is None:  # no turn (or a state fault): the figures as they are
+            try:
+                state = entry.state.figures()
+            except Exception as exc:
+                faults.report("state", exc)
+        return state, anomalies
 
     def _anomalies(
         self,
@@ -452,43 +481,9 @@ class Accountant:
     ) -> None:
         """The call's ledger rows: one, or one per model of a several-model call."""
         ledger, key = entry.ledger, tracking.stream_key
-        user, tenant, conversation = tracking.user, tracking.tenant, tracking.conversation_id
-        who = (user, tenant, conversation) if user or tenant or conversation else None
-        provider = None
-        if usage.input_tokens is not None or usage.output_tokens is not None:  # _has_tokens
-            if usage.provider is None:  # a backend whose usage does not say: the call's
-                provider = call.provider
-        elif usage.source == "reported":  # no figure was reported: the row must not say so
-            usage = usage.replace(source="estimated")
+        usage, ids = _ledger_row(call, tracking, usage, failed)
         response_id = call.response_id
-        failure = error_type(call.error) if failed else None  # the row's error type
         try:
-            if (
-                key is None
-                and len(parts) == 1
-                and (
-                    not failed or usage.input_tokens is not None or usage.output_tokens is not None
-                )
-            ):
-                # one row (the common case), its ids by keyword: no dict made per call
-                ledger.append(
-                    usage,
-                    cost_usd=price.cost_usd,
-                    request_id=response_id,
-                    trace_id=tracking.trace_id,
-                    span_id=tracking.span_id,
-                    who=who,
-                    provider=provider,
-                    error_type=failure,
-                )
-                return
-            ids = {
-                "trace_id": tracking.trace_id,
-                "span_id": tracking.span_id,
-                "who": who,
-                "provider": provider,
-                "error_type": failure,
-            }
             if failed and usage.input_tokens is None and usage.output_tokens is None:
                 # a failed call with no usage is still a row (its error type; tokens unknown),
                 # under the model it asked for
@@ -622,6 +617,30 @@ def _estimated(price: PriceResult) -> PriceResult:
 def _own_costs(parts: tuple[Usage, ...]) -> bool:
     """True when every part carries the backend's own cost (Claude Code's per-model costUSD)."""
     return all(part.cost_usd is not None for part in parts)
+
+
+def _ledger_row(
+    call: Call, tracking: Tracking, usage: Usage, failed: bool
+) -> tuple[Usage, dict[str, Any]]:
+    """What a call's ledger row says beside its figures, built apart from its writing: who it
+    was for, its provider (when the usage names none), its error type, its trace and span ids;
+    and the usage as the row shows it (not "reported" when no figure was)."""
+    user, tenant, conversation = tracking.user, tracking.tenant, tracking.conversation_id
+    who = (user, tenant, conversation) if user or tenant or conversation else None
+    provider = None
+    if _has_tokens(usage):
+        if usage.provider is None:  # a backend whose usage does not say: the call's
+            provider = call.provider
+    elif usage.source == "reported":  # no figure was reported: the row must not say so
+        usage = usage.replace(source="estimated")
+    ids = {
+        "trace_id": tracking.trace_id,
+        "span_id": tracking.span_id,
+        "who": who,
+        "provider": provider,
+        "error_type": error_type(call.error) if failed else None,
+    }
+    return usage, ids
 
 
 def _has_tokens(usage: Usage | None) -> bool:
