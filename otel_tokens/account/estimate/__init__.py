@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 import threading
 from collections import deque
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Sequence
 
 from ...request import Api, Request
 from ..state import Estimate
@@ -478,40 +478,88 @@ class Estimator:
             and _last_digest(renderer, api, messages[cursor.n_messages - 1], model)
             == cursor.last_digest
         ):  # delta: the reported input plus only what was appended since
-            counted, fixed, last_digest, opened, appended = _measure(
-                renderer, api, messages[cursor.n_messages :], model, encoding, None
+            return self._delta(
+                renderer,
+                api,
+                messages,
+                model,
+                encoding,
+                ratio,
+                key,
+                cursor,
+                preamble,
+                preamble_digest,
             )
-            scaled = round(counted * ratio) if ratio else counted
-            # a new user turn drops the reasoning the reported input carried
-            kept = 0 if opened else cursor.carried
-            tokens = cursor.reported_input - cursor.carried + kept + scaled + fixed
-            guessed, tokens = (
-                self._guessed(appended, model, tokens)
-                if (appended is not None and appended.unknown)
-                else (None, tokens)
-            )
-            return _new(
-                RequestEstimate,
-                (
-                    Estimate(max(1, tokens), "delta"),
-                    ratio,
-                    model,
-                    key,
-                    n,
-                    last_digest,
-                    preamble_digest,
-                    0,
-                    fixed,
-                    (appended is None or appended.complete) and not preamble.server,
-                    kept + (appended.carried if appended is not None else 0),
-                    guessed,
-                    preamble.server,
-                    None,
-                ),
-            )
+        return self._whole(
+            request, renderer, api, messages, model, encoding, ratio, key, preamble, preamble_digest
+        )
 
-        # the whole request, for exact or full; continuing a known Responses chain, the
-        # server holds the earlier input (instructions and tools included) and output
+    def _delta(
+        self,
+        renderer: Any,
+        api: Api,
+        messages: Sequence[Any],
+        model: str | None,
+        encoding: Any,
+        ratio: float | None,
+        key: tuple[Any, ...],
+        cursor: _Cursor,
+        preamble: Any,
+        preamble_digest: int,
+    ) -> RequestEstimate:
+        """A continued conversation's estimate: the input the backend reported for the turn
+        before, plus only what was appended since (counted, and scaled by the calibration)."""
+        n = len(messages)
+        counted, fixed, last_digest, opened, appended = _measure(
+            renderer, api, messages[cursor.n_messages :], model, encoding, None
+        )
+        scaled = round(counted * ratio) if ratio else counted
+        # a new user turn drops the reasoning the reported input carried
+        kept = 0 if opened else cursor.carried
+        tokens = cursor.reported_input - cursor.carried + kept + scaled + fixed
+        guessed, tokens = (
+            self._guessed(appended, model, tokens)
+            if (appended is not None and appended.unknown)
+            else (None, tokens)
+        )
+        return _new(
+            RequestEstimate,
+            (
+                Estimate(max(1, tokens), "delta"),
+                ratio,
+                model,
+                key,
+                n,
+                last_digest,
+                preamble_digest,
+                0,
+                fixed,
+                (appended is None or appended.complete) and not preamble.server,
+                kept + (appended.carried if appended is not None else 0),
+                guessed,
+                preamble.server,
+                None,
+            ),
+        )
+
+    def _whole(
+        self,
+        request: Request,
+        renderer: Any,
+        api: Api,
+        messages: Sequence[Any],
+        model: str | None,
+        encoding: Any,
+        ratio: float | None,
+        key: tuple[Any, ...],
+        preamble: Any,
+        preamble_digest: int,
+    ) -> RequestEstimate:
+        """The whole request's estimate: exact with the model's tokenizer, else full (counted
+        and scaled by the calibration); a known Responses chain adds what the server holds."""
+        n = len(messages)
+        # continuing a known Responses chain, the server holds the earlier input
+        # (instructions and tools included) and output
         chained, known_chain = (0, True) if request.chained is None else self._chained(request)
         counted, fixed, last_digest, _, rendering = _measure(
             renderer, api, messages, model, encoding, None if chained else preamble
