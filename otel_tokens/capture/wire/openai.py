@@ -174,7 +174,64 @@ def _chat_billing(usage: Any, tier: Any) -> Billing | None:
     )
 
 
+def _object_usage(
+    usage: Any, tier: Any, model: str | None, rid: str | None
+) -> tuple[Usage | None, Billing | None]:
+    """An SDK object's chat usage and billing (what :func:`_chat_usage` and
+    :func:`_chat_billing` read from a dict), read by attribute for :func:`chat_response`."""
+    found = billing = None
+    if usage is not None:
+        prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
+        if (
+            (tier is not None and tier not in _STANDARD_TIERS)
+            or getattr(prompt, "audio_tokens", None)
+            or getattr(completion, "audio_tokens", None)
+        ):
+            billing = _chat_billing(usage, tier)
+        reasoning = getattr(completion, "reasoning_tokens", None)
+        output = usage.completion_tokens
+        inp, total = usage.prompt_tokens, usage.total_tokens
+        if reasoning:  # counted apart by some providers (xAI)
+            output = output_tokens(usage, inp, output, reasoning)
+        elif total is not None and not (
+            type(total) is int
+            and type(inp) is int
+            and type(output) is int
+            and total <= inp + output
+        ):
+            # Gemini's thoughts: in the total only (a total within input + output,
+            # OpenAI's, says nothing more: no call)
+            reasoning = unlisted_reasoning(usage, inp, output) or reasoning
+            output = output + reasoning if reasoning else output
+        found = Usage(  # by position: input, output, cache read and write, reasoning,
+            # premium requests, cost, model, provider, response id
+            inp,
+            output,
+            getattr(prompt, "cached_tokens", None),
+            getattr(prompt, "cache_write_tokens", None),
+            reasoning,
+            None,
+            None,
+            model,
+            None,
+            rid,
+        )
+        # another provider's own fields (has_vendor_fields, for an SDK object: its
+        # extra fields, pydantic's ``__pydantic_extra__``; empty for OpenAI's own)
+        if (
+            has_vendor_fields(usage)
+            if isinstance(usage, dict)
+            else getattr(usage, "__pydantic_extra__", None)
+        ):
+            found, billing = vendor_usage(usage, found), _chat_billing(usage, tier)
+    elif tier is not None and tier not in _STANDARD_TIERS:
+        billing = _chat_billing(usage, tier)
+    return found, billing
+
+
 def chat_response(result: Any) -> Response:
+    """A chat completion's response (SDK object or dict): usage, model, id, finish reasons and
+    billing."""
     if not isinstance(result, dict):
         # an SDK object: plain attribute reads (kept for speed: docs/benchmarks.md;
         # tests/core/test_positional_builds.py holds it to the field-by-field reading below)
@@ -184,55 +241,7 @@ def chat_response(result: Any) -> Response:
             for choice in result.choices or ():
                 if choice.finish_reason:
                     reasons.append(str(choice.finish_reason))
-            found = billing = None
-            if usage is not None:  # _chat_usage's SDK-object reading, in place
-                prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
-                if (
-                    (tier is not None and tier not in _STANDARD_TIERS)
-                    or getattr(prompt, "audio_tokens", None)
-                    or getattr(completion, "audio_tokens", None)
-                ):
-                    billing = _chat_billing(usage, tier)
-                reasoning, output = (
-                    getattr(completion, "reasoning_tokens", None),
-                    usage.completion_tokens,
-                )
-                inp, total = usage.prompt_tokens, usage.total_tokens
-                if reasoning:  # counted apart by some providers (xAI)
-                    output = output_tokens(usage, inp, output, reasoning)
-                elif total is not None and not (
-                    type(total) is int
-                    and type(inp) is int
-                    and type(output) is int
-                    and total <= inp + output
-                ):
-                    # Gemini's thoughts: in the total only (a total within input + output,
-                    # OpenAI's, says nothing more: no call)
-                    reasoning = unlisted_reasoning(usage, inp, output) or reasoning
-                    output = output + reasoning if reasoning else output
-                found = Usage(  # by position: input, output, cache read and write, reasoning,
-                    # premium requests, cost, model, provider, response id
-                    inp,
-                    output,
-                    getattr(prompt, "cached_tokens", None),
-                    getattr(prompt, "cache_write_tokens", None),
-                    reasoning,
-                    None,
-                    None,
-                    model,
-                    None,
-                    rid,
-                )
-                # another provider's own fields (has_vendor_fields, for an SDK object: its
-                # extra fields, pydantic's ``__pydantic_extra__``; empty for OpenAI's own)
-                if (
-                    has_vendor_fields(usage)
-                    if isinstance(usage, dict)
-                    else getattr(usage, "__pydantic_extra__", None)
-                ):
-                    found, billing = vendor_usage(usage, found), _chat_billing(usage, tier)
-            elif tier is not None and tier not in _STANDARD_TIERS:
-                billing = _chat_billing(usage, tier)
+            found, billing = _object_usage(usage, tier, model, rid)
             # every field by position (parts, pending: none; kept for speed: docs/benchmarks.md)
             return tuple.__new__(Response, (found, model, rid, tuple(reasons), billing, (), False))
         except AttributeError:
