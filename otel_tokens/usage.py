@@ -270,6 +270,87 @@ def _refuse_classes(
     raise ValueError(f"output_tokens ({output_tokens}) must include reasoning_tokens ({reasoning})")
 
 
+def _checked_counts(
+    input_tokens: Any,
+    output_tokens: Any,
+    cache_read_tokens: Any,
+    cache_write_tokens: Any,
+    reasoning_tokens: Any,
+) -> tuple[int | None, int | None, int | None, int | None, int | None]:
+    """A usage record's token counts checked (the common case at once, else each normalized or
+    refused) and consistent with one another, as the semantic conventions count them."""
+    top = MAX_TOKEN_COUNT  # each class unknown or an int in range
+    if not (
+        (input_tokens is None or type(input_tokens) is int and 0 <= input_tokens <= top)
+        and (output_tokens is None or type(output_tokens) is int and 0 <= output_tokens <= top)
+        and (
+            cache_read_tokens is None
+            or type(cache_read_tokens) is int
+            and 0 <= cache_read_tokens <= top
+        )
+        and (
+            cache_write_tokens is None
+            or type(cache_write_tokens) is int
+            and 0 <= cache_write_tokens <= top
+        )
+        and (
+            reasoning_tokens is None
+            or type(reasoning_tokens) is int
+            and 0 <= reasoning_tokens <= top
+        )
+    ):
+        input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens = map(
+            check_token_count,
+            TOKEN_CLASSES,
+            (
+                input_tokens,
+                output_tokens,
+                cache_read_tokens,
+                cache_write_tokens,
+                reasoning_tokens,
+            ),
+        )
+    # The semantic conventions count cache tokens inside input and reasoning inside output;
+    # a record that breaks this would make fresh input (and the cost split) negative.
+    if (
+        input_tokens is not None
+        and (cache_read_tokens or 0) + (cache_write_tokens or 0) > input_tokens
+    ) or (
+        output_tokens is not None
+        and reasoning_tokens is not None
+        and reasoning_tokens > output_tokens
+    ):
+        _refuse_classes(
+            input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens
+        )
+    return input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens
+
+
+def _checked_others(
+    premium_requests: Any,
+    cost_usd: Any,
+    model: Any,
+    provider: Any,
+    response_id: Any,
+    source: Any,
+) -> tuple[float | None, float | None]:
+    """A usage record's other fields checked: the amounts (normalized), its source and its
+    labels (strings or None); returns the amounts."""
+    if premium_requests is not None:
+        premium_requests = check_amount("premium_requests", premium_requests)
+    if cost_usd is not None:
+        cost_usd = check_amount("cost_usd", cost_usd)
+    if source not in USAGE_SOURCES:
+        raise ValueError(f"source must be one of {', '.join(USAGE_SOURCES)}; got {source!r}")
+    if (
+        (model is not None and type(model) is not str)
+        or (provider is not None and type(provider) is not str)
+        or (response_id is not None and type(response_id) is not str)
+    ):
+        _check_labels(model, provider, response_id)
+    return premium_requests, cost_usd
+
+
 @dataclass(frozen=True, slots=True, init=False)
 class Usage:
     """What one backend call consumed, normalized across providers.
@@ -305,68 +386,19 @@ class Usage:
         response_id: str | None = None,
         source: UsageSource = "reported",
     ) -> None:
-        # Checked (the common case here, else the full checks, which normalize or raise),
+        # Checked (the counts first, then the other fields; each normalized or refused),
         # then set as plain slots (see _Unfrozen; kept for speed: docs/benchmarks.md). The
         # generated frozen __init__'s signature: tests/core/test_usage.py compares it with
         # fields().
-        top = MAX_TOKEN_COUNT  # each class unknown or an int in range
-        if not (
-            (input_tokens is None or type(input_tokens) is int and 0 <= input_tokens <= top)
-            and (output_tokens is None or type(output_tokens) is int and 0 <= output_tokens <= top)
-            and (
-                cache_read_tokens is None
-                or type(cache_read_tokens) is int
-                and 0 <= cache_read_tokens <= top
-            )
-            and (
-                cache_write_tokens is None
-                or type(cache_write_tokens) is int
-                and 0 <= cache_write_tokens <= top
-            )
-            and (
-                reasoning_tokens is None
-                or type(reasoning_tokens) is int
-                and 0 <= reasoning_tokens <= top
-            )
-        ):
-            input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens = (
-                map(
-                    check_token_count,
-                    TOKEN_CLASSES,
-                    (
-                        input_tokens,
-                        output_tokens,
-                        cache_read_tokens,
-                        cache_write_tokens,
-                        reasoning_tokens,
-                    ),
-                )
-            )
-        if premium_requests is not None:
-            premium_requests = check_amount("premium_requests", premium_requests)
-        if cost_usd is not None:
-            cost_usd = check_amount("cost_usd", cost_usd)
-        if source not in USAGE_SOURCES:
-            raise ValueError(f"source must be one of {', '.join(USAGE_SOURCES)}; got {source!r}")
-        if (
-            (model is not None and type(model) is not str)
-            or (provider is not None and type(provider) is not str)
-            or (response_id is not None and type(response_id) is not str)
-        ):
-            _check_labels(model, provider, response_id)
-        # The semantic conventions count cache tokens inside input and reasoning inside output;
-        # a record that breaks this would make fresh input (and the cost split) negative.
-        if (
-            input_tokens is not None
-            and (cache_read_tokens or 0) + (cache_write_tokens or 0) > input_tokens
-        ) or (
-            output_tokens is not None
-            and reasoning_tokens is not None
-            and reasoning_tokens > output_tokens
-        ):
-            _refuse_classes(
-                input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens
-            )
+        counts = _checked_counts(
+            input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens
+        )
+        input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens = (
+            counts
+        )
+        premium_requests, cost_usd = _checked_others(
+            premium_requests, cost_usd, model, provider, response_id, source
+        )
         if type(self) is not Usage:  # a subclass (another layout): through the slots' setters
             _set_fields(
                 self,
