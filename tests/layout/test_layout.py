@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import ast
 import pathlib
+import re
+import subprocess
+import tokenize
 
 import pytest
 
@@ -171,6 +174,40 @@ def test_no_function_is_longer_than_sixty_lines():
                 if length > MAX_LINES and key not in LONG_ALLOWED:
                     long[key] = length
     assert long == {}
+
+
+# -- formatted, not compressed -----------------------------------------------------------------
+_SUPPRESSION = re.compile(r"#\s*fmt:\s*(skip|off|on)\b")
+
+
+def test_no_formatter_suppression_in_the_package():
+    """The line limit above is met by splitting functions, not by keeping lines compact where
+    the formatter would reflow them: no ``fmt: skip``/``fmt: off`` comment in the package."""
+    found = []
+    for name, path in MODULES.items():
+        with tokenize.open(path) as source:
+            for token in tokenize.generate_tokens(source.readline):
+                if token.type == tokenize.COMMENT and _SUPPRESSION.search(token.string):
+                    found.append(f"{name}:{token.start[0]}")
+    assert found == []
+
+
+def test_the_package_is_as_ruff_formats_it():
+    """``ruff format --check`` with the project's settings (pyproject.toml) passes: the code is
+    read as the formatter writes it, so a function's length is its real length."""
+    try:
+        from ruff.__main__ import find_ruff_bin
+    except ImportError:
+        pytest.skip("ruff is not installed (it is in the test extra: pip install -e '.[test]')")
+    result = subprocess.run(
+        [find_ruff_bin(), "format", "--check", "--diff", str(PACKAGE)],
+        cwd=PACKAGE.parent,
+        capture_output=True,
+        check=False,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
 
 
 # -- one description per backend ----------------------------------------------------------------
