@@ -459,8 +459,8 @@ class Accountant:
             return prices, _NO_PRICE
         source = "provider" if all(x.source == "provider" for x in known) else known[0].source
         return prices, PriceResult(
-            sum(x.cost_usd for x in known),
-            source,  # type: ignore[misc]
+            sum(x.cost_usd for x in known),  # type: ignore[misc]
+            source,
             components=tuple(dict.fromkeys(c for x in prices for c in x.components)),
             unpriced_components=tuple(
                 dict.fromkeys(c for x in prices for c in x.unpriced_components)
