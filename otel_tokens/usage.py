@@ -11,6 +11,7 @@ provider's shape. Meanings follow the OpenTelemetry GenAI semantic conventions:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import operator
@@ -351,7 +352,7 @@ def _checked_others(
     return premium_requests, cost_usd
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(frozen=True, slots=True)
 class Usage:
     """What one backend call consumed, normalized across providers.
 
@@ -372,63 +373,26 @@ class Usage:
     response_id: str | None = None
     source: UsageSource = "reported"
 
-    def __init__(
-        self,
-        input_tokens: int | None = None,
-        output_tokens: int | None = None,
-        cache_read_tokens: int | None = None,
-        cache_write_tokens: int | None = None,
-        reasoning_tokens: int | None = None,
-        premium_requests: float | None = None,
-        cost_usd: float | None = None,
-        model: str | None = None,
-        provider: str | None = None,
-        response_id: str | None = None,
-        source: UsageSource = "reported",
-    ) -> None:
-        # Checked (the counts first, then the other fields; each normalized or refused),
-        # then set as plain slots (see _Unfrozen; kept for speed: docs/benchmarks.md). The
-        # generated frozen __init__'s signature: tests/core/test_usage.py compares it with
-        # fields().
+    def __post_init__(self) -> None:
+        """Check every field (each normalized or refused); a frozen record keeps the
+        normalized counts and amounts through ``object.__setattr__``."""
         counts = _checked_counts(
-            input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens
+            self.input_tokens,
+            self.output_tokens,
+            self.cache_read_tokens,
+            self.cache_write_tokens,
+            self.reasoning_tokens,
         )
-        input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens = (
-            counts
+        amounts = _checked_others(
+            self.premium_requests,
+            self.cost_usd,
+            self.model,
+            self.provider,
+            self.response_id,
+            self.source,
         )
-        premium_requests, cost_usd = _checked_others(
-            premium_requests, cost_usd, model, provider, response_id, source
-        )
-        if type(self) is not Usage:  # a subclass (another layout): through the slots' setters
-            _set_fields(
-                self,
-                input_tokens,
-                output_tokens,
-                cache_read_tokens,
-                cache_write_tokens,
-                reasoning_tokens,
-                premium_requests,
-                cost_usd,
-                model,
-                provider,
-                response_id,
-                source,
-            )
-            return
-        _AS_UNFROZEN(self, _Unfrozen)  # plain slot stores, then a Usage again (see _Unfrozen)
-        record: Any = self
-        record.input_tokens = input_tokens
-        record.output_tokens = output_tokens
-        record.cache_read_tokens = cache_read_tokens
-        record.cache_write_tokens = cache_write_tokens
-        record.reasoning_tokens = reasoning_tokens
-        record.premium_requests = premium_requests
-        record.cost_usd = cost_usd
-        record.model = model
-        record.provider = provider
-        record.response_id = response_id
-        record.source = source
-        record.__class__ = Usage
+        for name, value in zip(_NORMALIZED, (*counts, *amounts)):
+            object.__setattr__(self, name, value)
 
     # -- derived values -------------------------------------------------------------------
     @property
@@ -484,13 +448,8 @@ class Usage:
         return NotImplemented
 
     def replace(self, **changes: Any) -> Usage:
-        """A copy with ``changes`` applied (validated like a new record). Built from the
-        slots directly: ``dataclasses.replace`` re-reads the fields on every copy, and the
-        account step makes one per call (the provider on a ledger row)."""
-        values = [changes.pop(name, getter(self)) for name, getter in _GETTERS]
-        if changes:
-            raise TypeError(f"Usage has no field {', '.join(map(repr, changes))}")
-        return Usage(*values)
+        """A copy with ``changes`` applied (validated like a new record)."""
+        return dataclasses.replace(self, **changes)
 
     # -- serialization --------------------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
@@ -507,25 +466,5 @@ class Usage:
         return cls(**dict(data))
 
 
-#: The slots' setters, in field order (for ``Usage.__init__`` of a subclass).
-_SETTERS = tuple(Usage.__dict__[f.name].__set__ for f in fields(Usage))
-
-
-def _set_fields(record: Usage, *values: Any) -> None:
-    """Every field of a new record of a Usage subclass, in field order, through the setters."""
-    for setter, value in zip(_SETTERS, values):
-        setter(record, value)
-
-
-class _Unfrozen:
-    """Usage's very slot layout without its frozen ``__setattr__``: ``Usage.__init__`` fills a
-    new record as one of these (plain slot stores rather than the slots' own setters;
-    kept for speed: docs/benchmarks.md) and makes it a Usage again."""
-
-    __slots__ = Usage.__slots__
-
-
-#: ``object.__class__``'s setter: a new Usage made an _Unfrozen (its own __setattr__ refuses)
-_AS_UNFROZEN = object.__dict__["__class__"].__set__
-#: (name, the slot's getter), in field order (for ``Usage.replace``).
-_GETTERS = tuple((f.name, Usage.__dict__[f.name].__get__) for f in fields(Usage))
+#: the fields a new record normalizes (its token counts, then its amounts), in that order
+_NORMALIZED = (*TOKEN_CLASSES, "premium_requests", "cost_usd")
