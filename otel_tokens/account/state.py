@@ -35,7 +35,7 @@ ESTIMATE_SOURCES: tuple[str, ...] = ("exact", "delta", "full")
 Status = Literal["idle", "streaming"]
 
 
-@dataclass(frozen=True, slots=True, init=False)
+@dataclass(frozen=True, slots=True)
 class Estimate:
     """A pre-/mid-stream input-token estimate and how it was made (RFC ``currentEstimate``).
 
@@ -46,24 +46,18 @@ class Estimate:
     input_tokens: int
     source: EstimateSource
 
-    def __init__(self, input_tokens: int, source: EstimateSource) -> None:
-        # checked and set through the slots' own setters (kept for speed: docs/benchmarks.md);
-        # same signature as the fields
+    def __post_init__(self) -> None:
+        """Check the count (normalized or refused) and the source."""
+        input_tokens = self.input_tokens
         if type(input_tokens) is not int or not 0 <= input_tokens <= MAX_TOKEN_COUNT:
             checked = check_token_count("estimate input_tokens", input_tokens)
             if checked is None:
                 raise ValueError("estimate input_tokens must be a token count, got None")
-            input_tokens = checked
-        if source not in ESTIMATE_SOURCES:
+            object.__setattr__(self, "input_tokens", checked)
+        if self.source not in ESTIMATE_SOURCES:
             raise ValueError(
-                f"estimate source must be one of {', '.join(ESTIMATE_SOURCES)}; got {source!r}"
+                f"estimate source must be one of {', '.join(ESTIMATE_SOURCES)}; got {self.source!r}"
             )
-        _SET_INPUT(self, input_tokens)
-        _SET_SOURCE(self, source)
-
-
-_SET_INPUT = Estimate.__dict__["input_tokens"].__set__
-_SET_SOURCE = Estimate.__dict__["source"].__set__
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,14 +199,13 @@ class TokenState:
         estimate = self._current_estimate() if self._streams else None  # none: no stream
         tokens = estimate.input_tokens if estimate is not None else self._input_tokens
         window = self._max_input_tokens
-        return tuple.__new__(
-            StateFigures,
-            (  # by position (kept for speed: docs/benchmarks.md)
-                self._turn_count,
-                self._total_output_tokens,
-                self._max_observed_input_tokens,
-                None if tokens is None or not window else tokens * 100.0 / window / 100.0,
-            ),
+        return StateFigures(
+            turn_count=self._turn_count,
+            total_output_tokens=self._total_output_tokens,
+            max_observed_input_tokens=self._max_observed_input_tokens,
+            context_utilization=None
+            if tokens is None or not window
+            else tokens * 100.0 / window / 100.0,
         )
 
     # -- transitions ----------------------------------------------------------------------
@@ -247,9 +240,7 @@ class TokenState:
             raise TypeError(f"usage must be a Usage, got {type(usage).__name__}")
         reported_input = usage.input_tokens if usage.source != "estimated" else None
         output = usage.output_tokens
-        lock = self._lock
-        lock.acquire()  # not ``with``: its __enter__/__exit__ lookups cost twice as much (per call)
-        try:
+        with self._lock:
             if handle is not None:
                 del self._streams[self._open(handle, "complete")]
             if reported_input is not None:
@@ -262,8 +253,6 @@ class TokenState:
             if reported_input is not None and (observed is None or reported_input > observed):
                 self._max_observed_input_tokens = reported_input
             return self._figures()
-        finally:
-            lock.release()
 
     def fail(self, handle: StreamHandle | None = None) -> None:
         """A call failed or was cancelled: its estimate is cleared and no turn is counted."""
