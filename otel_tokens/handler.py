@@ -180,14 +180,10 @@ class Handler:
 
     def finish(self, call: Call, tracking: Tracking) -> None:
         """The call's one end: account, then emit, then the anomaly callbacks."""
-        # one lock for all calls, held for a flag flip (never contended long); taken and let go
-        # by hand: a with block costs a lookup and a call of __enter__ and __exit__ more
-        _END_LOCK.acquire()
-        try:
+        # one lock for all calls, held for a flag flip (never contended long)
+        with _END_LOCK:
             ended = tracking.ended
             tracking.ended = True
-        finally:
-            _END_LOCK.release()
         if ended:
             return
         outcome = None

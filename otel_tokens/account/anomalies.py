@@ -291,9 +291,7 @@ class AnomalyGuard:
         budgets = self._budgets
         budget = budgets[agent] if agent in budgets else self._default
         rule = self.spike
-        lock = self._lock
-        lock.acquire()  # not ``with``: its __enter__/__exit__ lookups cost twice as much (per call)
-        try:
+        with self._lock:
             rolling = self._spikes.get(agent)
             if rolling is None:
                 rolling = self._spikes[agent] = (_Rolling(rule.window), _Rolling(rule.window))
@@ -327,8 +325,6 @@ class AnomalyGuard:
                 found.extend(_spend(window, agent, budget, tokens, cost_usd, model))
             if self.alerting_who and (tenant is not None or user is not None):
                 found.extend(self._who_spend(tenant, user, tokens, cost_usd, model))
-        finally:
-            lock.release()
         return found
 
     def who_budget(self, scope: str, key: str) -> Budget | None:

@@ -674,9 +674,7 @@ class Estimator:
             _,
         ) = estimate
         cursor = _new(_Cursor, (n_messages, last_digest, preamble_digest, reported_input, carried))
-        lock = self._lock
-        lock.acquire()  # kept for speed: docs/benchmarks.md
-        try:
+        with self._lock:
             cursors = self._cursors  # _put, in place
             cursors.pop(key, None)
             if len(cursors) >= _MAX_KEYS:
@@ -697,8 +695,6 @@ class Estimator:
                     ratios.mean = sum(values) / len(values)
                 else:
                     self._add(self._ratios, model, ratio)
-        finally:
-            lock.release()
 
     def _learn_guessed(self, estimate: RequestEstimate, reported_input: int) -> None:
         """The actual tokens per part of unknown size: what the call reported beyond the rest

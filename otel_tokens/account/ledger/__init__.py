@@ -213,9 +213,7 @@ class UsageLedger:
         cost, timestamp, trace, span, provider = _checked_record(
             usage, cost_usd, timestamp, request_id, trace_id, span_id, provider
         )
-        lock = self._lock
-        lock.acquire()  # not ``with``: its __enter__/__exit__ lookups cost twice as much (per call)
-        try:
+        with self._lock:
             index = self._append_locked(
                 usage, cost, timestamp, request_id, trace, span, -1, True, provider
             )  # (rowid, persist, provider)
@@ -224,8 +222,6 @@ class UsageLedger:
                 if who is not None or error_type is not None:
                     self._pending_extra(lid, who, error_type)
                 self._flush_locked()
-        finally:
-            lock.release()
         if self._sink is not None:  # the record's id as the history shows it (a rollback's key)
             self._sink.put(
                 self.name,
