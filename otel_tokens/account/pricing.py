@@ -95,7 +95,6 @@ class PriceResult(NamedTuple):
     match: str | None = None
 
 
-_new = tuple.__new__  # a named tuple from all its fields
 _NO_TOKENS = PriceResult(None, None)
 _UNPRICED = PriceResult(None, None, unpriced=True)
 #: price-context values that mean the standard price (no variant to look for)
@@ -334,8 +333,8 @@ class Pricer:
             rates = self._refreshed(key, rates)
             if type(rates) is not _Rates:
                 return _UNPRICED if rates is None else rates  # unpriced, maybe saying why
-        if billing is None:  # every field by position (kept for speed: docs/benchmarks.md)
-            return _new(PriceResult, (rates.cost(usage), "computed", False, (), (), rates.match))
+        if billing is None:
+            return PriceResult(rates.cost(usage), "computed", match=rates.match)
         return self._billed(rates, usage, billing)
 
     def _refreshed(

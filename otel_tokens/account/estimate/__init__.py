@@ -87,7 +87,7 @@ def _count(rendering: Rendering, encoding: Any) -> tuple[int, int]:
 class RequestEstimate(NamedTuple):
     """An estimate and what the estimator needs to learn from the call's actual usage.
 
-    (A named tuple: immutable; built by position, see ``_new``.)
+    (A named tuple: immutable.)
     """
 
     estimate: Estimate
@@ -107,11 +107,6 @@ class RequestEstimate(NamedTuple):
     #: an incomplete estimate's upper bound: the estimate times the largest actual/estimate
     #: ratio of the model's recent incomplete calls of the same kind (None: none learnt yet)
     input_max: int | None = None
-
-
-#: a named tuple made from all its fields at once, by position (the estimate and the cursor;
-#: kept for speed: docs/benchmarks.md; field order: tests/core/test_positional_builds.py)
-_new = tuple.__new__
 
 
 class _Cursor(NamedTuple):
@@ -522,24 +517,21 @@ class Estimator:
             if (appended is not None and appended.unknown)
             else (None, tokens)
         )
-        return _new(
-            RequestEstimate,
-            (
-                Estimate(max(1, tokens), "delta"),
-                ratio,
-                model,
-                key,
-                n,
-                last_digest,
-                preamble_digest,
-                0,
-                fixed,
-                (appended is None or appended.complete) and not preamble.server,
-                kept + (appended.carried if appended is not None else 0),
-                guessed,
-                preamble.server,
-                None,
-            ),
+        return RequestEstimate(
+            estimate=Estimate(max(1, tokens), "delta"),
+            calibration=ratio,
+            model=model,
+            cursor_key=key,
+            n_messages=n,
+            last_digest=last_digest,
+            preamble_digest=preamble_digest,
+            heuristic_raw=0,
+            fixed=fixed,
+            complete=(appended is None or appended.complete) and not preamble.server,
+            carried=kept + (appended.carried if appended is not None else 0),
+            guessed=guessed,
+            server_tools=preamble.server,
+            input_max=None,
         )
 
     def _whole(
@@ -574,24 +566,21 @@ class Estimator:
             if (rendering is not None and rendering.unknown)
             else (None, tokens)
         )
-        return _new(
-            RequestEstimate,
-            (
-                Estimate(tokens, source),
-                ratio,
-                model,
-                key,
-                n,
-                last_digest,
-                preamble_digest,
-                raw,
-                fixed + chained,
-                known_chain and (rendering is None or rendering.complete),
-                rendering.carried if rendering is not None else 0,
-                guessed,
-                preamble.server,
-                None,
-            ),
+        return RequestEstimate(
+            estimate=Estimate(tokens, source),
+            calibration=ratio,
+            model=model,
+            cursor_key=key,
+            n_messages=n,
+            last_digest=last_digest,
+            preamble_digest=preamble_digest,
+            heuristic_raw=raw,
+            fixed=fixed + chained,
+            complete=known_chain and (rendering is None or rendering.complete),
+            carried=rendering.carried if rendering is not None else 0,
+            guessed=guessed,
+            server_tools=preamble.server,
+            input_max=None,
         )
 
     def _context(self, renderer: Any, request: Request) -> tuple[Any, int, Any, int]:
@@ -656,45 +645,25 @@ class Estimator:
         estimates. ``reported_input`` must be reported."""
         if reported_input is None or reported_input <= 0:
             return
-        # the estimate's fields read at once (one unpacking)
-        (
-            made,
-            _,
-            model,
-            key,
-            n_messages,
-            last_digest,
-            preamble_digest,
-            raw,
-            fixed,
-            complete,
-            carried,
-            _,
-            _,
-            _,
-        ) = estimate
-        cursor = _new(_Cursor, (n_messages, last_digest, preamble_digest, reported_input, carried))
+        made = estimate.estimate
+        cursor = _Cursor(
+            estimate.n_messages,
+            estimate.last_digest,
+            estimate.preamble_digest,
+            reported_input,
+            estimate.carried,
+        )
         with self._lock:
-            cursors = self._cursors  # _put, in place
-            cursors.pop(key, None)
-            if len(cursors) >= _MAX_KEYS:
-                del cursors[next(iter(cursors))]
-            cursors[key] = cursor
-            if not complete:
+            _put(self._cursors, estimate.cursor_key, cursor)
+            if not estimate.complete:
                 self._learn_guessed(estimate, reported_input)
                 ratio = reported_input / max(made.input_tokens, 1)
-                self._add(self._ranges, (model, _range_kind(estimate)), min(ratio, _MAX_RANGE))
-            elif raw > 0 and made.source == "full":
-                ratio = (reported_input - fixed) / raw
-                low, high = _RATIO_BOUNDS  # min(max(...)), in place
-                ratio = low if ratio < low else high if ratio > high else ratio
-                ratios = self._ratios.get(model)
-                if ratios is not None:  # _Ratios.add, in place
-                    values = ratios.values
-                    values.append(ratio)
-                    ratios.mean = sum(values) / len(values)
-                else:
-                    self._add(self._ratios, model, ratio)
+                kind = (estimate.model, _range_kind(estimate))
+                self._add(self._ranges, kind, min(ratio, _MAX_RANGE))
+            elif estimate.heuristic_raw > 0 and made.source == "full":
+                ratio = (reported_input - estimate.fixed) / estimate.heuristic_raw
+                low, high = _RATIO_BOUNDS
+                self._add(self._ratios, estimate.model, min(max(ratio, low), high))
 
     def _learn_guessed(self, estimate: RequestEstimate, reported_input: int) -> None:
         """The actual tokens per part of unknown size: what the call reported beyond the rest
