@@ -33,8 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["Accountant"]
 
 _NO_PRICE = PriceResult(None, None)
-#: a named tuple from all its fields, by position (kept for speed: docs/benchmarks.md)
-_new = tuple.__new__
 _ONCE_KEYS_MAX = 8192  # response ids remembered as counted (responses read again are read soon)
 #: span attribute of a call whose response had been counted already (read again, not re-billed)
 COUNTED_BEFORE = "otel_tokens.usage.counted_before"
@@ -179,28 +177,27 @@ class Accountant:
         )
         ended = call.ended_at if call.ended_at is not None else call.started
         error = call.error
-        return _new(
-            Outcome,
-            (  # every field by position (tests/core/test_account.py holds them)
-                failed,
-                error_type(error) if failed else None,
-                _message(error) if failed else None,
-                usage,
-                price,
-                _lines(usage, parts, prices, price, response_model, default_model),
-                response_model,
-                call.response_id or usage.response_id,
-                tuple(map(str, call.finish_reasons)) if call.finish_reasons else (),
-                tracking.estimate,
-                self._estimate_error(call, tracking, usage, failed),
-                ended - call.started,
-                None if call.first_chunk_at is None else call.first_chunk_at - call.started,
-                call.stream,
-                state,
-                anomalies,
-                attributes,
-                missing,
-            ),
+        return Outcome(
+            failed=failed,
+            error_type=error_type(error) if failed else None,
+            error_message=_message(error) if failed else None,
+            usage=usage,
+            price=price,
+            lines=_lines(usage, parts, prices, price, response_model, default_model),
+            response_model=response_model,
+            response_id=call.response_id or usage.response_id,
+            finish_reasons=tuple(map(str, call.finish_reasons)) if call.finish_reasons else (),
+            estimate=tracking.estimate,
+            estimate_error=self._estimate_error(call, tracking, usage, failed),
+            duration=ended - call.started,
+            time_to_first_chunk=None
+            if call.first_chunk_at is None
+            else call.first_chunk_at - call.started,
+            stream=call.stream,
+            state=state,
+            anomalies=anomalies,
+            attributes=attributes,
+            usage_missing=missing,
         )
 
     def _update_agent(
@@ -548,18 +545,15 @@ def _lines(
     """The call's metric points: one line, or one per model plus the backend's totals."""
     if len(parts) == 1:
         return (
-            _new(
-                Line,
-                (
-                    response_model,
-                    usage,
-                    price.cost_usd,
-                    price.source,
-                    price.unpriced and _has_tokens(usage),
-                    usage.premium_requests,
-                    price.unpriced_components,
-                    price.match,
-                ),
+            Line(
+                model=response_model,
+                usage=usage,
+                cost_usd=price.cost_usd,
+                cost_source=price.source,
+                unpriced=price.unpriced and _has_tokens(usage),
+                premium_requests=usage.premium_requests,
+                unpriced_components=price.unpriced_components,
+                price_match=price.match,
             ),
         )
     # the backend's total goes on the call's own line only when the parts have no cost of their own
