@@ -20,7 +20,6 @@ here over the process's own spend, named ``tenant:acme``/``user:ann``; with one,
 from __future__ import annotations
 
 import bisect
-from bisect import bisect_left, insort
 import math
 import threading
 import time
@@ -305,19 +304,11 @@ class AnomalyGuard:
             ):
                 if value is None:
                     continue
-                order, ranked = values.order, values.sorted
-                # _Rolling.above, then .add, in place: False is sure
-                if (
-                    len(order) >= rule.warmup
-                    and value > rule.factor * ranked[(len(ranked) - 1) * 95 // 100]
-                ):
+                if len(values.order) >= rule.warmup and values.above(value, rule.factor):
                     p95 = values.p95()
                     if p95 is not None and p95 > 0 and value > rule.factor * p95:
                         found.append(Anomaly(agent, kind, float(value), rule.factor * p95, model))  # type: ignore[arg-type]
-                order.append(value)
-                insort(ranked, value)
-                if len(order) > values.size:
-                    del ranked[bisect_left(ranked, order.popleft())]
+                values.add(value)
             if budget is not None:
                 window = self._windows.get(agent)
                 if window is None:
