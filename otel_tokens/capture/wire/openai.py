@@ -54,31 +54,6 @@ _get = sdk_field
 def _chat_usage(usage: Any, model: str | None, response_id: str | None) -> Usage | None:
     if usage is None:
         return None
-    if not isinstance(usage, dict):
-        try:  # an SDK object: plain attribute reads (kept for speed: docs/benchmarks.md)
-            prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
-            reasoning, output = (
-                getattr(completion, "reasoning_tokens", None),
-                usage.completion_tokens,
-            )
-            if reasoning:  # counted apart by some providers (xAI)
-                output = output_tokens(usage, usage.prompt_tokens, output, reasoning)
-            elif usage.total_tokens is not None:  # Gemini's thoughts: in the total only
-                reasoning = unlisted_reasoning(usage, usage.prompt_tokens, output) or reasoning
-                output = output + reasoning if reasoning else output
-            found = Usage(
-                input_tokens=usage.prompt_tokens,
-                output_tokens=output,
-                cache_read_tokens=getattr(prompt, "cached_tokens", None),
-                cache_write_tokens=getattr(prompt, "cache_write_tokens", None),
-                reasoning_tokens=reasoning,
-                model=model,
-                provider=None,
-                response_id=response_id,
-            )
-            return vendor_usage(usage, found) if has_vendor_fields(usage) else found
-        except AttributeError:
-            pass  # another shape: field by field below
     reasoning = _get(_get(usage, "completion_tokens_details"), "reasoning_tokens")
     output = _get(usage, "completion_tokens")
     if reasoning:  # counted apart by some providers (xAI)
@@ -123,25 +98,15 @@ def chat_request(kwargs: dict[str, Any]) -> Request:
         tools = None  # sentinels read as absent
     if not tools and functions and type(functions).__name__ not in _NOT_GIVEN:
         tools = [{"type": "function", "function": f} for f in functions]
-    # every field by position (kept for speed: docs/benchmarks.md; field order:
-    # tests/core/test_positional_builds.py): api, model, messages, system, tools, response
-    # format, thinking, chained, output limit, tool choice (read for Anthropic only),
-    # reasoning mode (Responses only)
-    return tuple.__new__(
-        Request,
-        (
-            "openai_chat",
-            model if isinstance(model, str) else None,
-            messages if messages and type(messages).__name__ not in _NOT_GIVEN else [],
-            None,
-            tools or (),
-            fmt if isinstance(fmt, dict) else None,
-            False,
-            None,
-            None if limit is None and legacy is None else output_limit(given(limit), given(legacy)),
-            None,
-            None,
-        ),
+    return Request(
+        api="openai_chat",
+        model=model if isinstance(model, str) else None,
+        messages=messages if messages and type(messages).__name__ not in _NOT_GIVEN else [],
+        tools=tools or (),
+        response_format=fmt if isinstance(fmt, dict) else None,
+        max_output_tokens=None
+        if limit is None and legacy is None
+        else output_limit(given(limit), given(legacy)),
     )
 
 
@@ -174,78 +139,9 @@ def _chat_billing(usage: Any, tier: Any) -> Billing | None:
     )
 
 
-def _object_usage(
-    usage: Any, tier: Any, model: str | None, rid: str | None
-) -> tuple[Usage | None, Billing | None]:
-    """An SDK object's chat usage and billing (what :func:`_chat_usage` and
-    :func:`_chat_billing` read from a dict), read by attribute for :func:`chat_response`."""
-    found = billing = None
-    if usage is not None:
-        prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
-        if (
-            (tier is not None and tier not in _STANDARD_TIERS)
-            or getattr(prompt, "audio_tokens", None)
-            or getattr(completion, "audio_tokens", None)
-        ):
-            billing = _chat_billing(usage, tier)
-        reasoning = getattr(completion, "reasoning_tokens", None)
-        output = usage.completion_tokens
-        inp, total = usage.prompt_tokens, usage.total_tokens
-        if reasoning:  # counted apart by some providers (xAI)
-            output = output_tokens(usage, inp, output, reasoning)
-        elif total is not None and not (
-            type(total) is int
-            and type(inp) is int
-            and type(output) is int
-            and total <= inp + output
-        ):
-            # Gemini's thoughts: in the total only (a total within input + output,
-            # OpenAI's, says nothing more: no call)
-            reasoning = unlisted_reasoning(usage, inp, output) or reasoning
-            output = output + reasoning if reasoning else output
-        found = Usage(  # by position: input, output, cache read and write, reasoning,
-            # premium requests, cost, model, provider, response id
-            inp,
-            output,
-            getattr(prompt, "cached_tokens", None),
-            getattr(prompt, "cache_write_tokens", None),
-            reasoning,
-            None,
-            None,
-            model,
-            None,
-            rid,
-        )
-        # another provider's own fields (has_vendor_fields, for an SDK object: its
-        # extra fields, pydantic's ``__pydantic_extra__``; empty for OpenAI's own)
-        if (
-            has_vendor_fields(usage)
-            if isinstance(usage, dict)
-            else getattr(usage, "__pydantic_extra__", None)
-        ):
-            found, billing = vendor_usage(usage, found), _chat_billing(usage, tier)
-    elif tier is not None and tier not in _STANDARD_TIERS:
-        billing = _chat_billing(usage, tier)
-    return found, billing
-
-
 def chat_response(result: Any) -> Response:
     """A chat completion's response (SDK object or dict): usage, model, id, finish reasons and
     billing."""
-    if not isinstance(result, dict):
-        # an SDK object: plain attribute reads (kept for speed: docs/benchmarks.md;
-        # tests/core/test_positional_builds.py holds it to the field-by-field reading below)
-        try:
-            model, rid, usage, tier = result.model, result.id, result.usage, result.service_tier
-            reasons = []
-            for choice in result.choices or ():
-                if choice.finish_reason:
-                    reasons.append(str(choice.finish_reason))
-            found, billing = _object_usage(usage, tier, model, rid)
-            # every field by position (parts, pending: none; kept for speed: docs/benchmarks.md)
-            return tuple.__new__(Response, (found, model, rid, tuple(reasons), billing, (), False))
-        except AttributeError:
-            pass  # another shape: field by field below
     model, rid, usage = _get(result, "model"), _get(result, "id"), _get(result, "usage")
     reasons = finish_reasons([_get(c, "finish_reason") for c in _get(result, "choices") or ()])
     return Response(
