@@ -195,19 +195,9 @@ class Call:
         """
         if self._owner.ended:
             return
-        if attributes or parts or output_text is not None:
-            self._fill(
-                usage, response_model, response_id, finish_reasons, attributes, parts, output_text
-            )
-        else:  # the common end, in place (kept for speed: docs/benchmarks.md)
-            if usage is not None:
-                self.usage = usage
-            if response_model is not None:
-                self.response_model = response_model
-            if response_id is not None:
-                self.response_id = response_id
-            if finish_reasons:
-                self.finish_reasons = finish_reasons
+        self._fill(
+            usage, response_model, response_id, finish_reasons, attributes, parts, output_text
+        )
         if billing is not None:
             self.billing = billing
         if once is not None and self.response_id:

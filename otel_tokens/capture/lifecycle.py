@@ -31,7 +31,7 @@ from ..handler import get_handler
 from ..request import Request
 from ..usage import Billing, Usage
 from .raw import RAW_TYPES, wrap_raw
-from .sent import HELD, inside_gateway, inside_sdk, rejected
+from .sent import inside_gateway, inside_sdk, rejected
 from .stream import Accumulator, wrap_stream
 
 __all__ = [
@@ -398,22 +398,7 @@ def _read(op: Operation, is_async: bool, call: Call, result: Any, context: tuple
         and hasattr(result, "__anext__" if is_async else "__next__")
     ):
         return wrap_stream(result, call, op.accumulator(*context), is_async, op.once)
-    # checked and stop_with, in place, the answer unpacked once (kept for speed: docs/benchmarks.md)
-    usage, model, response_id, reasons, billing, parts, pending = op.response(result)
-    exc = rejected(result) if HELD else None  # none held (nearly always): no call
-    if exc is not None:
-        faults.report("usage_invalid", exc)
-        usage, parts, billing = Usage(), (), None
-    call.stop(
-        None if parts else usage,
-        response_model=model,
-        response_id=response_id,
-        finish_reasons=reasons or None,
-        parts=parts or None,
-        billing=billing,
-        once=op.once,
-        pending=pending,
-    )
+    stop_with(call, checked(op.response(result), result), op.once)
     return result
 
 

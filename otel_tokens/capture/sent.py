@@ -391,11 +391,8 @@ def _openai_data(wrapped: Callable[..., Any], instance: Any, args: tuple, kwargs
     try:
         if usage is None:
             usage = usage_of(data)  # a Responses event's
-        if usage is not None:  # hold(), in place (every non-streamed body has usage)
-            try:
-                check_sent_usage(usage)
-            except ValueError as exc:
-                _keep(result, exc)
+        if usage is not None:  # every non-streamed body has usage
+            hold(result, usage)
         gateway = inside_gateway.get()
         if isinstance(gateway, Sent):
             gateway.note(usage)
