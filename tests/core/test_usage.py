@@ -142,11 +142,10 @@ def test_hand_written_init_matches_the_fields():
 
 
 def test_a_new_record_is_a_frozen_usage_and_a_subclass_keeps_its_own_type():
-    """``Usage.__init__`` fills a record as plain slots and makes it a Usage again: the record
-    is a Usage, frozen, equal to one built from a dict; a subclass (another layout) is filled
-    through the slots' setters and stays of its own type, frozen too."""
-    record = Usage(12, 5, 0, None, 0, None, None, "m", None, "r")
-    assert type(record) is Usage
+    """A new record is a Usage, frozen, equal to one built from a dict, its counts normalized
+    (12.0 is 12); a subclass (another layout) stays of its own type, checked and frozen too."""
+    record = Usage(12.0, 5, 0, None, 0, None, None, "m", None, "r")
+    assert type(record) is Usage and type(record.input_tokens) is int and record.input_tokens == 12
     assert record == Usage.from_dict(record.to_dict())
     with pytest.raises(FrozenInstanceError):
         record.model = "other"  # type: ignore[misc]

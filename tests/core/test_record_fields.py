@@ -1,7 +1,8 @@
-"""The named tuples built from all their fields at once, by position, where a call is read
-(kept for speed: docs/benchmarks.md, "What stays fast"): each field, read by name, holds its
-own value, so a field added or reordered in the type without its build fails here. The
-Outcome and its Line (``settle``): tests/core/test_account.py."""
+"""The records a call is read into hold each value in its own field: the chat request and
+response read from an openai object (its reading equals its JSON's), a computed price, an
+agent's state figures and a request's estimate. (They were built by position once; a field
+added or reordered without its reader fails here. The Outcome and its Line:
+tests/core/test_account.py.)"""
 
 from __future__ import annotations
 
