@@ -1,24 +1,25 @@
 """What each speed trick issue 46 took back was buying, one by one: the instructions per
-instrumented call at each commit of a range (callgrind), so each commit's difference from the
-one before is what its plain form costs.
+instrumented call at each commit of a range, so each commit's difference from the one before is
+what its plain form costs; with ``--official-python``, the bare call and the official
+instrumentation counted the same way, and each commit's ratio to the official.
 
 The call is ``instructions.py``'s non-streamed openai call (its mocked transport and answer),
-made so that nothing but the calling thread runs and nothing depends on the clock's reading:
-a simple span processor and an in-memory metric reader (no exporter or reader thread), the
-garbage collector off from the start, otel_tokens' warm-up over before counting. Per call =
-(I(n2) - I(n1)) / (n2 - n1), so start-up and imports cancel out. Two runs of one commit agree
-to within a few hundred instructions per call: far finer than the ~20 k a trick had to buy to
-stay (issue 46, point 3), which ``instructions.py``'s process-wide count (SDK threads, +-15 k
-between runs) cannot tell apart.
+with a simple span processor and an in-memory metric reader (no exporter or reader thread) and
+the garbage collector off. callgrind counts only the calls themselves (collection on inside
+one ``functools.reduce`` that makes them: no start-up, import or warm-up), and per call =
+(I(n2) - I(n1)) / (n2 - n1). Two runs of one commit agree to within ~1 k instructions per call,
+finer than the ~20 k a trick had to buy to stay (issue 46, point 3), which ``instructions.py``'s
+process-wide count (the SDK's threads, the warm-up) moves by tens of k between runs.
 
-Run by hand (needs valgrind and git; ~1 min per commit):
-    python benchmarks/tricks.py [--revs REV,REV,...] [--calls 20,220]
+Run by hand (needs valgrind and git; ~2 min per commit):
+    python benchmarks/tricks.py [--revs REV,REV,...] [--calls 10,60] [--official-python PY]
 Each commit is checked out in a temporary git worktree and imported from there.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import os
 import re
@@ -43,9 +44,9 @@ PLAIN_FORMS = [
 ]
 
 
-def worker(n: int) -> None:
+def worker(n: int, variant: str = "otel_tokens") -> None:
     """``n`` non-streamed calls after a warm-up (run under callgrind, from the tree on
-    ``sys.path``)."""
+    ``sys.path``), instrumented by ``variant``: otel_tokens, official or bare (none)."""
     gc.disable()
     sys.path.insert(0, HERE)
     os.environ.setdefault("OTEL_TOKENS_PROMETHEUS_PORT", "0")
@@ -68,60 +69,80 @@ def worker(n: int) -> None:
     trace.set_tracer_provider(tracer_provider)
     metrics.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()], views=views()))
     client = instructions._client()
-    otel_tokens.instrument()
+    if variant == "otel_tokens":
+        otel_tokens.instrument()
+    elif variant == "official":
+        from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+
+        OpenAIInstrumentor().instrument()
     instructions._run(client, "call", 30)
     instructions.settle()
-    instructions._run(client, "call", n)
+    # the counted calls: callgrind collects inside functools.reduce alone (see count)
+    functools.reduce(lambda _, __: instructions._run(client, "call", n), [0], None)
 
 
-def count(tree: str, n: int) -> int:
-    """Instructions of one worker run importing otel_tokens from ``tree``."""
+def count(tree: str, n: int, variant: str = "otel_tokens", python: str = sys.executable) -> int:
+    """Instructions of ``n`` calls in one worker run importing otel_tokens from ``tree``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env.update(PYTHONHASHSEED="1", PYTHONPATH=tree)
     out = subprocess.run(
-        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable,
-         os.path.join(tree, "benchmarks", "tricks.py"), "--worker", str(n)],
+        ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", "--collect-atstart=no",
+         "--toggle-collect=functools_reduce", python, os.path.join(tree, "benchmarks", "tricks.py"),
+         "--worker", str(n), variant],
         capture_output=True, text=True, env=env, check=False,
     )  # fmt: skip
     found = re.search(r"Collected : (\d+)", out.stderr)
     if out.returncode != 0 or found is None:
-        raise RuntimeError(f"{tree} {n}: {out.stderr[-2000:]}")
+        raise RuntimeError(f"{tree} {variant} {n}: {out.stderr[-2000:]}")
     return int(found.group(1))
 
 
-def per_call(rev: str, calls: tuple[int, int]) -> float:
-    """Instructions per call at ``rev`` (checked out in a temporary worktree)."""
+def per_call(tree: str, calls: tuple[int, int], variant: str = "otel_tokens",
+             python: str = sys.executable) -> float:  # fmt: skip
+    n1, n2 = calls
+    return (count(tree, n2, variant, python) - count(tree, n1, variant, python)) / (n2 - n1)
+
+
+def at(rev: str, calls: tuple[int, int]) -> float:
+    """Instructions per otel_tokens call at ``rev`` (checked out in a temporary worktree, this
+    file copied in)."""
     with tempfile.TemporaryDirectory() as folder:
         tree = os.path.join(folder, "tree")
         subprocess.run(["git", "-C", ROOT, "worktree", "add", "-q", "--detach", tree, rev], check=True)
         try:
-            if not os.path.exists(os.path.join(tree, "benchmarks", "tricks.py")):
-                os.makedirs(os.path.join(tree, "benchmarks"), exist_ok=True)
-                with open(__file__) as mine, open(os.path.join(tree, "benchmarks", "tricks.py"), "w") as theirs:
-                    theirs.write(mine.read())
-            n1, n2 = calls
-            return (count(tree, n2) - count(tree, n1)) / (n2 - n1)
+            with open(__file__) as mine, open(os.path.join(tree, "benchmarks", "tricks.py"), "w") as copy:
+                copy.write(mine.read())
+            return per_call(tree, calls)
         finally:
             subprocess.run(["git", "-C", ROOT, "worktree", "remove", "--force", tree], check=False)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--worker", nargs=2, metavar=("N", "VARIANT"), help=argparse.SUPPRESS)
     parser.add_argument("--revs", default=",".join(rev for rev, _ in PLAIN_FORMS))
-    parser.add_argument("--calls", default="20,220")
+    parser.add_argument("--calls", default="10,60")
+    parser.add_argument("--official-python", default=None,
+                        help="also the bare call and the official instrumentation (a venv with "
+                             "opentelemetry-instrumentation-openai-v2: see instructions.py)")  # fmt: skip
     args = parser.parse_args()
     if args.worker is not None:
-        worker(args.worker)
+        worker(int(args.worker[0]), args.worker[1])
         return
-    calls = tuple(int(c) for c in args.calls.split(","))
+    calls: tuple[int, int] = tuple(int(c) for c in args.calls.split(","))  # type: ignore[assignment]
+    bare = official = None
+    if args.official_python:
+        bare = per_call(ROOT, calls, "bare")
+        official = per_call(ROOT, calls, "official", args.official_python) - bare
+        print(f"bare call {bare:,.0f}; the official instrumentation adds {official:,.0f}")
     what = dict(PLAIN_FORMS)
     before = None
     print(f"instructions per call (callgrind, (I({calls[1]}) - I({calls[0]})) / {calls[1] - calls[0]})")
     for rev in args.revs.split(","):
-        figure = per_call(rev, calls)  # type: ignore[arg-type]
-        step = "" if before is None else f"{figure - before:+10,.0f}"
-        print(f"  {rev:>10}  {figure:12,.0f}  {step:>10}  {what.get(rev, '')}", flush=True)
+        figure = at(rev, calls)
+        step = "" if before is None else f"{figure - before:+,.0f}"
+        ratio = "" if official is None else f"{(figure - bare) / official:.2f}x"  # type: ignore[operator]
+        print(f"  {rev:>10}  {figure:12,.0f}  {step:>9}  {ratio:>6}  {what.get(rev, '')}", flush=True)
         before = figure
 
 
