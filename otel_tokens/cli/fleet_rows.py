@@ -4,32 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..account.ledger.postgres import COLUMNS
 from ..redact import redact
 from ..settings import postgres_url
 from .common import CliError
 
-_COLUMNS = (
-    "ledger",
-    "request_id",
-    "ts",
-    "model",
-    "provider",
-    "source",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "reasoning_tokens",
-    "cost_usd",
-    "premium_requests",
-    "trace_id",
-    "span_id",
-    "user_id",
-    "tenant_id",
-    "conversation_id",
-    "service",
-    "host",
-)
+#: the columns a row is read with (the ledger's own, less its row id and flag; error_type apart)
+_COLUMNS = tuple(name for name in COLUMNS if name not in ("row_id", "active", "error_type"))
 #: the column version 3 of the schema added: a database not yet migrated is read without it
 _ERROR_COLUMN = "error_type"
 _HAS_ERROR_COLUMN = (
