@@ -139,9 +139,73 @@ def _chat_billing(usage: Any, tier: Any) -> Billing | None:
     )
 
 
+def _object_usage(
+    usage: Any, tier: Any, model: str | None, rid: str | None
+) -> tuple[Usage | None, Billing | None]:
+    """An SDK object's chat usage and billing (what :func:`_chat_usage` and
+    :func:`_chat_billing` read from a dict), read by attribute for :func:`chat_response`."""
+    found = billing = None
+    if usage is not None:
+        prompt, completion = usage.prompt_tokens_details, usage.completion_tokens_details
+        if (
+            (tier is not None and tier not in _STANDARD_TIERS)
+            or getattr(prompt, "audio_tokens", None)
+            or getattr(completion, "audio_tokens", None)
+        ):
+            billing = _chat_billing(usage, tier)
+        reasoning = getattr(completion, "reasoning_tokens", None)
+        output = usage.completion_tokens
+        inp, total = usage.prompt_tokens, usage.total_tokens
+        if reasoning:  # counted apart by some providers (xAI)
+            output = output_tokens(usage, inp, output, reasoning)
+        elif total is not None and not (
+            type(total) is int
+            and type(inp) is int
+            and type(output) is int
+            and total <= inp + output
+        ):
+            # Gemini's thoughts: in the total only (a total within input + output,
+            # OpenAI's, says nothing more: no call)
+            reasoning = unlisted_reasoning(usage, inp, output) or reasoning
+            output = output + reasoning if reasoning else output
+        found = Usage(
+            input_tokens=inp,
+            output_tokens=output,
+            cache_read_tokens=getattr(prompt, "cached_tokens", None),
+            cache_write_tokens=getattr(prompt, "cache_write_tokens", None),
+            reasoning_tokens=reasoning,
+            model=model,
+            response_id=rid,
+        )
+        # another provider's own fields (has_vendor_fields, for an SDK object: its
+        # extra fields, pydantic's ``__pydantic_extra__``; empty for OpenAI's own)
+        if (
+            has_vendor_fields(usage)
+            if isinstance(usage, dict)
+            else getattr(usage, "__pydantic_extra__", None)
+        ):
+            found, billing = vendor_usage(usage, found), _chat_billing(usage, tier)
+    elif tier is not None and tier not in _STANDARD_TIERS:
+        billing = _chat_billing(usage, tier)
+    return found, billing
+
+
 def chat_response(result: Any) -> Response:
     """A chat completion's response (SDK object or dict): usage, model, id, finish reasons and
     billing."""
+    if not isinstance(result, dict):
+        # an SDK object: plain attribute reads (kept for speed: docs/benchmarks.md;
+        # tests/core/test_positional_builds.py holds it to the field-by-field reading below)
+        try:
+            model, rid, usage, tier = result.model, result.id, result.usage, result.service_tier
+            reasons = []
+            for choice in result.choices or ():
+                if choice.finish_reason:
+                    reasons.append(str(choice.finish_reason))
+            found, billing = _object_usage(usage, tier, model, rid)
+            return Response(found, model, rid, tuple(reasons), billing)
+        except AttributeError:
+            pass  # another shape: field by field below
     model, rid, usage = _get(result, "model"), _get(result, "id"), _get(result, "usage")
     reasons = finish_reasons([_get(c, "finish_reason") for c in _get(result, "choices") or ()])
     return Response(
