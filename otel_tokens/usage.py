@@ -352,7 +352,7 @@ def _checked_others(
     return premium_requests, cost_usd
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Usage:
     """What one backend call consumed, normalized across providers.
 
@@ -373,26 +373,63 @@ class Usage:
     response_id: str | None = None
     source: UsageSource = "reported"
 
-    def __post_init__(self) -> None:
-        """Check every field (each normalized or refused); a frozen record keeps the
-        normalized counts and amounts through ``object.__setattr__``."""
+    def __init__(
+        self,
+        input_tokens: int | None = None,
+        output_tokens: int | None = None,
+        cache_read_tokens: int | None = None,
+        cache_write_tokens: int | None = None,
+        reasoning_tokens: int | None = None,
+        premium_requests: float | None = None,
+        cost_usd: float | None = None,
+        model: str | None = None,
+        provider: str | None = None,
+        response_id: str | None = None,
+        source: UsageSource = "reported",
+    ) -> None:
+        # Checked (the counts first, then the other fields; each normalized or refused),
+        # then set as plain slots (see _Unfrozen; kept for speed: docs/benchmarks.md). The
+        # generated frozen __init__'s signature: tests/core/test_usage.py compares it with
+        # fields().
         counts = _checked_counts(
-            self.input_tokens,
-            self.output_tokens,
-            self.cache_read_tokens,
-            self.cache_write_tokens,
-            self.reasoning_tokens,
+            input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens
         )
-        amounts = _checked_others(
-            self.premium_requests,
-            self.cost_usd,
-            self.model,
-            self.provider,
-            self.response_id,
-            self.source,
+        input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens = (
+            counts
         )
-        for name, value in zip(_NORMALIZED, (*counts, *amounts)):
-            object.__setattr__(self, name, value)
+        premium_requests, cost_usd = _checked_others(
+            premium_requests, cost_usd, model, provider, response_id, source
+        )
+        if type(self) is not Usage:  # a subclass (another layout): through the slots' setters
+            _set_fields(
+                self,
+                input_tokens,
+                output_tokens,
+                cache_read_tokens,
+                cache_write_tokens,
+                reasoning_tokens,
+                premium_requests,
+                cost_usd,
+                model,
+                provider,
+                response_id,
+                source,
+            )
+            return
+        _AS_UNFROZEN(self, _Unfrozen)  # plain slot stores, then a Usage again (see _Unfrozen)
+        record: Any = self
+        record.input_tokens = input_tokens
+        record.output_tokens = output_tokens
+        record.cache_read_tokens = cache_read_tokens
+        record.cache_write_tokens = cache_write_tokens
+        record.reasoning_tokens = reasoning_tokens
+        record.premium_requests = premium_requests
+        record.cost_usd = cost_usd
+        record.model = model
+        record.provider = provider
+        record.response_id = response_id
+        record.source = source
+        record.__class__ = Usage
 
     # -- derived values -------------------------------------------------------------------
     @property
@@ -466,5 +503,23 @@ class Usage:
         return cls(**dict(data))
 
 
-#: the fields a new record normalizes (its token counts, then its amounts), in that order
-_NORMALIZED = (*TOKEN_CLASSES, "premium_requests", "cost_usd")
+#: The slots' setters, in field order (for ``Usage.__init__`` of a subclass).
+_SETTERS = tuple(Usage.__dict__[f.name].__set__ for f in fields(Usage))
+
+
+def _set_fields(record: Usage, *values: Any) -> None:
+    """Every field of a new record of a Usage subclass, in field order, through the setters."""
+    for setter, value in zip(_SETTERS, values):
+        setter(record, value)
+
+
+class _Unfrozen:
+    """Usage's very slot layout without its frozen ``__setattr__``: ``Usage.__init__`` fills a
+    new record as one of these (plain slot stores rather than the slots' own setters;
+    kept for speed: docs/benchmarks.md) and makes it a Usage again."""
+
+    __slots__ = Usage.__slots__
+
+
+#: ``object.__class__``'s setter: a new Usage made an _Unfrozen (its own __setattr__ refuses)
+_AS_UNFROZEN = object.__dict__["__class__"].__set__
