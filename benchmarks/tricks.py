@@ -41,6 +41,8 @@ PLAIN_FORMS = [
     ("8c201a0", "the spike check through _Rolling.above and .add"),
     ("5a58cdf", "a chat completion by the field-by-field reader; the request by name"),
     ("ab5145f", "an answer ended through checked and stop_with; Call.stop through _fill"),
+    ("a611358", "put back: a chat completion object read by attribute (its request by name)"),
+    ("3df31ba", "put back: Usage's twin-class build"),
 ]
 
 
