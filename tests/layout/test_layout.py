@@ -305,3 +305,36 @@ def test_the_architecture_document_names_every_module():
     paths = {n for n in named if not n.startswith("tests/") and ("/" in n or n in files)}
     assert sorted(n for n in paths if n not in files) == [], "named but missing"
     assert sorted(files - paths) == [], "modules the document leaves out"
+
+
+# -- speed tricks only where measured (issue 46, point 3) --------------------------------------
+#: the files where a form kept for speed lives, each named in docs/benchmarks.md ("What stays
+#: fast") with what it was measured to buy
+KEPT_FOR_SPEED = {"usage.py", "capture/wire/openai.py", "capture/sent.py"}
+
+
+def _comments(path: pathlib.Path) -> list[str]:
+    with path.open("rb") as source:
+        return [t.string for t in tokenize.tokenize(source.readline) if t.type == tokenize.COMMENT]
+
+
+def test_no_comment_argues_in_instruction_counts():
+    """The benchmark and docs/benchmarks.md are the record of what code costs, not comments."""
+    costly = re.compile(r"\binstruction counts?\b|\d ?k? instructions\b|\bcosts? twice\b|"
+                        r"\bsaves? a frame\b|\blookups cost\b|\bper call\)", re.IGNORECASE)  # fmt: skip
+    found = [f"{path.relative_to(PACKAGE)}: {text}" for path in PACKAGE.rglob("*.py")
+             for text in _comments(path) if costly.search(text)]  # fmt: skip
+    assert found == []
+
+
+def test_speed_tricks_only_in_the_measured_places():
+    """No named tuple built by position (``tuple.__new__``) anywhere, and a form "kept for
+    speed" only in the files docs/benchmarks.md names, each of them named there."""
+    positional = [str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if "tuple.__new__" in p.read_text()]
+    assert positional == []
+    kept = {str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if "kept for speed" in p.read_text()}
+    assert kept == KEPT_FOR_SPEED
+    record = (PACKAGE.parent / "docs" / "benchmarks.md").read_text()
+    section = record.split("## What stays fast", 1)[1].split("\n## ", 1)[0]
+    for name in ("usage.py", "capture/wire/openai.py", "capture/sent.py"):
+        assert f"`{name}" in section or f"({name.rpartition('/')[2]}" in section or name in section, name
