@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ..account.anomalies import Anomaly
     from ..account.outcome import Line, Outcome
     from ..call import Call
+    from .sums import Sum
     from ..tracking import Tracking
 
 __all__ = ["Recorder"]
@@ -340,14 +341,14 @@ class Recorder:
         if line.usage is not None:
             self._tokens(points, line.usage, context)
         if line.cost_usd is not None:
-            inst.cost.add(line.cost_usd, points.cost(line.cost_source or "computed"))
+            points.cost(line.cost_source or "computed").add(line.cost_usd)
         elif line.unpriced:
             self._unpriced(points, line)
         for component in line.unpriced_components:
             attrs = self.cardinality.label_set({**points.attrs, names.COST_UNPRICED: component})
             inst.unpriced.add(1, tuple(attrs.items()))
         if line.premium_requests is not None:
-            inst.premium_requests.add(line.premium_requests, points.key)
+            points.premium().add(line.premium_requests)
 
     def _unpriced(self, points: _AttributeSet, line: Line) -> None:
         """An unpriced line's count; a self-hosted server's (unpriced by design) carries
@@ -366,10 +367,10 @@ class Recorder:
             inst.token_usage.record(usage.input_tokens, points.input_attrs, context)
         if usage.output_tokens is not None:
             inst.token_usage.record(usage.output_tokens, points.output_attrs, context)
-        for (field, _, _), attrs in zip(names.TOKEN_ATTRIBUTES, points.tokens(usage.source)):
+        for (field, _, _), total in zip(names.TOKEN_ATTRIBUTES, points.tokens(usage.source)):
             amount = getattr(usage, field)
             if amount is not None:
-                inst.tokens.add(amount, attrs)
+                total.add(amount)
 
     # -- anomalies ----------------------------------------------------------------------------
     def anomaly(self, span: Any, anomaly: Anomaly, attrs: dict[str, Any]) -> None:
@@ -419,7 +420,7 @@ class Recorder:
             labels = shape.labels
             full = {**labels, names.RESPONSE_MODEL: response_model} if response_model else labels
             bounded = self.cardinality.label_set(full)
-            found = _AttributeSet(bounded)
+            found = _AttributeSet(bounded, self.instruments)
             if bounded is not full:
                 return found
             if len(self._attribute_sets) >= _ATTRIBUTE_SETS_MAX:
@@ -527,45 +528,60 @@ class _AttributeSet:
 
     A call's metric points all share its common attributes; these objects are built once per
     distinct set (see :meth:`Recorder._attribute_set`) and reused, so a call does not rebuild
-    and re-guard the same dictionaries for every point.
+    and re-guard the same dictionaries for every point, nor look up its counters' sums.
     """
 
     __slots__ = (
         "attrs",
-        "cost_attrs",
+        "cost_sums",
         "estimate_attrs",
         "input_attrs",
+        "instruments",
         "key",
         "output_attrs",
-        "token_attrs",
+        "premium_sum",
+        "token_sums",
     )
 
-    def __init__(self, attrs: dict[str, Any]) -> None:
+    def __init__(self, attrs: dict[str, Any], instruments: Instruments) -> None:
         self.attrs = attrs = dict(attrs)  # its own: the caller's dict may be a call's
         self.key: tuple[tuple[str, Any], ...] = tuple(attrs.items())  # the counters' sums' key
+        self.instruments = instruments
         #: token histogram attributes, by token type
         self.input_attrs = {**attrs, names.TOKEN_TYPE: "input"}
         self.output_attrs = {**attrs, names.TOKEN_TYPE: "output"}
-        self.token_attrs: dict[str, tuple[tuple[tuple[str, Any], ...], ...]] = {}
-        self.cost_attrs: dict[str, tuple[tuple[str, Any], ...]] = {}
+        self.token_sums: dict[str, tuple[Sum, ...]] = {}
+        self.cost_sums: dict[str, Sum] = {}
+        self.premium_sum: Sum | None = None
         self.estimate_attrs: dict[str, dict[str, Any]] = {}
 
-    def tokens(self, source: str) -> tuple[tuple[tuple[str, Any], ...], ...]:
-        """``otel_tokens.tokens`` attribute keys of a usage source, per token class (in
+    def tokens(self, source: str) -> tuple[Sum, ...]:
+        """``otel_tokens.tokens`` sums of a usage source, per token class (in
         ``TOKEN_ATTRIBUTES``' order)."""
-        found = self.token_attrs.get(source)
+        found = self.token_sums.get(source)
         if found is None:
-            found = self.token_attrs[source] = tuple(
-                (*self.key, (names.TOKEN_TYPE, token_type), (names.USAGE_SOURCE, source))
+            counter = self.instruments.tokens
+            found = self.token_sums[source] = tuple(
+                counter.sum(
+                    (*self.key, (names.TOKEN_TYPE, token_type), (names.USAGE_SOURCE, source))
+                )
                 for _field, _span_attr, token_type in names.TOKEN_ATTRIBUTES
             )
         return found
 
-    def cost(self, source: str) -> tuple[tuple[str, Any], ...]:
-        """``otel_tokens.cost`` attribute key of a cost source."""
-        found = self.cost_attrs.get(source)
+    def cost(self, source: str) -> Sum:
+        """``otel_tokens.cost`` sum of a cost source."""
+        found = self.cost_sums.get(source)
         if found is None:
-            found = self.cost_attrs[source] = (*self.key, (names.COST_SOURCE, source))
+            key = (*self.key, (names.COST_SOURCE, source))
+            found = self.cost_sums[source] = self.instruments.cost.sum(key)
+        return found
+
+    def premium(self) -> Sum:
+        """``otel_tokens.premium_requests`` sum."""
+        found = self.premium_sum
+        if found is None:
+            found = self.premium_sum = self.instruments.premium_requests.sum(self.key)
         return found
 
     def estimate(self, source: str) -> dict[str, Any]:

@@ -5,10 +5,12 @@ validates and hashes its attribute set, and a call adds up to seven amounts (fiv
 classes, cost, premium requests). Measured with ``benchmarks/instructions.py`` (2026-11-28),
 plain counters took a call to 2.18x the official instrumentation's added cost, these sums
 1.44x over two hash seeds (budget: 1.45x); figures in ``docs/benchmarks.md``. A call adds
-each amount to a sum under one lock, keyed by an attribute tuple the recorder keeps per label
-set; the SDK turns the sums into cumulative points at each collection (names, units,
-attributes and values are a synchronous counter's). A forked child starts from zero
-(:func:`reset_all`, from ``process.py``); tests: ``tests/telemetry/test_counters.py``.
+each amount to its attribute set's :class:`Sum` under the counter's lock; the recorder keeps
+the ``Sum`` objects with the label sets it keeps, so a call does not hash its attribute tuples
+again (each tuple hash is ~1.5 k instructions, two per addition by key). The SDK turns the
+sums into cumulative points at each collection (names, units, attributes and values are a
+synchronous counter's). A forked child starts from zero (:func:`reset_all`, from
+``process.py``); tests: ``tests/telemetry/test_counters.py``.
 """
 
 from __future__ import annotations
@@ -21,10 +23,27 @@ from opentelemetry.metrics import Observation
 
 from .. import faults
 
-__all__ = ["CounterSums", "reset_all"]
+__all__ = ["CounterSums", "Sum", "reset_all"]
 
 AttributeKey = tuple  # ((name, value), ...): a hashable attribute set
 INT64_MAX = 2**63 - 1  # the most OTLP and Prometheus can carry
+
+
+class Sum:
+    """One attribute set's running sum of a counter (None: nothing added since the process
+    started, or since the fork it is in: no point)."""
+
+    __slots__ = ("_owner", "value")
+
+    def __init__(self, owner: CounterSums) -> None:
+        self._owner = owner
+        self.value: float | None = None
+
+    def add(self, amount: float) -> None:
+        """Add ``amount`` (>= 0; 0 makes a point)."""
+        with self._owner._lock:
+            value = self.value
+            self.value = amount if value is None else value + amount
 
 
 class CounterSums:
@@ -33,30 +52,41 @@ class CounterSums:
     __slots__ = ("__weakref__", "_held", "_lock", "_sums")
 
     def __init__(self) -> None:
-        self._sums: dict[AttributeKey, float] = {}
+        self._sums: dict[AttributeKey, Sum] = {}
         self._lock = threading.Lock()
         self._held: set[AttributeKey] = set()  # sums held at the int64 limit (reported once)
         _every.add(self)
 
+    def sum(self, key: AttributeKey) -> Sum:
+        """The running sum of attribute set ``key`` (made on the first ask; the same after)."""
+        found = self._sums.get(key)
+        if found is None:
+            with self._lock:
+                found = self._sums.setdefault(key, Sum(self))
+        return found
+
     def add(self, amount: float, key: AttributeKey) -> None:
         """Add ``amount`` (>= 0; 0 makes a point) to the sum of attribute set ``key``."""
-        with self._lock:
-            self._sums[key] = self._sums.get(key, 0) + amount
+        self.sum(key).add(amount)
 
     def reset(self) -> None:
-        """Back to no sums, under a new lock (a forked child: the parent's lock may have been
-        held by a thread the child does not have)."""
+        """Every sum back to none, under a new lock (a forked child: the parent's lock may have
+        been held by a thread the child does not have). The :class:`Sum` objects stay (a
+        recorder keeps them): each counts the child's own amounts from here."""
         self._lock = threading.Lock()
-        self._sums = {}
+        for found in self._sums.values():
+            found.value = None
         self._held = set()
 
     def observe(self, options: Any = None) -> list[Observation]:
-        """One cumulative point per attribute set. A sum past int64 would fail every later
-        export of the process: it is held at the limit and reported once."""
+        """One cumulative point per attribute set added to. A sum past int64 would fail every
+        later export of the process: it is held at the limit and reported once."""
         with self._lock:
-            items = list(self._sums.items())
+            items = [(key, found.value) for key, found in self._sums.items()]
         points = []
         for key, value in items:
+            if value is None:
+                continue
             if value > INT64_MAX:
                 if key not in self._held:
                     self._held.add(key)

@@ -151,3 +151,57 @@ def test_a_forked_child_counts_its_own_amounts_once_even_with_the_lock_held_at_t
     assert seen == repr({"a": 3, "b": 0})
     sums.add(1, (("k", "a"),))
     assert _values(sums) == {"a": 6}
+
+
+def test_a_sum_kept_by_the_recorder_is_the_one_its_key_reads():
+    """The recorder adds through the Sum it keeps with a label set; adding by key reaches the
+    same sum, and a sum asked for but never added to makes no point."""
+    sums = CounterSums()
+    kept = sums.sum((("k", "a"),))
+    assert sums.sum((("k", "a"),)) is kept
+    sums.sum((("k", "never"),))
+    kept.add(2)
+    sums.add(3, (("k", "a"),))
+    kept.add(0)
+    assert _values(sums) == {"a": 5}
+
+
+def test_the_recorders_kept_sums_count_from_zero_in_a_forked_child():
+    """A child's recorder keeps the parent's label sets and their Sum objects: after the fork
+    hook they count the child's amounts alone, and a set the child never adds to is absent."""
+    t = make_telemetry()
+    recorder = t.handler.recorder
+
+    def one_call(inp: int, out: int, model: str) -> None:
+        tracking = Tracking()
+        call = Call(tracking, "chat", "openai", model, False, started=0.0)
+        recorder.start(call, tracking)
+        outcome = _outcome(Usage(input_tokens=inp, output_tokens=out), 0.25)
+        recorder.stop(tracking, outcome._replace(response_model=model, lines=(
+            Line(model, outcome.usage, 0.25, "computed", False, None),)))  # fmt: skip
+
+    one_call(100, 10, "model-a")
+    one_call(7, 1, "model-b")
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            reset_all()
+            one_call(40, 4, "model-a")
+            points = sorted(
+                (p.attributes["gen_ai.response.model"], p.attributes["gen_ai.token.type"], p.value)
+                for p in recorder.instruments.tokens.observe()
+            )
+            cost = [p.value for p in recorder.instruments.cost.observe()]
+            os.write(write, repr((points, cost)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as child:
+        seen = child.read()
+    assert os.waitpid(pid, 0)[1] == 0
+    assert seen == repr(([("model-a", "input", 40), ("model-a", "output", 4)], [0.25]))
+    tokens = {(p.attributes["gen_ai.response.model"], p.attributes["gen_ai.token.type"]): p.value
+              for p in t.points("otel_tokens.tokens")}  # fmt: skip
+    assert tokens == {("model-a", "input"): 100, ("model-a", "output"): 10,
+                      ("model-b", "input"): 7, ("model-b", "output"): 1}  # fmt: skip
