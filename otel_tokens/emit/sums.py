@@ -6,8 +6,8 @@ classes, cost, premium requests). Measured with ``benchmarks/instructions.py`` (
 plain counters took a call to 2.18x the official instrumentation's added cost, these sums
 1.44x over two hash seeds (budget: 1.45x); figures in ``docs/benchmarks.md``. A call adds
 each amount to its attribute set's :class:`Sum` under the counter's lock; the recorder keeps
-the ``Sum`` objects with the label sets it keeps, so a call does not hash its attribute tuples
-again (each tuple hash is ~1.5 k instructions, two per addition by key). The SDK turns the
+the ``Sum`` objects with the label sets it keeps, so a call does not look its attribute tuples
+up again (measured in ``docs/benchmarks.md``, "What stays fast"). The SDK turns the
 sums into cumulative points at each collection (names, units, attributes and values are a
 synchronous counter's). A forked child starts from zero (:func:`reset_all`, from
 ``process.py``); tests: ``tests/telemetry/test_counters.py``.
