@@ -11,8 +11,14 @@ one ``functools.reduce`` that makes them: no start-up, import or warm-up), and p
 finer than the ~20 k a trick had to buy to stay (issue 46, point 3), which ``instructions.py``'s
 process-wide count (the SDK's threads, the warm-up) moves by tens of k between runs.
 
-Run by hand (needs valgrind and git; ~2 min per commit):
+With ``--without PARTS``, this tree's call is measured whole and then with each named part of
+otel_tokens stubbed out (:data:`PARTS`: the pre-call estimate, the estimator's learning, the
+ledger row, the counters' additions, the anomaly checks, the estimate-error histogram point):
+the difference is what that part costs per call.
+
+Run by hand (needs valgrind and git; ~2 min per commit or part):
     python benchmarks/tricks.py [--revs REV,REV,...] [--calls 10,60] [--official-python PY]
+    python benchmarks/tricks.py --without all [--calls 10,40]
 Each commit is checked out in a temporary git worktree and imported from there.
 """
 
@@ -46,9 +52,55 @@ PLAIN_FORMS = [
 ]
 
 
+def _stub_estimate() -> None:
+    """The pre-call estimate made once and handed back on every later call."""
+    from otel_tokens.account.estimate import Estimator
+
+    made = {}
+    estimate = Estimator.estimate
+
+    def once(self, request, *, provider, agent="default"):  # type: ignore[no-untyped-def]
+        if "estimate" not in made:
+            made["estimate"] = estimate(self, request, provider=provider, agent=agent)
+        return made["estimate"]
+
+    Estimator.estimate = once  # type: ignore[method-assign]
+
+
+def _without(part: str) -> None:
+    """Measurement only: stub out one part of otel_tokens' call (``--without``), so the
+    difference from the whole call is what that part costs."""
+    from otel_tokens.account.anomalies import AnomalyGuard
+    from otel_tokens.account.estimate import Estimator
+    from otel_tokens.account.ledger import UsageLedger
+    from otel_tokens.emit import recorder
+    from otel_tokens.emit import sums
+
+    def no_counters() -> None:
+        sums.CounterSums.add = lambda self, amount, key: None  # type: ignore[method-assign]
+        if hasattr(sums, "Sum"):  # the sums the recorder keeps with its label sets
+            sums.Sum.add = lambda self, amount: None  # type: ignore[method-assign]
+
+    stubs = {
+        "estimate": _stub_estimate,
+        "learning": lambda: setattr(Estimator, "observe", lambda self, *a: None),
+        "ledger": lambda: setattr(UsageLedger, "append", lambda self, *a, **k: 0),
+        "counters": no_counters,
+        "anomalies": lambda: setattr(AnomalyGuard, "check_after", lambda self, *a: ()),
+        "estimate_error_point": lambda: setattr(recorder, "record_signed", lambda *a: None),
+    }
+    stubs[part]()
+
+
+PARTS = (
+    "estimate", "learning", "ledger", "counters", "anomalies", "estimate_error_point",
+)  # fmt: skip
+
+
 def worker(n: int, variant: str = "otel_tokens") -> None:
     """``n`` non-streamed calls after a warm-up (run under callgrind, from the tree on
-    ``sys.path``), instrumented by ``variant``: otel_tokens, official or bare (none)."""
+    ``sys.path``), instrumented by ``variant``: otel_tokens, official or bare (none), or
+    otel_tokens without one of its :data:`PARTS` (``without:PART``)."""
     gc.disable()
     sys.path.insert(0, HERE)
     os.environ.setdefault("OTEL_TOKENS_PROMETHEUS_PORT", "0")
@@ -71,8 +123,10 @@ def worker(n: int, variant: str = "otel_tokens") -> None:
     trace.set_tracer_provider(tracer_provider)
     metrics.set_meter_provider(MeterProvider(metric_readers=[InMemoryMetricReader()], views=views()))
     client = instructions._client()
-    if variant == "otel_tokens":
+    if variant == "otel_tokens" or variant.startswith("without:"):
         otel_tokens.instrument()
+        if variant.startswith("without:"):
+            _without(variant.partition(":")[2])
     elif variant == "official":
         from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 
@@ -124,6 +178,9 @@ def main() -> None:
     parser.add_argument("--worker", nargs=2, metavar=("N", "VARIANT"), help=argparse.SUPPRESS)
     parser.add_argument("--revs", default=",".join(rev for rev, _ in PLAIN_FORMS))
     parser.add_argument("--calls", default="10,60")
+    parser.add_argument("--without", default=None, metavar="PARTS",
+                        help="instead of --revs: this tree's call whole and without each part "
+                             f"(comma-separated; 'all': {', '.join(PARTS)})")  # fmt: skip
     parser.add_argument("--official-python", default=None,
                         help="also the bare call and the official instrumentation (a venv with "
                              "opentelemetry-instrumentation-openai-v2: see instructions.py)")  # fmt: skip
@@ -137,6 +194,14 @@ def main() -> None:
         bare = per_call(ROOT, calls, "bare")
         official = per_call(ROOT, calls, "official", args.official_python) - bare
         print(f"bare call {bare:,.0f}; the official instrumentation adds {official:,.0f}")
+    if args.without:
+        parts = PARTS if args.without == "all" else args.without.split(",")
+        whole = per_call(ROOT, calls)
+        print(f"instructions per call, this tree: {whole:,.0f}; what each part costs:")
+        for part in parts:
+            figure = per_call(ROOT, calls, f"without:{part}")
+            print(f"  {part:>22}  {whole - figure:10,.0f}", flush=True)
+        return
     what = dict(PLAIN_FORMS)
     before = None
     print(f"instructions per call (callgrind, (I({calls[1]}) - I({calls[0]})) / {calls[1] - calls[0]})")
