@@ -205,3 +205,26 @@ def test_the_recorders_kept_sums_count_from_zero_in_a_forked_child():
               for p in t.points("otel_tokens.tokens")}  # fmt: skip
     assert tokens == {("model-a", "input"): 100, ("model-a", "output"): 10,
                       ("model-b", "input"): 7, ("model-b", "output"): 1}  # fmt: skip
+
+
+def test_ten_thousand_model_names_keep_the_sums_bounded_and_every_token_counted():
+    """Each admitted label set keeps its sums; past the cardinality bound the names fold into
+    one set, so the sums kept stay bounded however many names come, and no token is lost."""
+    t = make_telemetry()
+    recorder = t.handler.recorder
+    for i in range(10_000):
+        model = f"model-{i}"
+        usage = Usage(input_tokens=3, output_tokens=1)
+        tracking = Tracking()
+        recorder.start(Call(tracking, "chat", "openai", model, False, started=0.0), tracking)
+        outcome = _outcome(usage, 0.5)
+        recorder.stop(tracking, outcome._replace(response_model=model, lines=(
+            Line(model, usage, 0.5, "computed", False, None),)))  # fmt: skip
+    kept = len(recorder.instruments.tokens._sums)
+    assert kept <= 5 * (recorder.cardinality.max_sets + 2)
+    tokens = {}
+    for p in t.points("otel_tokens.tokens"):
+        kind = p.attributes["gen_ai.token.type"]
+        tokens[kind] = tokens.get(kind, 0) + p.value
+    assert tokens == {"input": 30_000, "output": 10_000}
+    assert sum(p.value for p in t.points("otel_tokens.cost")) == 5_000
