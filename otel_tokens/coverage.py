@@ -186,8 +186,8 @@ CLIENTS: tuple[Client, ...] = (
         "huggingface_hub text_generation",
         "huggingface_hub",
         "`InferenceClient.text_generation`, `AsyncInferenceClient`; `details`, streams",
-        _http("TGI") + "; not a whole call with no generation parameter, whose body is "
-        "that of the other tasks",
+        _http("TGI") + "; a prompt alone too (the call marks its request: its body is that "
+        "of the other tasks)",
         ("http",),
     ),
     Client(

@@ -102,12 +102,19 @@ def _stream(parameters: dict[str, Any]) -> Answer:
 
 def tgi_answer(path: str, body: Any) -> Answer:
     """TGI's router: ``/`` (streams when the body says so), ``/generate``, ``/generate_stream``;
-    other tasks at ``/`` answered as an inference endpoint would (a summary)."""
+    other tasks at ``/`` answered as an inference endpoint would (a summary), except under
+    ``/tgi/`` (:func:`tgi_only`)."""
     body = body if isinstance(body, dict) else {}
     parameters = body.get("parameters") or {}
     if path.endswith("/generate_stream") or (not path.endswith("/generate") and body.get("stream")):
         return _stream(parameters)
-    if "inputs" in body and not path.endswith("/generate") and not parameters:
+    generation_only = path.startswith("/tgi/")
+    if (
+        "inputs" in body
+        and not path.endswith("/generate")
+        and not parameters
+        and not generation_only
+    ):
         return 200, "application/json", json.dumps([{"summary_text": "short"}]).encode(), {}
     return _whole(path, parameters)
 
@@ -115,6 +122,14 @@ def tgi_answer(path: str, body: Any) -> Answer:
 @pytest.fixture(scope="module")
 def tgi():
     running = LocalServer(tgi_answer)
+    yield running
+    running.close()
+
+
+@pytest.fixture(scope="module")
+def tgi_only():
+    """A TGI server: text generation alone, a prompt with no parameter generating too."""
+    running = LocalServer(lambda path, body: tgi_answer(f"/tgi{path}", body))
     yield running
     running.close()
 
@@ -135,6 +150,32 @@ def test_text_generation_whole_with_and_without_details(telemetry, tgi):
         assert attrs["gen_ai.provider.name"] == "127.0.0.1" and "otel_tokens.cost.usd" not in attrs
     assert with_details["gen_ai.response.finish_reasons"] == ("length",)
     assert [path for path, _ in tgi.requests[-3:]] == ["/", "/", "/"]
+
+
+def test_text_generation_of_a_prompt_alone_sync_and_async(telemetry, tgi, tgi_only):
+    # text_generation(prompt) posts {"inputs", "parameters": {}}, what summarization posts to
+    # the same path: the call itself says it is text generation (exact, from the headers)
+    client = hub.InferenceClient(tgi_only.url)
+
+    async def run() -> str:
+        return await hub.AsyncInferenceClient(tgi_only.url).text_generation(PROMPT)
+
+    assert client.text_generation(PROMPT) == asyncio.run(run()) == "100% open source"
+    assert [body for _, body in tgi_only.requests[-2:]] == [
+        {"inputs": PROMPT, "parameters": {}}
+    ] * 2
+    whole, awaited = attributes(telemetry)
+    for attrs in (whole, awaited):
+        assert tokens(attrs) == (PROMPT_TOKENS, len(WORDS))
+        assert attrs["gen_ai.operation.name"] == "text_completion"
+        assert attrs["gen_ai.request.stream"] is False
+    # the same body sent by another task, or by hand, is not taken for text generation
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        hub.InferenceClient(tgi.url).summarization("A long text to summarise.")
+    httpx = pytest.importorskip("httpx")
+    httpx.post(f"{tgi_only.url}/", json={"inputs": PROMPT, "parameters": {}})
+    assert len(attributes(telemetry)) == 2
 
 
 def test_text_generation_streamed_with_and_without_details(telemetry, tgi):

@@ -1,6 +1,7 @@
 """What ``instrument()`` installs for the HTTP layer: ``send`` of httpx's ``Client`` and
 ``AsyncClient`` (and of httpx2's, the fork newer SDKs use), of ``requests.Session`` and
-aiohttp's ``ClientSession._request``, nothing per call.
+aiohttp's ``ClientSession._request``, nothing per call; and huggingface_hub's
+``text_generation``, whose request is marked as text generation while it runs (:mod:`.hub`).
 
 Every POST those clients send to a model API's wire path is recorded by :mod:`.layer`
 (:mod:`.requests`, :mod:`.aiohttp`; imported at the first send), unless an SDK
@@ -67,6 +68,23 @@ _PATCHES = (
                 "_request",
                 deferred("otel_tokens.capture.http.aiohttp", "request"),
             )
+        ],
+    ),
+    SdkPatches(
+        "huggingface_hub",
+        [
+            (
+                "huggingface_hub.inference._client",
+                "InferenceClient",
+                "text_generation",
+                deferred("otel_tokens.capture.http.hub", "text_generation"),
+            ),
+            (
+                "huggingface_hub.inference._generated._async_client",
+                "AsyncInferenceClient",
+                "text_generation",
+                deferred("otel_tokens.capture.http.hub", "text_generation"),
+            ),
         ],
     ),
 )

@@ -6,7 +6,9 @@ serverless ``/models/{model_id}``, which stream when the body says ``"stream": t
 A request is ``{"inputs": "...", "parameters": {...}}``. The root and ``/models/`` paths take
 other tasks too (summarization, classification, embeddings) with the same body: only a body
 that asks for a stream or names a text-generation parameter (``max_new_tokens``, ``details``,
-...) is taken for text generation there.
+...) is taken for text generation there, or one sent while huggingface_hub's
+``text_generation`` runs (:data:`asked`: ``text_generation(prompt)`` sends what
+summarization sends).
 
 Usage: a whole answer's ``x-prompt-tokens`` and ``x-generated-tokens`` headers (TGI sends them
 on every generation), else ``details.prefill`` (input, with ``decoder_input_details``) and
@@ -17,6 +19,7 @@ None, never 0). A local TGI names no model: the model is the path's, or the body
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Any
 
 from ...request import Request, output_limit
@@ -26,7 +29,11 @@ from ..lifecycle import sdk_field as _get
 from ..stream import Accumulator
 from .base import Wire
 
-__all__ = ["SUFFIXES", "recognise"]
+__all__ = ["SUFFIXES", "asked", "recognise"]
+
+#: set while huggingface_hub's ``text_generation`` runs (:mod:`..http.hub`): a request it
+#: sends to a path other tasks share is text generation, whatever its parameters
+asked: ContextVar[bool] = ContextVar("otel_tokens_text_generation_asked", default=False)
 
 #: parameters only text generation takes (other tasks' bodies at ``/`` and ``/models/`` differ)
 _GENERATION_PARAMETERS = frozenset(
@@ -60,11 +67,13 @@ def _native(path: str, body: dict[str, Any]) -> bool:
 
 
 def _shared(path: str, body: dict[str, Any]) -> bool:
-    """``/``, ``/models/{id}``: a prompt, and a stream asked for or a text-generation
-    parameter given."""
+    """``/``, ``/models/{id}``: a prompt, and a stream asked for, a text-generation parameter
+    given or huggingface_hub's ``text_generation`` sending it (:data:`asked`)."""
     if not _native(path, body):
         return False
-    return body.get("stream") is True or not _GENERATION_PARAMETERS.isdisjoint(_parameters(body))
+    if body.get("stream") is True or asked.get():
+        return True
+    return not _GENERATION_PARAMETERS.isdisjoint(_parameters(body))
 
 
 def _model(path: str, body: dict[str, Any]) -> str | None:
